@@ -1,0 +1,54 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+/// Settings every Swift target shares: Swift 6 language mode (strict concurrency) is the
+/// default for tools-version 6; these upcoming features keep the API surface honest.
+let swiftSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+]
+
+let package = Package(
+    name: "Parla",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "Parla", targets: ["Parla"]),
+        .executable(name: "parla", targets: ["parla"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+    ],
+    targets: [
+        // MARK: C libraries
+        .systemLibrary(
+            name: "CESpeakNG",
+            pkgConfig: "espeak-ng",
+            providers: [.apt(["libespeak-ng-dev"])]
+        ),
+
+        // MARK: Library
+        .target(name: "ParlaCore", swiftSettings: swiftSettings),
+        .target(name: "ParlaESpeak", dependencies: ["ParlaCore", "CESpeakNG"], swiftSettings: swiftSettings),
+        .target(name: "Parla", dependencies: ["ParlaCore", "ParlaESpeak"], swiftSettings: swiftSettings),
+
+        // MARK: Command-line tool
+        .executableTarget(
+            name: "parla",
+            dependencies: ["Parla", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            swiftSettings: swiftSettings
+        ),
+
+        // MARK: Examples (built by CI)
+        .executableTarget(
+            name: "example-multilingual-wav",
+            dependencies: ["Parla"],
+            path: "Examples/multilingual-wav",
+            swiftSettings: swiftSettings
+        ),
+
+        // MARK: Tests
+        .testTarget(name: "ParlaCoreTests", dependencies: ["ParlaCore"], swiftSettings: swiftSettings),
+        .testTarget(name: "ParlaTests", dependencies: ["Parla"], swiftSettings: swiftSettings),
+        .testTarget(name: "ParlaCLITests", dependencies: ["Parla"], swiftSettings: swiftSettings),
+    ]
+)

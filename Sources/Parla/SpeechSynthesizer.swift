@@ -1,0 +1,148 @@
+@_exported import ParlaCore
+import FoundationEssentials
+import ParlaESpeak
+import Synchronization
+
+/// Speaks utterances to files, buffers or streams, in the language of every span.
+///
+/// ```swift
+/// let synth = SpeechSynthesizer()
+/// let u = Utterance(string: "Bonjour", language: "fr")
+/// try await synth.write(u, to: URL(fileURLWithPath: "bonjour.wav"))
+/// ```
+public final class SpeechSynthesizer: Sendable {
+    private let explicitCatalog: VoiceCatalog?
+    /// The language of text that has no language attribute and no utterance language.
+    public let defaultLanguage: LanguageTag
+
+    /// Creates a synthesizer using `catalog` (default: the catalog found next to the program,
+    /// through `PARLA_VOICES`, or in the source checkout).
+    public init(catalog: VoiceCatalog? = nil, defaultLanguage: LanguageTag = "en") {
+        self.explicitCatalog = catalog
+        self.defaultLanguage = defaultLanguage
+    }
+
+    /// The catalog voices are chosen from.
+    /// - Throws: ``ParlaError/voiceCatalogNotFound(searched:)`` if there is none.
+    public func catalog() throws(ParlaError) -> VoiceCatalog {
+        if let explicitCatalog { return explicitCatalog }
+        return try VoiceCatalog.default()
+    }
+
+    /// Resolves `utterance` into runs (languages, voices, prosody) without synthesizing it.
+    /// - Throws: ``ParlaError`` for empty text, bad settings or languages no voice speaks.
+    public func plan(_ utterance: Utterance) throws(ParlaError) -> SpeechPlan {
+        try SpeechPlan(utterance, catalog: catalog(), defaultLanguage: defaultLanguage)
+    }
+
+    /// The sample rate of the audio this synthesizer produces (22050 Hz with espeak-ng's voices).
+    public func sampleRate() async throws -> Int {
+        try await ESpeakEngine.shared.start()
+    }
+
+    /// Synthesizes `utterance`, calling `callback` with each audio block and each timed mark as it
+    /// is produced (like `AVSpeechSynthesizer.write(_:toBufferCallback:toMarkerCallback:)`).
+    /// The callback runs on the engine's thread: keep it short. Cancelling the task stops
+    /// synthesis at the next audio block.
+    /// - Returns: the complete timeline.
+    /// - Throws: ``ParlaError``, including ``ParlaError/cancelled``.
+    @discardableResult
+    public func write(
+        _ utterance: Utterance, toBufferCallback callback: @escaping @Sendable (SynthesisEvent) -> Void
+    ) async throws -> SpeechTimeline {
+        let plan = try plan(utterance)
+        let rate = try await ESpeakEngine.shared.start()
+        let timeline = Mutex(SpeechTimeline(sampleRate: rate))
+        let stop = StopFlag()
+        try await withTaskCancellationHandler {
+            _ = try await ESpeakEngine.shared.synthesize(plan, stop: stop) { event in
+                if case .audio = event {} else { timeline.withLock { $0.record(event) } }
+                callback(event)
+                if case .audio(let b) = event { timeline.withLock { $0.sampleCount = b.startSample + b.samples.count } }
+            }
+        } onCancel: {
+            stop.raise()
+        }
+        return timeline.withLock { $0 }
+    }
+
+    /// Synthesizes `utterance` as an asynchronous stream of audio blocks and timed marks.
+    /// Ending the iteration early stops synthesis.
+    public func stream(_ utterance: Utterance) -> AsyncThrowingStream<SynthesisEvent, any Error> {
+        let (stream, continuation) = AsyncThrowingStream.makeStream(of: SynthesisEvent.self)
+        let task = Task {
+            do {
+                try await self.write(utterance) { continuation.yield($0) }
+                continuation.finish()
+            } catch {
+                continuation.finish(throwing: error)
+            }
+        }
+        continuation.onTermination = { _ in task.cancel() }
+        return stream
+    }
+
+    /// Renders `utterance` to a 16-bit mono WAV file at `url`, and its timeline as JSON to
+    /// `timingsURL` if given. Both files are written under temporary names and renamed into place
+    /// only when complete: on any error neither destination is created or changed.
+    /// - Returns: the timeline.
+    /// - Throws: ``ParlaError`` (unwritable path, empty text, unknown language, cancelled, …).
+    @discardableResult
+    public func write(_ utterance: Utterance, to url: URL, timingsURL: URL? = nil) async throws -> SpeechTimeline {
+        let plan = try plan(utterance)  // fail on bad input before touching the file system
+        let rate = try await ESpeakEngine.shared.start()
+        let wav = try WAVFileWriter(path: url.path, sampleRate: rate)
+        let timingsFile: AtomicFile?
+        do {
+            timingsFile = try timingsURL.map { url throws(ParlaError) in try AtomicFile(path: url.path) }
+        } catch {
+            wav.discard()
+            throw error
+        }
+        let sink = FileSink(wav: wav, timeline: SpeechTimeline(sampleRate: rate))
+        let stop = StopFlag()
+        do {
+            try await withTaskCancellationHandler {
+                _ = try await ESpeakEngine.shared.synthesize(plan, stop: stop) { event in sink.take(event, stop: stop) }
+            } onCancel: {
+                stop.raise()
+            }
+            if let error = sink.error { throw error }
+            try wav.finish()
+            let timeline = sink.timeline
+            if let timingsFile {
+                try timingsFile.write(Array(timeline.json().utf8))
+                try timingsFile.commit()
+            }
+            return timeline
+        } catch {
+            wav.discard()
+            timingsFile?.discard()
+            if let error = sink.error { throw error }
+            throw error
+        }
+    }
+}
+
+/// Collects a rendering on the engine thread: audio to the WAV file, marks to the timeline.
+private final class FileSink: @unchecked Sendable {
+    let wav: WAVFileWriter
+    var timeline: SpeechTimeline
+    var error: ParlaError?
+
+    init(wav: WAVFileWriter, timeline: SpeechTimeline) {
+        self.wav = wav
+        self.timeline = timeline
+    }
+
+    func take(_ event: SynthesisEvent, stop: StopFlag) {
+        guard error == nil else { return }
+        if case .audio(let b) = event {
+            do { try wav.append(b.samples) } catch {
+                self.error = error
+                stop.raise()
+            }
+        }
+        timeline.record(event)
+    }
+}

@@ -1,0 +1,64 @@
+/// Errors Parla reports; each description says what went wrong and what to do about it.
+public enum ParlaError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// A string that is not a BCP 47 language tag.
+    case invalidLanguageTag(String)
+    /// A voice identifier the catalog does not contain.
+    case unknownVoice(String)
+    /// A valid language tag that no installed voice speaks.
+    case noVoiceForLanguage(LanguageTag)
+    /// The voice catalog directory could not be found in any of the searched places.
+    case voiceCatalogNotFound(searched: [String])
+    /// A voice preset file that could not be read or decoded.
+    case invalidVoicePreset(path: String, reason: String)
+    /// The text to speak is empty or contains only whitespace.
+    case emptyText
+    /// SSML input that is not well-formed or uses an attribute value Parla cannot interpret.
+    case invalidSSML(line: Int, column: Int, reason: String)
+    /// Input bytes that are not valid UTF-8; `byteOffset` is 0-based.
+    case invalidUTF8(source: String, byteOffset: Int)
+    /// An input file that could not be opened or read.
+    case unreadableInput(path: String, reason: String)
+    /// An output file that could not be created or written.
+    case unwritableOutput(path: String, reason: String)
+    /// A numeric setting outside the range it accepts.
+    case parameterOutOfRange(name: String, value: Double, range: ClosedRange<Double>)
+    /// The speech engine failed; `reason` is the engine's own message.
+    case engineFailure(String)
+    /// The work was cancelled before it finished.
+    case cancelled
+
+    public var description: String {
+        switch self {
+        case .invalidLanguageTag(let s):
+            return "'\(s)' is not a BCP 47 language tag. Use a tag such as 'en', 'pt-BR' or 'zh-Hans'; run 'parla voices' to list the languages Parla speaks."
+        case .unknownVoice(let s):
+            return "No voice with identifier '\(s)'. Run 'parla voices' to list voice identifiers (for example 'espeak-ng.en-us' or 'espeak-ng.fr+f2')."
+        case .noVoiceForLanguage(let tag):
+            return "No voice speaks language '\(tag)'. Run 'parla voices' to list the languages Parla speaks, or 'parla voices --language \(tag.language)' to search."
+        case .voiceCatalogNotFound(let searched):
+            return "The voice catalog was not found (looked in: \(searched.joined(separator: ", "))). Pass --voices DIR or set PARLA_VOICES to the 'voices' directory of a Parla checkout."
+        case .invalidVoicePreset(let path, let reason):
+            return "The voice preset '\(path)' is invalid: \(reason). Fix or remove the file."
+        case .emptyText:
+            return "There is nothing to say: the text is empty. Pass the text as an argument, with -f FILE, or on standard input."
+        case .invalidSSML(let line, let column, let reason):
+            return "Invalid SSML at line \(line), column \(column): \(reason). Without --ssml the input is read as plain text."
+        case .invalidUTF8(let source, let offset):
+            return "\(source) is not valid UTF-8: the byte at offset \(offset) (0-based) does not start or continue a UTF-8 character. Convert the file to UTF-8 (for example with iconv) and try again."
+        case .unreadableInput(let path, let reason):
+            return "Cannot read '\(path)': \(reason). Check the path and its permissions."
+        case .unwritableOutput(let path, let reason):
+            return "Cannot write '\(path)': \(reason). Choose a path in a directory you can write to."
+        case .parameterOutOfRange(let name, let value, let range):
+            return "\(name) \(formatNumber(value)) is out of range: use a value from \(formatNumber(range.lowerBound)) to \(formatNumber(range.upperBound))."
+        case .engineFailure(let reason):
+            return "The speech engine failed: \(reason)."
+        case .cancelled:
+            return "Cancelled before the speech was complete."
+        }
+    }
+}
+
+func formatNumber(_ value: Double) -> String {
+    value == value.rounded() && abs(value) < 1e15 ? String(Int(value)) : String(value)
+}

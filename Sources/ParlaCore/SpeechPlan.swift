@@ -1,0 +1,159 @@
+import FoundationEssentials
+
+/// An utterance resolved into runs the engine can speak one after another: each run has one
+/// language, one voice and one set of prosody settings, and may be preceded by silence.
+public struct SpeechPlan: Sendable {
+    /// A stretch of the text spoken with uniform settings.
+    public struct Run: Sendable, Hashable {
+        /// Unicode-scalar offsets into the spoken text (``SpeechPlan/text``).
+        public var range: Range<Int>
+        /// The language the run is spoken in.
+        public var language: LanguageTag
+        /// The voice that speaks it.
+        public var voice: SpeechVoice
+        /// Rate in words per minute (engine range 80–450).
+        public var rate: Int
+        /// Engine pitch, 0–100 (50 is normal).
+        public var pitch: Int
+        /// Engine volume, 0–200 (100 is normal).
+        public var volume: Int
+        /// Punctuation read aloud.
+        public var punctuation: PunctuationMode
+        /// Whether the run is read character by character.
+        public var spellOut: Bool
+        /// Silence inserted before the run.
+        public var silenceBefore: Duration
+
+        func sameSettings(as other: Run) -> Bool {
+            language == other.language && voice == other.voice && rate == other.rate && pitch == other.pitch
+                && volume == other.volume && punctuation == other.punctuation && spellOut == other.spellOut
+        }
+    }
+
+    /// The spoken text (for SSML input: the text content of the markup).
+    public let text: String
+    /// The runs, in text order, covering every non-empty part of the text.
+    public var runs: [Run]
+    /// Silence before the first run (the utterance's pre-delay).
+    public var leadingSilence: Duration
+    /// Silence after the last run (the post-delay, plus any trailing pauses).
+    public var trailingSilence: Duration
+    /// Where the spoken text came from, for utterances parsed from markup.
+    public let source: SourceMap?
+
+    /// Accepted range of ``Utterance/rate``, in words per minute.
+    public static let rateRange: ClosedRange<Double> = 80...450
+    /// Accepted range of ``Utterance/pitchMultiplier``.
+    public static let pitchRange: ClosedRange<Double> = 0...2
+    /// Accepted range of ``Utterance/volume``.
+    public static let volumeRange: ClosedRange<Double> = 0...2
+
+    /// Resolves `utterance` against `catalog`: validates its settings, picks a voice for every
+    /// language span and splits the text where any setting changes or a pause is placed.
+    /// - Throws: ``ParlaError`` for empty text, out-of-range settings or a language no voice speaks.
+    public init(_ utterance: Utterance, catalog: VoiceCatalog, defaultLanguage: LanguageTag = "en") throws(ParlaError) {
+        if let r = utterance.rate, !Self.rateRange.contains(r) {
+            throw .parameterOutOfRange(name: "Rate (words per minute)", value: r, range: Self.rateRange)
+        }
+        guard Self.pitchRange.contains(utterance.pitchMultiplier) else {
+            throw .parameterOutOfRange(name: "Pitch multiplier", value: utterance.pitchMultiplier, range: Self.pitchRange)
+        }
+        guard Self.volumeRange.contains(utterance.volume) else {
+            throw .parameterOutOfRange(name: "Volume", value: utterance.volume, range: Self.volumeRange)
+        }
+        let text = utterance.string
+        guard text.unicodeScalars.contains(where: { !$0.properties.isWhitespace }) else { throw .emptyText }
+        self.text = text
+        self.source = utterance.source
+
+        let baseLanguage = utterance.language ?? utterance.voice?.primaryLanguage ?? defaultLanguage
+        var voiceCache: [LanguageTag: SpeechVoice] = [:]
+        func voice(for language: LanguageTag) throws(ParlaError) -> SpeechVoice {
+            if let v = utterance.voice, v.speaks(language) { return v }
+            if let v = voiceCache[language] { return v }
+            let v = try catalog.voice(for: language)
+            voiceCache[language] = v
+            return v
+        }
+
+        // Pauses, summed per offset.
+        var pauseAt: [Int: Duration] = [:]
+        for p in utterance.pauses { pauseAt[p.offset, default: .zero] += p.duration }
+        let total = text.unicodeScalars.count
+        let leading = utterance.preUtteranceDelay + (pauseAt[0] ?? .zero)
+        var trailing = utterance.postUtteranceDelay
+        for (offset, d) in pauseAt where offset >= total { trailing += d }
+        let cuts = pauseAt.keys.filter { $0 > 0 && $0 < total }.sorted()
+
+        var runs: [Run] = []
+        var offset = 0
+        var cutIndex = 0
+        for attributed in utterance.text.runs {
+            let count = utterance.text.unicodeScalars[attributed.range].count
+            let attrs = attributed.attributes
+            let language = attrs[SpeechAttributes.LanguageAttribute.self] ?? baseLanguage
+            let v = try voice(for: language)
+            let rateWPM = (utterance.rate ?? v.rate ?? 175) * (attrs[SpeechAttributes.RateAttribute.self] ?? 1)
+            let pitch = 50 * (v.pitch ?? 1) * utterance.pitchMultiplier * (attrs[SpeechAttributes.PitchAttribute.self] ?? 1)
+            let volume = 100 * utterance.volume * (attrs[SpeechAttributes.VolumeAttribute.self] ?? 1)
+            let template = Run(
+                range: offset..<(offset + count), language: language, voice: v,
+                rate: Int(min(max(rateWPM, Self.rateRange.lowerBound), Self.rateRange.upperBound).rounded()),
+                pitch: Int(min(max(pitch, 0), 100).rounded()),
+                volume: Int(min(max(volume, 0), 200).rounded()),
+                punctuation: attrs[SpeechAttributes.PunctuationAttribute.self] ?? utterance.punctuation,
+                spellOut: attrs[SpeechAttributes.SpellOutAttribute.self] ?? false,
+                silenceBefore: .zero)
+            // Split the attribute run at every pause inside it.
+            var start = offset
+            let end = offset + count
+            while start < end {
+                var pieceEnd = end
+                var silence = Duration.zero
+                if cutIndex < cuts.count, cuts[cutIndex] == start {
+                    silence = pauseAt[start] ?? .zero
+                    cutIndex += 1
+                }
+                if cutIndex < cuts.count, cuts[cutIndex] < end { pieceEnd = cuts[cutIndex] }
+                var run = template
+                run.range = start..<pieceEnd
+                run.silenceBefore = silence
+                Self.append(run, to: &runs)
+                start = pieceEnd
+            }
+            offset = end
+        }
+        self.runs = runs
+        self.leadingSilence = leading
+        self.trailingSilence = trailing
+    }
+
+    /// Appends `run`, merging it into the previous run when the settings match (or when it is
+    /// only whitespace, which any voice can carry) and no pause separates them.
+    private static func append(_ run: Run, to runs: inout [Run]) {
+        guard var last = runs.last, run.silenceBefore == .zero else {
+            runs.append(run)
+            return
+        }
+        if last.sameSettings(as: run) {
+            last.range = last.range.lowerBound..<run.range.upperBound
+            runs[runs.count - 1] = last
+        } else {
+            runs.append(run)
+        }
+    }
+
+    /// The language and voice segments of the plan: adjacent runs with the same language and
+    /// voice form one segment.
+    public var segments: [(range: Range<Int>, language: LanguageTag, voice: SpeechVoice)] {
+        var out: [(range: Range<Int>, language: LanguageTag, voice: SpeechVoice)] = []
+        for r in runs {
+            if let last = out.last, last.language == r.language, last.voice == r.voice {
+                out[out.count - 1].range = last.range.lowerBound..<r.range.upperBound
+            } else {
+                out.append((r.range, r.language, r.voice))
+            }
+        }
+        return out
+    }
+}

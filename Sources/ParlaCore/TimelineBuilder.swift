@@ -1,0 +1,409 @@
+/// Turns what the engine reports while it speaks a ``SpeechPlan`` (audio blocks, word and
+/// sentence positions) into ``SynthesisEvent``s whose ranges lie in the caller's text.
+///
+/// The engine's word events are repaired here: positions are mapped back through the
+/// ``EngineInput`` and the ``SourceMap``, expanded to grapheme clusters, matched against
+/// Parla's own word tokens (so a word the engine skipped still gets a mark, with interpolated
+/// timing, and a word reported twice gets one), and word ends are trimmed to the silence
+/// before the next word.
+public struct TimelineBuilder {
+    /// Samples per second of the engine's audio.
+    public let sampleRate: Int
+    private let plan: SpeechPlan
+    private let textScalars: [Unicode.Scalar]
+    private let emit: (SynthesisEvent) -> Void
+
+    /// Samples produced so far.
+    public private(set) var sampleCount = 0
+    private var runIndex = -1
+    private var aligner: RunAligner?
+    private var input: EngineInput?
+    private var segmentIndex = -1
+    private var segmentStart = 0
+    private var segmentRange = 0..<0
+    private var pendingSentence: (range: Range<Int>, start: Int)?
+    private var silence = SilenceTracker()
+
+    /// Creates a builder for `plan` that passes each event to `emit` as soon as it is final.
+    public init(plan: SpeechPlan, sampleRate: Int, emit: @escaping (SynthesisEvent) -> Void) {
+        self.plan = plan
+        self.sampleRate = sampleRate
+        self.textScalars = Array(plan.text.unicodeScalars)
+        self.emit = emit
+    }
+
+    // MARK: Driving
+
+    /// Appends `duration` of silence to the audio.
+    public mutating func silence(_ duration: Duration) {
+        let (s, atto) = duration.components
+        var n = Int(s) * sampleRate + Int((Double(atto) / 1e18) * Double(sampleRate))
+        guard n > 0 else { return }
+        while n > 0 {
+            let chunk = min(n, 4096)
+            audio(Array(repeating: 0, count: chunk))
+            n -= chunk
+        }
+    }
+
+    /// Starts run `index` of the plan, spoken from `input`.
+    public mutating func beginRun(_ index: Int, input: EngineInput) {
+        let run = plan.runs[index]
+        runIndex = index
+        self.input = input
+        let seg = plan.segments.firstIndex { $0.range.contains(run.range.lowerBound) } ?? 0
+        if seg != segmentIndex {
+            finishSegment()
+            segmentIndex = seg
+            segmentStart = sampleCount
+            segmentRange = plan.segments[seg].range
+        }
+        aligner = RunAligner(scalars: textScalars, range: run.range, startSample: sampleCount)
+    }
+
+    /// Adds a block of engine audio.
+    public mutating func audio(_ samples: [Int16]) {
+        guard !samples.isEmpty else { return }
+        silence.scan(samples, startingAt: sampleCount)
+        let buffer = PCMBuffer(samples: samples, startSample: sampleCount, sampleRate: sampleRate)
+        sampleCount += samples.count
+        emit(.audio(buffer))
+    }
+
+    /// Records an engine word event: 1-based engine `position`, `length` in scalars, at `sample`
+    /// counted from the start of the current run's audio.
+    public mutating func word(position: Int, length: Int, runSample: Int) {
+        guard let input, var aligner else { return }
+        guard let start = input.textOffset(ofEnginePosition: position - 1) else { return }
+        let endEngine = position - 1 + max(length, 1) - 1
+        let end = (input.textOffset(ofEnginePosition: endEngine) ?? start) + 1
+        aligner.anchor(start..<max(start + 1, end), sample: aligner.startSample + runSample, silences: silence.intervals)
+        self.aligner = aligner
+        flushWords()
+    }
+
+    /// Records an engine sentence event at 1-based engine `position`, `runSample` into the run.
+    public mutating func sentence(position: Int, runSample: Int) {
+        guard let input, let aligner, let start = input.textOffset(ofEnginePosition: position - 1) else { return }
+        let sample = aligner.startSample + runSample
+        if let p = pendingSentence {
+            // A sentence that was cut by a run boundary (not by punctuation) continues.
+            if start == aligner.range.lowerBound, !endsSentence(before: start) { return }
+            emitSentence(p.range.lowerBound..<start, startSample: p.start, endSample: sample)
+        }
+        pendingSentence = (start..<start, sample)
+    }
+
+    /// Ends the current run once the engine has returned.
+    public mutating func endRun() {
+        guard var aligner else { return }
+        aligner.finish(endSample: sampleCount, silences: silence.intervals)
+        self.aligner = aligner
+        flushWords()
+        self.aligner = nil
+    }
+
+    /// Ends the utterance: emits the last sentence and segment.
+    public mutating func finish() {
+        endRun()
+        if let p = pendingSentence {
+            emitSentence(p.range.lowerBound..<textScalars.count, startSample: p.start, endSample: speechEnd())
+            pendingSentence = nil
+        }
+        finishSegment()
+    }
+
+    // MARK: Emitting
+
+    private mutating func flushWords() {
+        guard var aligner else { return }
+        for w in aligner.takeFinal() {
+            let text = String(String.UnicodeScalarView(textScalars[w.range]))
+            emit(.word(WordMark(
+                range: inputRange(w.range), word: text, startSample: w.start, endSample: w.end,
+                segment: segmentIndex, isEstimated: w.estimated)))
+        }
+        self.aligner = aligner
+    }
+
+    private func speechEnd() -> Int {
+        if let last = silence.intervals.last, last.upperBound >= sampleCount, last.lowerBound > 0 {
+            return last.lowerBound
+        }
+        return sampleCount
+    }
+
+    private func emitSentence(_ range: Range<Int>, startSample: Int, endSample: Int) {
+        var lo = range.lowerBound, hi = range.upperBound
+        while lo < hi, textScalars[lo].properties.isWhitespace { lo += 1 }
+        while hi > lo, textScalars[hi - 1].properties.isWhitespace { hi -= 1 }
+        guard lo < hi else { return }
+        var end = endSample
+        if let gap = silence.intervals.last(where: { $0.lowerBound > startSample && $0.lowerBound < endSample && $0.upperBound >= endSample - 1 }) {
+            end = gap.lowerBound
+        }
+        emit(.sentence(SentenceMark(range: inputRange(lo..<hi), startSample: startSample, endSample: max(startSample, end))))
+    }
+
+    private func endsSentence(before offset: Int) -> Bool {
+        var i = offset - 1
+        while i >= 0, textScalars[i].properties.isWhitespace { i -= 1 }
+        guard i >= 0 else { return true }
+        return ".!?。！？؟…;".unicodeScalars.contains(textScalars[i])
+    }
+
+    private mutating func finishSegment() {
+        guard segmentIndex >= 0 else { return }
+        let seg = plan.segments[segmentIndex]
+        emit(.segment(SegmentMark(
+            index: segmentIndex, range: inputRange(segmentRange), language: seg.language,
+            voice: seg.voice.identifier, startSample: segmentStart, endSample: sampleCount)))
+        segmentIndex = -1
+    }
+
+    /// Maps a range of spoken-text scalars to the caller's input text.
+    private func inputRange(_ range: Range<Int>) -> Range<Int> {
+        plan.source?.markupRange(of: range) ?? range
+    }
+}
+
+/// Finds stretches of near-silence (at least 20 ms below about −40 dBFS) in streamed audio.
+struct SilenceTracker {
+    static let threshold: Int16 = 330
+    private(set) var intervals: [Range<Int>] = []
+    private var quietSince: Int? = 0
+    private var minimum = 441  // set from the sample rate on first use; 20 ms at 22.05 kHz
+
+    mutating func scan(_ samples: [Int16], startingAt base: Int) {
+        samples.withUnsafeBufferPointer { buf in
+            var i = 0
+            let n = buf.count
+            while i < n {
+                let v = buf[i]
+                let loud = v > Self.threshold || v < -Self.threshold
+                if loud {
+                    if let q = quietSince {
+                        let end = base + i
+                        if end - q >= minimum { add(q..<end) }
+                        quietSince = nil
+                    }
+                } else if quietSince == nil {
+                    quietSince = base + i
+                }
+                i += 1
+            }
+            // An open quiet stretch is provisionally recorded so that readers see it.
+            if let q = quietSince, base + n - q >= minimum { add(q..<(base + n)) }
+        }
+    }
+
+    private mutating func add(_ r: Range<Int>) {
+        if let last = intervals.last, last.lowerBound == r.lowerBound {
+            intervals[intervals.count - 1] = r
+        } else {
+            intervals.append(r)
+        }
+    }
+}
+
+/// Matches engine word events for one run against Parla's own tokens of that run.
+struct RunAligner {
+    struct Token {
+        var range: Range<Int>
+        var start: Int?
+        var estimated = true
+    }
+    struct Final {
+        var range: Range<Int>
+        var start: Int
+        var end: Int
+        var estimated: Bool
+    }
+
+    let range: Range<Int>
+    let startSample: Int
+    private let scalars: [Unicode.Scalar]
+    private var tokens: [Token] = []
+    /// Grapheme-cluster start offsets within the run, plus the run end.
+    private var boundaries: [Int] = []
+    private var emitted = 0
+    private var lastAnchor: Int?
+    private var finalized: [Final] = []
+    private var finished = false
+
+    init(scalars: [Unicode.Scalar], range: Range<Int>, startSample: Int) {
+        self.scalars = scalars
+        self.range = range
+        self.startSample = startSample
+        tokenize()
+    }
+
+    /// Splits the run into word tokens: runs of letters, digits and marks (apostrophes inside
+    /// words included), with each Han, Kana, Thai, Lao, Khmer or Myanmar character on its own.
+    private mutating func tokenize() {
+        let sub = String(String.UnicodeScalarView(scalars[range]))
+        var offset = range.lowerBound
+        var current: Int?
+        var previousWasWord = false
+        let chars = Array(sub)
+        for (i, ch) in chars.enumerated() {
+            boundaries.append(offset)
+            let n = ch.unicodeScalars.count
+            let first = ch.unicodeScalars.first!
+            let isolated = Self.isIsolatedScript(first)
+            var isWord = ch.isLetter || ch.isNumber || first.properties.generalCategory == .nonspacingMark
+            if !isWord, previousWasWord, ch == "'" || ch == "’" || ch == "." && chars[safe: i - 1]?.isNumber == true,
+               let next = chars[safe: i + 1], next.isLetter || next.isNumber {
+                isWord = true  // don't, l'homme, 3.14
+            }
+            if isWord && !isolated {
+                if current == nil { current = offset }
+            } else {
+                if let c = current { tokens.append(Token(range: c..<offset)) }
+                current = nil
+                if isWord { tokens.append(Token(range: offset..<(offset + n))) }
+            }
+            previousWasWord = isWord && !isolated
+            offset += n
+        }
+        if let c = current { tokens.append(Token(range: c..<offset)) }
+        boundaries.append(offset)
+    }
+
+    private static func isIsolatedScript(_ s: Unicode.Scalar) -> Bool {
+        switch s.value {
+        case 0x2E80...0x2FDF, 0x3040...0x30FF, 0x3400...0x4DBF, 0x4E00...0x9FFF, 0xF900...0xFAFF,
+             0x20000...0x3FFFF, 0x0E00...0x0EFF, 0x1780...0x17FF, 0x1000...0x109F, 0x31F0...0x31FF:
+            return true
+        default:
+            return false
+        }
+    }
+
+    /// Records that the engine started speaking text `textRange` at `sample`.
+    mutating func anchor(_ textRange: Range<Int>, sample: Int, silences: [Range<Int>]) {
+        guard !finished else { return }
+        let lo = max(textRange.lowerBound, range.lowerBound), hi = min(textRange.upperBound, range.upperBound)
+        guard lo < hi else { return }
+        // The token containing the start, else the first token starting inside the range.
+        var k = tokenIndex(containing: lo)
+        if k == nil, let j = firstToken(startingAtOrAfter: lo), tokens[j].range.lowerBound < hi { k = j }
+        if k == nil {
+            // Something the engine speaks that is not a word token (a symbol, an emoji): give it
+            // its own mark if it is visible text, expanded to whole grapheme clusters.
+            let g = graphemeRange(lo..<hi)
+            guard scalars[g].contains(where: { !$0.properties.isWhitespace }) else { return }
+            let at = firstToken(startingAtOrAfter: g.lowerBound) ?? tokens.count
+            guard at >= emitted, at > (lastAnchor ?? -1), at == tokens.count || tokens[at].range.lowerBound >= g.upperBound else { return }
+            if at > 0, tokens[at - 1].range.upperBound > g.lowerBound { return }
+            tokens.insert(Token(range: g), at: at)
+            if let a = lastAnchor, a >= at { lastAnchor = a + 1 }
+            k = at
+        }
+        guard let k, k >= emitted, tokens[k].start == nil else { return }
+        if let a = lastAnchor, k < a { return }
+        let floor = lastAnchor.flatMap { tokens[$0].start } ?? startSample
+        tokens[k].start = max(sample, floor)
+        tokens[k].estimated = false
+        interpolate(upTo: k, endSample: tokens[k].start!)
+        lastAnchor = k
+        finalize(upTo: k, silences: silences)
+    }
+
+    /// Closes the run: tokens never reported get timings spread over the remaining speech.
+    mutating func finish(endSample: Int, silences: [Range<Int>]) {
+        guard !finished else { return }
+        var speechEnd = endSample
+        if let last = silences.last, last.upperBound >= endSample, last.lowerBound >= (lastAnchor.flatMap { tokens[$0].start } ?? startSample) {
+            speechEnd = last.lowerBound
+        }
+        interpolate(upTo: tokens.count, endSample: speechEnd)
+        finalize(upTo: tokens.count, silences: silences, endSample: speechEnd)
+        finished = true
+    }
+
+    /// Marks whose timing can no longer change, in text order.
+    mutating func takeFinal() -> [Final] {
+        defer { finalized.removeAll(keepingCapacity: true) }
+        return finalized
+    }
+
+    // MARK: Internals
+
+    /// Gives untimed tokens between the last anchor and `k` start times proportional to their length.
+    private mutating func interpolate(upTo k: Int, endSample: Int) {
+        let from = (lastAnchor ?? -1) + 1
+        guard from < k else { return }
+        let base = lastAnchor.flatMap { tokens[$0].start } ?? startSample
+        let firstCounted = lastAnchor ?? from  // the anchor's own length takes its share too
+        let lengths = (firstCounted..<k).map { tokens[$0].range.count }
+        let total = max(1, lengths.reduce(0, +))
+        var acc = lastAnchor == nil ? 0 : lengths[0]
+        for (j, t) in (from..<k).enumerated() {
+            let share = Double(acc) / Double(total)
+            tokens[t].start = base + Int(Double(max(0, endSample - base)) * share)
+            acc += lengths[j + (lastAnchor == nil ? 0 : 1)]
+        }
+    }
+
+    private mutating func finalize(upTo k: Int, silences: [Range<Int>], endSample: Int? = nil) {
+        while emitted < k {
+            let t = tokens[emitted]
+            let s = t.start ?? startSample
+            let next = emitted + 1 < tokens.count ? (tokens[emitted + 1].start ?? endSample ?? s) : (endSample ?? s)
+            var e = max(s, next)
+            // Trim to the silence that precedes the next word.
+            if let gap = silences.last(where: { $0.lowerBound > s && $0.lowerBound < e && $0.upperBound >= e - 110 }) {
+                e = gap.lowerBound
+            }
+            finalized.append(Final(range: t.range, start: s, end: e, estimated: t.estimated))
+            emitted += 1
+        }
+    }
+
+    private func tokenIndex(containing offset: Int) -> Int? {
+        guard let j = lastToken(startingAtOrBefore: offset), tokens[j].range.contains(offset) else { return nil }
+        return j
+    }
+
+    private func lastToken(startingAtOrBefore offset: Int) -> Int? {
+        var lo = 0, hi = tokens.count
+        while lo < hi {
+            let mid = (lo + hi) / 2
+            if tokens[mid].range.lowerBound <= offset { lo = mid + 1 } else { hi = mid }
+        }
+        return lo > 0 ? lo - 1 : nil
+    }
+
+    private func firstToken(startingAtOrAfter offset: Int) -> Int? {
+        var lo = 0, hi = tokens.count
+        while lo < hi {
+            let mid = (lo + hi) / 2
+            if tokens[mid].range.lowerBound < offset { lo = mid + 1 } else { hi = mid }
+        }
+        return lo < tokens.count ? lo : nil
+    }
+
+    /// `r` widened to whole grapheme clusters of the run.
+    private func graphemeRange(_ r: Range<Int>) -> Range<Int> {
+        var lo = 0, hi = boundaries.count
+        while lo < hi {
+            let mid = (lo + hi) / 2
+            if boundaries[mid] <= r.lowerBound { lo = mid + 1 } else { hi = mid }
+        }
+        let start = boundaries[max(0, lo - 1)]
+        lo = 0; hi = boundaries.count
+        while lo < hi {
+            let mid = (lo + hi) / 2
+            if boundaries[mid] < r.upperBound { lo = mid + 1 } else { hi = mid }
+        }
+        let end = boundaries[min(lo, boundaries.count - 1)]
+        return start..<max(end, start)
+    }
+}
+
+extension Array {
+    subscript(safe index: Int) -> Element? {
+        indices.contains(index) ? self[index] : nil
+    }
+}

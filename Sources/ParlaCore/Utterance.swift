@@ -1,0 +1,102 @@
+import FoundationEssentials
+
+/// A piece of text to speak, with its speech settings.
+///
+/// The text is an `AttributedString` whose spans may carry ``SpeechAttributes`` (language,
+/// pitch, rate, volume, punctuation, spell-out, announcement queueing and priority). The
+/// utterance-level settings below apply to the whole text; span attributes multiply them.
+///
+/// ```swift
+/// var text = AttributedString("Hello ")
+/// var greek = AttributedString("Καλημέρα")
+/// greek.speechLanguage = "el"
+/// text.append(greek)
+/// let utterance = Utterance(text)
+/// ```
+public struct Utterance: Sendable {
+    /// The text, with optional speech attributes on spans.
+    public var text: AttributedString
+    /// The language of text that has no language attribute (nil: the voice's language, else English).
+    public var language: LanguageTag?
+    /// The voice for text whose language it speaks (nil: the default voice for each language).
+    public var voice: SpeechVoice?
+    /// Speaking rate in words per minute, 80–450 (nil: the voice's default, 175 for espeak-ng).
+    public var rate: Double?
+    /// Pitch multiplier, 0–2 (1: the voice's normal pitch; 0 is the engine's lowest).
+    public var pitchMultiplier: Double = 1
+    /// Volume, 0–2 (1: the engine's normal amplitude).
+    public var volume: Double = 1
+    /// How much punctuation is read aloud where spans do not say otherwise.
+    public var punctuation: PunctuationMode = .none
+    /// Silence before the speech starts.
+    public var preUtteranceDelay: Duration = .zero
+    /// Silence after the speech ends.
+    public var postUtteranceDelay: Duration = .zero
+    /// Silences inside the text (from SSML `<break>` or added by the caller).
+    public var pauses: [Pause] = []
+    /// For utterances parsed from markup: the markup itself and where each text scalar came from.
+    public internal(set) var source: SourceMap?
+
+    /// A silence of `duration` placed before the scalar at `offset` of the text.
+    public struct Pause: Sendable, Hashable {
+        /// Unicode-scalar offset into ``Utterance/string`` where the silence goes.
+        public var offset: Int
+        /// How long the silence lasts.
+        public var duration: Duration
+        /// Creates a pause.
+        public init(offset: Int, duration: Duration) {
+            self.offset = offset
+            self.duration = duration
+        }
+    }
+
+    /// An utterance of plain `string` (spoken literally: `<` and `&` are text, not markup).
+    public init(string: String, language: LanguageTag? = nil) {
+        self.text = AttributedString(string)
+        self.language = language
+    }
+
+    /// An utterance of an attributed string whose spans may carry speech attributes.
+    public init(_ text: AttributedString, language: LanguageTag? = nil) {
+        self.text = text
+        self.language = language
+    }
+
+    /// Parses an SSML document (`<speak>…</speak>`) into an utterance.
+    /// Reported ranges are offsets into `ssml` itself.
+    /// - Throws: ``ParlaError/invalidSSML(line:column:reason:)`` if the markup is not well-formed.
+    public init(ssml: String) throws(ParlaError) {
+        var parser = SSMLParser(ssml)
+        self = try parser.parse()
+    }
+
+    /// The plain text that is spoken (for SSML input: the text content, not the markup).
+    public var string: String { String(text.characters) }
+
+    /// The text the caller gave, in whose index space every reported range lies:
+    /// the markup for SSML input, otherwise ``string``.
+    public var inputText: String { source?.markup ?? string }
+}
+
+/// Where each Unicode scalar of an utterance's text came from in the markup it was parsed from.
+public struct SourceMap: Sendable, Hashable {
+    /// The markup the utterance was parsed from.
+    public let markup: String
+    /// For text scalar `i`, its range in `markup` (scalar offsets) is `starts[i]..<ends[i]`.
+    let starts: [Int32]
+    let ends: [Int32]
+
+    init(markup: String, starts: [Int32], ends: [Int32]) {
+        self.markup = markup
+        self.starts = starts
+        self.ends = ends
+    }
+
+    /// The range in the markup covered by the text scalars `range`.
+    func markupRange(of range: Range<Int>) -> Range<Int> {
+        guard !starts.isEmpty else { return 0..<0 }
+        let lo = Int(starts[min(range.lowerBound, starts.count - 1)])
+        let hi = range.isEmpty ? lo : Int(ends[min(range.upperBound - 1, ends.count - 1)])
+        return lo..<max(lo, hi)
+    }
+}

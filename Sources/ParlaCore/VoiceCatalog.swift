@@ -1,0 +1,218 @@
+import FoundationEssentials
+
+/// The set of voice presets Parla can use, loaded from a `voices/` directory and the
+/// user's own preset directory, with the defaults that pick a voice for each language.
+public struct VoiceCatalog: Sendable {
+    /// All presets, sorted by identifier. User presets replace built-in ones with the same identifier.
+    public let voices: [SpeechVoice]
+    /// Engine voice variants that may be appended to an identifier with `+`.
+    public let variants: [String]
+    /// Lowercased language tag → identifier of the voice that serves it by default.
+    public let languageDefaults: [String: String]
+    /// ISO 15924 script code → the language that script means when nothing else decides.
+    public let scriptDefaults: [String: LanguageTag]
+    /// The directories the presets were loaded from.
+    public let directories: [String]
+
+    private let byIdentifier: [String: SpeechVoice]
+
+    /// Creates a catalog from presets already in memory.
+    public init(
+        voices: [SpeechVoice], variants: [String] = [], languageDefaults: [String: String] = [:],
+        scriptDefaults: [String: LanguageTag] = [:], directories: [String] = []
+    ) {
+        var map: [String: SpeechVoice] = [:]
+        for v in voices { map[v.identifier.lowercased()] = v }
+        self.byIdentifier = map
+        self.voices = map.values.sorted { $0.identifier < $1.identifier }
+        self.variants = variants
+        self.languageDefaults = languageDefaults
+        self.scriptDefaults = scriptDefaults
+        self.directories = directories
+    }
+
+    // MARK: Lookup
+
+    /// The voice with `identifier`; `base+variant` selects an engine variant of a base voice.
+    /// - Throws: ``ParlaError/unknownVoice(_:)`` if there is no such voice or variant.
+    public func voice(identifier: String) throws(ParlaError) -> SpeechVoice {
+        let key = identifier.lowercased()
+        if let v = byIdentifier[key] { return v }
+        if let plus = key.firstIndex(of: "+"), let base = byIdentifier[String(key[..<plus])] {
+            let variantName = String(identifier[identifier.index(after: plus)...])
+            guard let known = variants.first(where: { $0.lowercased() == variantName.lowercased() }) else {
+                throw .unknownVoice(identifier)
+            }
+            var v = base
+            v.identifier = base.identifier + "+" + known
+            v.name = base.name + " (" + known + ")"
+            v.variant = known
+            return v
+        }
+        throw .unknownVoice(identifier)
+    }
+
+    /// The best voice for `language`: a hand-chosen default, then an exact match, then the
+    /// default for a less specific tag, then any voice of the same primary language.
+    /// - Throws: ``ParlaError/noVoiceForLanguage(_:)`` if no voice speaks it.
+    public func voice(for language: LanguageTag) throws(ParlaError) -> SpeechVoice {
+        var tag: LanguageTag? = language
+        while let t = tag {
+            if let id = languageDefaults[t.identifier.lowercased()], let v = byIdentifier[id.lowercased()] {
+                return v
+            }
+            if let v = voices.first(where: { $0.languages.first == t }) ?? voices.first(where: { $0.languages.contains(t) }) {
+                return v
+            }
+            tag = t.parent
+        }
+        if let v = voices.first(where: { $0.languages.contains { $0.language == language.language } }) {
+            return v
+        }
+        throw .noVoiceForLanguage(language)
+    }
+
+    /// Every voice that serves `language` or a more specific form of it.
+    public func voices(speaking language: LanguageTag) -> [SpeechVoice] {
+        voices.filter { voice in voice.languages.contains { $0.isSpecialization(of: language) } }
+    }
+
+    /// Every language some voice serves, sorted.
+    public var languages: [LanguageTag] {
+        Array(Set(voices.flatMap(\.languages))).sorted()
+    }
+
+    // MARK: Loading
+
+    /// Loads the catalog in `directory` (presets in any subdirectory, plus `defaults.json`),
+    /// then the presets in `userDirectory` if it exists.
+    /// - Throws: ``ParlaError/voiceCatalogNotFound(searched:)`` or ``ParlaError/invalidVoicePreset(path:reason:)``.
+    public static func load(from directory: String, userDirectory: String? = nil) throws(ParlaError) -> VoiceCatalog {
+        let fm = FileManager.default
+        var isDir = false
+        guard fm.fileExists(atPath: directory, isDirectory: &isDir), isDir else {
+            throw .voiceCatalogNotFound(searched: [directory])
+        }
+        var voices: [SpeechVoice] = []
+        var languageDefaults: [String: String] = [:]
+        var scriptDefaults: [String: LanguageTag] = [:]
+        var variants: [String] = []
+        var dirs = [directory]
+
+        let defaultsPath = directory + "/defaults.json"
+        if fm.fileExists(atPath: defaultsPath) {
+            let d: DefaultsFile = try decode(DefaultsFile.self, at: defaultsPath)
+            languageDefaults = Dictionary(d.languages.map { ($0.key.lowercased(), $0.value) }, uniquingKeysWith: { a, _ in a })
+            for (script, lang) in d.scripts ?? [:] {
+                guard let tag = LanguageTag(lang) else {
+                    throw .invalidVoicePreset(path: defaultsPath, reason: "'\(lang)' for script \(script) is not a language tag")
+                }
+                scriptDefaults[script] = tag
+            }
+            variants = d.variants ?? []
+        }
+        voices += try presets(in: directory, excluding: defaultsPath)
+        if let user = userDirectory, fm.fileExists(atPath: user, isDirectory: &isDir), isDir {
+            voices += try presets(in: user, excluding: nil)
+            dirs.append(user)
+        }
+        return VoiceCatalog(
+            voices: voices, variants: variants, languageDefaults: languageDefaults,
+            scriptDefaults: scriptDefaults, directories: dirs)
+    }
+
+    /// The catalog found by ``locateDirectory(explicit:)``, loaded once per process.
+    /// - Throws: ``ParlaError/voiceCatalogNotFound(searched:)`` if no catalog directory exists.
+    public static func `default`() throws(ParlaError) -> VoiceCatalog {
+        try defaultCatalog.get()
+    }
+
+    private static let defaultCatalog: Result<VoiceCatalog, ParlaError> = Result { () throws(ParlaError) in
+        try load(from: locateDirectory(), userDirectory: userPresetDirectory)
+    }
+
+    /// The user's own preset directory: `$XDG_CONFIG_HOME/parla/voices` or `~/.config/parla/voices`.
+    public static var userPresetDirectory: String? {
+        let env = ProcessInfo.processInfo.environment
+        if let xdg = env["XDG_CONFIG_HOME"], !xdg.isEmpty { return xdg + "/parla/voices" }
+        if let home = env["HOME"], !home.isEmpty { return home + "/.config/parla/voices" }
+        return nil
+    }
+
+    /// Finds the catalog directory: `explicit`, then `$PARLA_VOICES`, then `voices/` or
+    /// `../share/parla/voices` next to the executable, then the source checkout.
+    /// - Throws: ``ParlaError/voiceCatalogNotFound(searched:)`` listing every place tried.
+    public static func locateDirectory(explicit: String? = nil) throws(ParlaError) -> String {
+        var candidates: [String] = []
+        if let explicit {
+            candidates.append(explicit)
+        } else {
+            if let env = ProcessInfo.processInfo.environment["PARLA_VOICES"], !env.isEmpty {
+                candidates.append(env)
+            }
+            let exe = URL(fileURLWithPath: CommandLine.arguments.first ?? "").resolvingSymlinksInPath()
+            let exeDir = exe.deletingLastPathComponent()
+            if let real = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
+                let realDir = URL(fileURLWithPath: real).deletingLastPathComponent()
+                candidates.append(realDir.appendingPathComponent("voices").path)
+                candidates.append(realDir.appendingPathComponent("../share/parla/voices").standardizedFileURL.path)
+            }
+            candidates.append(exeDir.appendingPathComponent("voices").path)
+            // A source checkout: Sources/ParlaCore/VoiceCatalog.swift → ../../voices
+            let source = URL(fileURLWithPath: #filePath)
+                .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            candidates.append(source.appendingPathComponent("voices").path)
+        }
+        var isDir = false
+        for c in candidates where FileManager.default.fileExists(atPath: c + "/defaults.json", isDirectory: &isDir) {
+            return c
+        }
+        throw .voiceCatalogNotFound(searched: candidates)
+    }
+
+    private struct DefaultsFile: Decodable {
+        var languages: [String: String]
+        var scripts: [String: String]?
+        var variants: [String]?
+    }
+
+    private static func presets(in directory: String, excluding: String?) throws(ParlaError) -> [SpeechVoice] {
+        // Presets sit in the directory itself or one level down (voices/espeak-ng/*.json).
+        let fm = FileManager.default
+        var paths: [String] = []
+        var isDir = false
+        for item in (try? fm.contentsOfDirectory(atPath: directory)) ?? [] {
+            let path = directory + "/" + item
+            if item.hasSuffix(".json") {
+                if path != excluding { paths.append(path) }
+            } else if fm.fileExists(atPath: path, isDirectory: &isDir), isDir {
+                for sub in (try? fm.contentsOfDirectory(atPath: path)) ?? [] where sub.hasSuffix(".json") {
+                    paths.append(path + "/" + sub)
+                }
+            }
+        }
+        var out: [SpeechVoice] = []
+        for path in paths.sorted() {
+            let v = try decode(SpeechVoice.self, at: path)
+            guard !v.languages.isEmpty else {
+                throw .invalidVoicePreset(path: path, reason: "it lists no languages")
+            }
+            out.append(v)
+        }
+        return out
+    }
+
+    private static func decode<T: Decodable>(_ type: T.Type, at path: String) throws(ParlaError) -> T {
+        let data: Data
+        do {
+            data = try Data(contentsOf: URL(fileURLWithPath: path))
+        } catch {
+            throw .invalidVoicePreset(path: path, reason: "it cannot be read")
+        }
+        do {
+            return try JSONDecoder().decode(T.self, from: data)
+        } catch {
+            throw .invalidVoicePreset(path: path, reason: "\(error)")
+        }
+    }
+}

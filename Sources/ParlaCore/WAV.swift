@@ -1,0 +1,191 @@
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The 44-byte header of a canonical PCM WAV file (RIFF, `fmt ` chunk, `data` chunk).
+public enum WAVHeader {
+    /// The header for `dataBytes` bytes of `bitsPerSample`-bit PCM, every field little-endian.
+    public static func bytes(sampleRate: Int, channels: Int = 1, bitsPerSample: Int = 16, dataBytes: Int) -> [UInt8] {
+        var b: [UInt8] = []
+        b.reserveCapacity(44)
+        func u32(_ v: UInt32) { withUnsafeBytes(of: v.littleEndian) { b.append(contentsOf: $0) } }
+        func u16(_ v: UInt16) { withUnsafeBytes(of: v.littleEndian) { b.append(contentsOf: $0) } }
+        let blockAlign = channels * bitsPerSample / 8
+        b.append(contentsOf: Array("RIFF".utf8))
+        u32(UInt32(clamping: 36 + dataBytes))
+        b.append(contentsOf: Array("WAVE".utf8))
+        b.append(contentsOf: Array("fmt ".utf8))
+        u32(16)                              // fmt chunk size
+        u16(1)                               // PCM
+        u16(UInt16(channels))
+        u32(UInt32(sampleRate))
+        u32(UInt32(sampleRate * blockAlign)) // byte rate
+        u16(UInt16(blockAlign))
+        u16(UInt16(bitsPerSample))
+        b.append(contentsOf: Array("data".utf8))
+        u32(UInt32(clamping: dataBytes))
+        return b
+    }
+}
+
+/// Writes a file under a temporary name in the destination's directory and renames it into
+/// place only when ``commit()`` succeeds, so the destination never holds a partial file.
+public final class AtomicFile {
+    /// Where the file ends up.
+    public let path: String
+    /// The temporary name written to until commit.
+    public let temporaryPath: String
+    private var fd: Int32
+    private var buffer: [UInt8] = []
+    private var written = 0
+
+    /// Creates the temporary file next to `path`.
+    /// - Throws: ``ParlaError/unwritableOutput(path:reason:)`` if it cannot be created.
+    public init(path: String) throws(ParlaError) {
+        self.path = path
+        let url = URL(fileURLWithPath: path)
+        let dir = url.deletingLastPathComponent().path
+        var isDir = false
+        if !FileManager.default.fileExists(atPath: dir, isDirectory: &isDir) || !isDir {
+            throw .unwritableOutput(path: path, reason: "the directory '\(dir)' does not exist")
+        }
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isDir), isDir {
+            throw .unwritableOutput(path: path, reason: "it is a directory")
+        }
+        var tmp = ""
+        var fd: Int32 = -1
+        for attempt in 0..<16 {
+            tmp = dir + "/." + url.lastPathComponent + ".parla-\(getpid())-\(attempt)-\(UInt32.random(in: 0...UInt32.max)).tmp"
+            fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+            if fd >= 0 || errno != EEXIST { break }
+        }
+        guard fd >= 0 else { throw .unwritableOutput(path: path, reason: String(cString: strerror(errno))) }
+        self.fd = fd
+        self.temporaryPath = tmp
+        buffer.reserveCapacity(1 << 16)
+    }
+
+    deinit {
+        if fd >= 0 {
+            close(fd)
+            unlink(temporaryPath)
+        }
+    }
+
+    /// Appends bytes (buffered).
+    public func write(_ bytes: some Collection<UInt8>) throws(ParlaError) {
+        buffer.append(contentsOf: bytes)
+        if buffer.count >= 1 << 16 { try flush() }
+    }
+
+    /// Appends samples as little-endian 16-bit PCM.
+    public func write(samples: [Int16]) throws(ParlaError) {
+        #if _endian(little)
+        samples.withUnsafeBytes { buffer.append(contentsOf: $0) }
+        #else
+        for s in samples { withUnsafeBytes(of: s.littleEndian) { buffer.append(contentsOf: $0) } }
+        #endif
+        if buffer.count >= 1 << 16 { try flush() }
+    }
+
+    /// Overwrites bytes at `offset` (after flushing what is buffered).
+    public func overwrite(_ bytes: [UInt8], at offset: Int) throws(ParlaError) {
+        try flush()
+        let n = bytes.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, off_t(offset)) }
+        guard n == bytes.count else { throw failure() }
+    }
+
+    /// Bytes written so far, buffered ones included.
+    public var size: Int { written + buffer.count }
+
+    private func flush() throws(ParlaError) {
+        var start = 0
+        while start < buffer.count {
+            let n = buffer[start...].withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw failure()
+            }
+            start += n
+        }
+        written += buffer.count
+        buffer.removeAll(keepingCapacity: true)
+    }
+
+    /// Flushes, closes and renames the file into place.
+    /// - Throws: ``ParlaError/unwritableOutput(path:reason:)``; the temporary file is removed.
+    public func commit() throws(ParlaError) {
+        try flush()
+        guard fsync(fd) == 0 || errno == EINVAL else { throw failure() }
+        close(fd)
+        fd = -1
+        guard rename(temporaryPath, path) == 0 else {
+            let reason = String(cString: strerror(errno))
+            unlink(temporaryPath)
+            throw .unwritableOutput(path: path, reason: reason)
+        }
+    }
+
+    /// Closes and removes the temporary file; the destination is left untouched.
+    public func discard() {
+        guard fd >= 0 else { return }
+        close(fd)
+        fd = -1
+        unlink(temporaryPath)
+    }
+
+    private func failure() -> ParlaError {
+        .unwritableOutput(path: path, reason: String(cString: strerror(errno)))
+    }
+
+    /// Writes `bytes` to `path` atomically.
+    public static func write(_ bytes: [UInt8], to path: String) throws(ParlaError) {
+        let f = try AtomicFile(path: path)
+        do {
+            try f.write(bytes)
+            try f.commit()
+        } catch {
+            f.discard()
+            throw error
+        }
+    }
+}
+
+/// Streams 16-bit mono PCM into a WAV file, fixing the RIFF sizes when it is finished.
+public final class WAVFileWriter {
+    private let file: AtomicFile
+    /// Samples per second written into the header.
+    public let sampleRate: Int
+    /// Samples written so far.
+    public private(set) var sampleCount = 0
+
+    /// Starts a WAV file destined for `path` (written under a temporary name until ``finish()``).
+    /// - Throws: ``ParlaError/unwritableOutput(path:reason:)``.
+    public init(path: String, sampleRate: Int) throws(ParlaError) {
+        self.file = try AtomicFile(path: path)
+        self.sampleRate = sampleRate
+        try file.write(WAVHeader.bytes(sampleRate: sampleRate, dataBytes: 0))
+    }
+
+    /// Appends samples.
+    public func append(_ samples: [Int16]) throws(ParlaError) {
+        try file.write(samples: samples)
+        sampleCount += samples.count
+    }
+
+    /// Writes the final sizes into the header and renames the file into place.
+    public func finish() throws(ParlaError) {
+        guard sampleCount * 2 <= Int(UInt32.max) - 36 else {
+            file.discard()
+            throw .unwritableOutput(path: file.path, reason: "the audio is longer than a WAV file can hold (4 GiB)")
+        }
+        try file.overwrite(WAVHeader.bytes(sampleRate: sampleRate, dataBytes: sampleCount * 2), at: 0)
+        try file.commit()
+    }
+
+    /// Abandons the file; nothing appears under the destination name.
+    public func discard() { file.discard() }
+}

@@ -1,0 +1,46 @@
+import Dispatch
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A serial executor that runs every job on one dedicated thread it owns.
+///
+/// espeak-ng keeps global state and blocks inside `espeak_Synth`; confining it to its own
+/// thread keeps those blocking calls off Swift's cooperative thread pool.
+final class ThreadExecutor: SerialExecutor, @unchecked Sendable {
+    private let jobs = Mutex<[UnownedJob]>([])
+    private let available = DispatchSemaphore(value: 0)
+
+    /// Starts the thread; it lives for the rest of the process.
+    init(name: String) {
+        let context = Unmanaged.passRetained(self).toOpaque()
+        var thread = pthread_t()
+        let rc = pthread_create(&thread, nil, { context in
+            #if canImport(Glibc)
+            let executor = Unmanaged<ThreadExecutor>.fromOpaque(context!).takeRetainedValue()
+            #else
+            let executor = Unmanaged<ThreadExecutor>.fromOpaque(context).takeRetainedValue()
+            #endif
+            executor.run()
+        }, context)
+        precondition(rc == 0, "cannot start the \(name) thread: error \(rc)")
+        pthread_detach(thread)
+    }
+
+    private func run() -> Never {
+        while true {
+            available.wait()
+            let job = jobs.withLock { $0.removeFirst() }
+            job.runSynchronously(on: asUnownedSerialExecutor())
+        }
+    }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let unowned = UnownedJob(job)
+        jobs.withLock { $0.append(unowned) }
+        available.signal()
+    }
+}

@@ -1,0 +1,36 @@
+import ArgumentParser
+import Parla
+
+/// `parla`: speak text in the right language, render it to WAV with word timings, list voices.
+@main
+struct ParlaCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "parla",
+        abstract: "Speak text in the right language for every part of it, with word timings.",
+        discussion: """
+            Examples:
+              parla say "Hello world" -o hello.wav
+              parla say -f story.txt -o story.wav --timings story.json
+              echo "Bonjour" | parla say -l fr -o bonjour.wav
+              parla voices --language de
+            """,
+        version: "0.1.0",
+        subcommands: [Say.self, Voices.self]
+    )
+}
+
+/// Options shared by commands that need the voice catalog.
+struct CatalogOptions: ParsableArguments {
+    @Option(name: .customLong("voices"), help: ArgumentHelp(
+        "The voice catalog directory (default: $PARLA_VOICES, then 'voices' next to the program, then the source checkout).",
+        valueName: "dir"))
+    var voicesDirectory: String?
+
+    /// Loads the catalog, plus the user's presets in ~/.config/parla/voices.
+    func load() throws -> VoiceCatalog {
+        if voicesDirectory == nil { return try VoiceCatalog.default() }
+        return try VoiceCatalog.load(
+            from: VoiceCatalog.locateDirectory(explicit: voicesDirectory),
+            userDirectory: VoiceCatalog.userPresetDirectory)
+    }
+}
