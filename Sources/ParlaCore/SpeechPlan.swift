@@ -88,6 +88,8 @@ public struct SpeechPlan: Sendable {
         var runs: [Run] = []
         var offset = 0
         var cutIndex = 0
+        var blankCursor = (offset: 0, index: text.unicodeScalars.startIndex)
+        var lastIsBlank = false
         for attributed in utterance.text.runs {
             let count = utterance.text.unicodeScalars[attributed.range].count
             let attrs = attributed.attributes
@@ -118,7 +120,7 @@ public struct SpeechPlan: Sendable {
                 var run = template
                 run.range = start..<pieceEnd
                 run.silenceBefore = silence
-                Self.append(run, to: &runs)
+                Self.append(run, to: &runs, blank: Self.isBlank(text.unicodeScalars, run.range, in: &blankCursor), lastIsBlank: &lastIsBlank)
                 start = pieceEnd
             }
             offset = end
@@ -128,14 +130,40 @@ public struct SpeechPlan: Sendable {
         self.trailingSilence = trailing
     }
 
-    /// Appends `run`, merging it into the previous run when the settings match (or when it is
-    /// only whitespace, which any voice can carry) and no pause separates them.
-    private static func append(_ run: Run, to runs: inout [Run]) {
+    /// Whether `range` of `scalars` is only whitespace; `cursor` walks forward through the text
+    /// so that checking every run costs one pass.
+    private static func isBlank(
+        _ scalars: String.UnicodeScalarView, _ range: Range<Int>, in cursor: inout (offset: Int, index: String.UnicodeScalarView.Index)
+    ) -> Bool {
+        var i = scalars.index(cursor.index, offsetBy: range.lowerBound - cursor.offset)
+        var blank = true
+        for _ in range {
+            if !scalars[i].properties.isWhitespace { blank = false }
+            i = scalars.index(after: i)
+        }
+        cursor = (range.upperBound, i)
+        return blank
+    }
+
+    /// Appends `run`, merging it into the previous run when the settings match and no pause
+    /// separates them. Whitespace-only runs join a neighbour whatever its settings, so a space
+    /// between two languages does not become a segment of its own.
+    private static func append(_ run: Run, to runs: inout [Run], blank: Bool, lastIsBlank: inout Bool) {
         guard var last = runs.last, run.silenceBefore == .zero else {
             runs.append(run)
+            lastIsBlank = blank
             return
         }
-        if last.sameSettings(as: run) {
+        if lastIsBlank {
+            // The previous run was only whitespace: it takes this run's settings.
+            var merged = run
+            merged.range = last.range.lowerBound..<run.range.upperBound
+            merged.silenceBefore = last.silenceBefore
+            runs[runs.count - 1] = merged
+            lastIsBlank = blank
+            return
+        }
+        if blank || last.sameSettings(as: run) {
             last.range = last.range.lowerBound..<run.range.upperBound
             runs[runs.count - 1] = last
         } else {

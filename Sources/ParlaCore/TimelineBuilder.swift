@@ -11,6 +11,7 @@ public struct TimelineBuilder {
     public let sampleRate: Int
     private let plan: SpeechPlan
     private let textScalars: [Unicode.Scalar]
+    private let segments: [(range: Range<Int>, language: LanguageTag, voice: SpeechVoice)]
     private let emit: (SynthesisEvent) -> Void
 
     /// Samples produced so far.
@@ -29,6 +30,7 @@ public struct TimelineBuilder {
         self.plan = plan
         self.sampleRate = sampleRate
         self.textScalars = Array(plan.text.unicodeScalars)
+        self.segments = plan.segments
         self.emit = emit
     }
 
@@ -51,12 +53,13 @@ public struct TimelineBuilder {
         let run = plan.runs[index]
         runIndex = index
         self.input = input
-        let seg = plan.segments.firstIndex { $0.range.contains(run.range.lowerBound) } ?? 0
+        var seg = max(segmentIndex, 0)
+        while seg + 1 < segments.count, !segments[seg].range.contains(run.range.lowerBound) { seg += 1 }
         if seg != segmentIndex {
             finishSegment()
             segmentIndex = seg
             segmentStart = sampleCount
-            segmentRange = plan.segments[seg].range
+            segmentRange = segments[seg].range
         }
         aligner = RunAligner(scalars: textScalars, range: run.range, startSample: sampleCount)
     }
@@ -154,7 +157,7 @@ public struct TimelineBuilder {
 
     private mutating func finishSegment() {
         guard segmentIndex >= 0 else { return }
-        let seg = plan.segments[segmentIndex]
+        let seg = segments[segmentIndex]
         emit(.segment(SegmentMark(
             index: segmentIndex, range: inputRange(segmentRange), language: seg.language,
             voice: seg.voice.identifier, startSample: segmentStart, endSample: sampleCount)))

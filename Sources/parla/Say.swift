@@ -30,7 +30,7 @@ struct Say: AsyncParsableCommand {
     @Option(name: [.customShort("o"), .customLong("output")], help: ArgumentHelp("Write the audio to this WAV file (16-bit PCM, mono, the engine's rate).", valueName: "file.wav"))
     var output: String?
 
-    @Option(name: .customLong("timings"), help: ArgumentHelp("Also write the word timeline to this JSON file (needs -o).", valueName: "file.json"))
+    @Option(name: .customLong("timings"), help: ArgumentHelp("Also write the word timeline to this JSON file ('-' prints it on standard output; needs -o).", valueName: "file.json"))
     var timings: String?
 
     @Option(name: [.customShort("v"), .customLong("voice")], help: ArgumentHelp("Voice identifier, e.g. espeak-ng.en-us or espeak-ng.fr+f2 (see 'parla voices').", valueName: "id"))
@@ -85,8 +85,9 @@ struct Say: AsyncParsableCommand {
         let timeline = try await Interrupt.cancellingOnSignal {
             try await synth.write(
                 request, to: URL(fileURLWithPath: output),
-                timingsURL: timings.map { URL(fileURLWithPath: $0) })
+                timingsURL: timings.flatMap { $0 == "-" ? nil : URL(fileURLWithPath: $0) })
         }
+        if timings == "-" { print(timeline.json(), terminator: "") }
         let seconds = Double(timeline.sampleCount) / Double(timeline.sampleRate)
         let languages = timeline.segments.map(\.language.identifier)
         var seen = Set<String>()
