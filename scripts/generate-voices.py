@@ -40,7 +40,7 @@ SCRIPT_DEFAULTS = {
     "Deva": "hi", "Beng": "bn", "Gujr": "gu", "Guru": "pa", "Orya": "or",
     "Taml": "ta", "Telu": "te", "Knda": "kn", "Mlym": "ml", "Sinh": "si",
     "Thai": "th", "Mymr": "my", "Geor": "ka", "Armn": "hy", "Ethi": "am",
-    "Cher": "chr", "Tfng": "shi",
+    "Cher": "chr",
 }
 
 
@@ -95,7 +95,7 @@ def main():
             "identifier": ident,
             "name": v["name"],
             "engine": "espeak-ng",
-            "engineVoice": v["language"],
+            "engineVoice": v["file"].split("/")[-1],
             "languages": [l for l, _ in languages],
         }
         if v["gender"] in gender:

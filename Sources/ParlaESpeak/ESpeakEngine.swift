@@ -46,15 +46,16 @@ public actor ESpeakEngine {
         return Int(rate)
     }
 
-    /// Names of the voices the installed espeak-ng offers (its `--voices` list).
+    /// Names of the voices the installed espeak-ng offers (its `--voices` list), as the engine
+    /// selects them: the voice file's name, e.g. `en-US`, `fr`, `cmn`.
     public func installedVoices() throws(ParlaError) -> [String] {
         _ = try start()
         guard let list = espeak_ListVoices(nil) else { return [] }
         var names: [String] = []
         var i = 0
         while let v = list[i] {
-            if let langs = v.pointee.languages {
-                names.append(String(cString: langs + 1))  // skip the priority byte
+            if let id = v.pointee.identifier {
+                names.append(String(String(cString: id).split(separator: "/").last ?? ""))
             }
             i += 1
         }

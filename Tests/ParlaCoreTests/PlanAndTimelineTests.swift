@@ -1,0 +1,131 @@
+import Testing
+import FoundationEssentials
+@testable import ParlaCore
+
+/// A small in-memory catalog, so these tests need no files and no engine.
+let testCatalog = VoiceCatalog(
+    voices: [
+        SpeechVoice(identifier: "t.en", name: "English", engineVoice: "en-us", languages: ["en-US", "en"]),
+        SpeechVoice(identifier: "t.el", name: "Greek", engineVoice: "el", languages: ["el"]),
+        SpeechVoice(identifier: "t.ar", name: "Arabic", engineVoice: "ar", languages: ["ar"]),
+        SpeechVoice(identifier: "t.fr", name: "French", engineVoice: "fr-fr", languages: ["fr-FR", "fr"]),
+    ],
+    variants: ["f2"], languageDefaults: ["en": "t.en"])
+
+@Suite("Speech plan")
+struct SpeechPlanTests {
+    func attributed(_ parts: [(String, LanguageTag?)]) -> AttributedString {
+        var s = AttributedString()
+        for (text, lang) in parts {
+            var p = AttributedString(text)
+            if let lang { p.speechLanguage = lang }
+            s.append(p)
+        }
+        return s
+    }
+
+    @Test func languageSpansBecomeSegmentsAndSpacesJoinANeighbour() throws {
+        let text = attributed([("Hello ", nil), ("Γειά", "el"), (" ", nil), ("مرحبا", "ar")])
+        let plan = try SpeechPlan(Utterance(text), catalog: testCatalog)
+        #expect(plan.runs.map(\.voice.identifier) == ["t.en", "t.el", "t.ar"])
+        #expect(plan.segments.map(\.range) == [0..<6, 6..<11, 11..<16])
+    }
+
+    @Test func proseodyMultipliesAndClamps() throws {
+        var text = AttributedString("slow fast")
+        text[text.range(of: "fast")!].speechRate = 4
+        var u = Utterance(text)
+        u.rate = 200
+        u.pitchMultiplier = 1.5
+        let plan = try SpeechPlan(u, catalog: testCatalog)
+        #expect(plan.runs.map(\.rate) == [200, 450])
+        #expect(plan.runs.allSatisfy { $0.pitch == 75 })
+    }
+
+    @Test func pausesSplitRuns() throws {
+        var u = Utterance(string: "one two")
+        u.pauses = [.init(offset: 4, duration: .milliseconds(300)), .init(offset: 7, duration: .seconds(1))]
+        u.preUtteranceDelay = .milliseconds(100)
+        let plan = try SpeechPlan(u, catalog: testCatalog)
+        #expect(plan.runs.map(\.range) == [0..<4, 4..<7])
+        #expect(plan.runs[1].silenceBefore == .milliseconds(300))
+        #expect(plan.leadingSilence == .milliseconds(100))
+        #expect(plan.trailingSilence == .seconds(1))
+    }
+
+    @Test func badInputIsRejected() {
+        #expect(throws: ParlaError.emptyText) { try SpeechPlan(Utterance(string: " \n\t"), catalog: testCatalog) }
+        #expect(throws: ParlaError.noVoiceForLanguage("xx")) { try SpeechPlan(Utterance(string: "hi", language: "xx"), catalog: testCatalog) }
+        var u = Utterance(string: "hi")
+        u.rate = 20
+        #expect(throws: ParlaError.parameterOutOfRange(name: "Rate (words per minute)", value: 20, range: 80...450)) {
+            try SpeechPlan(u, catalog: testCatalog)
+        }
+    }
+
+    @Test func voiceLookup() throws {
+        #expect(try testCatalog.voice(for: "fr-CA").identifier == "t.fr")
+        #expect(try testCatalog.voice(identifier: "T.FR+f2").engineVoiceName == "fr-fr+f2")
+        #expect(throws: ParlaError.unknownVoice("t.fr+nope")) { try testCatalog.voice(identifier: "t.fr+nope") }
+        #expect(throws: ParlaError.unknownVoice("nope")) { try testCatalog.voice(identifier: "nope") }
+    }
+}
+
+@Suite("Engine input and word alignment")
+struct AlignmentTests {
+    @Test func spellOutEscapesMapBack() {
+        let text = "a&<b"
+        let input = EngineInput(text: Substring(text).unicodeScalars, range: 10..<14, spellOut: true)
+        #expect(input.isMarkup)
+        #expect(input.text == #"<speak><say-as interpret-as="characters">a&amp;&lt;b</say-as></speak>"#)
+        let prefix = 41
+        #expect(input.textOffset(ofEnginePosition: prefix) == 10)       // a
+        #expect(input.textOffset(ofEnginePosition: prefix + 3) == 11)   // inside &amp;
+        #expect(input.textOffset(ofEnginePosition: prefix + 6) == 12)   // &lt;
+        #expect(input.textOffset(ofEnginePosition: prefix + 9) == 12)   // still &lt;
+        #expect(input.textOffset(ofEnginePosition: prefix + 10) == 13)  // b
+        #expect(input.textOffset(ofEnginePosition: 0) == 10)            // markup maps forward
+    }
+
+    /// Drives a TimelineBuilder with scripted engine events.
+    func timeline(_ text: String, events: [(pos: Int, len: Int, sample: Int)], samples: Int = 10_000) throws -> [WordMark] {
+        let plan = try SpeechPlan(Utterance(string: text), catalog: testCatalog)
+        var words: [WordMark] = []
+        var b = TimelineBuilder(plan: plan, sampleRate: 10_000) { if case .word(let w) = $0 { words.append(w) } }
+        b.beginRun(0, input: EngineInput(text: Substring(text).unicodeScalars, range: 0..<text.unicodeScalars.count, spellOut: false))
+        b.audio(Array(repeating: 1000, count: samples))
+        for e in events { b.word(position: e.pos, length: e.len, runSample: e.sample) }
+        b.finish()
+        return words
+    }
+
+    @Test func missingDuplicateAndSymbolEventsAreRepaired() throws {
+        // "77" reported twice, "known" never, "&" is a symbol word.
+        let words = try timeline("Tom & well-known 77", events: [(1, 3, 0), (5, 1, 1000), (7, 4, 2000), (18, 2, 5000), (19, 2, 6000)])
+        #expect(words.map(\.word) == ["Tom", "&", "well", "known", "77"])
+        #expect(words.map(\.isEstimated) == [false, false, false, true, false])
+        #expect(words[3].startSample > 2000 && words[3].startSample < 5000)
+        #expect(words.map(\.startSample) == words.map(\.startSample).sorted())
+        #expect(words[4].endSample == 10_000)
+    }
+
+    @Test func rangesNeverSplitGraphemes() throws {
+        // The engine points into the middle of a ZWJ emoji and at a combining mark.
+        let text = "👩‍👩‍👧 cafe\u{301} 日本"
+        let words = try timeline(text, events: [(3, 1, 0), (9, 1, 100), (11, 2, 200), (11, 2, 300)])
+        let scalars = Array(text.unicodeScalars)
+        let boundaries = Set(text.indices.map { text.unicodeScalars.distance(from: text.unicodeScalars.startIndex, to: $0) } + [scalars.count])
+        #expect(words.map(\.word) == ["👩‍👩‍👧", "café", "日", "本"])
+        for w in words {
+            #expect(boundaries.contains(w.range.lowerBound) && boundaries.contains(w.range.upperBound))
+            #expect(String(String.UnicodeScalarView(scalars[w.range])) == w.word)
+        }
+    }
+
+    @Test func noEventsAtAllStillGivesEveryWordATime() throws {
+        let words = try timeline("one two three", events: [])
+        #expect(words.map(\.word) == ["one", "two", "three"])
+        #expect(words.allSatisfy { $0.isEstimated })
+        #expect(words.first?.startSample == 0)
+    }
+}

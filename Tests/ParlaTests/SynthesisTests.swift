@@ -1,0 +1,239 @@
+import Foundation
+import Testing
+import Parla
+import ParlaESpeak
+
+/// End-to-end tests against the real espeak-ng: no fakes.
+@Suite("Synthesis with espeak-ng", .serialized)
+struct SynthesisTests {
+    let synth = SpeechSynthesizer()
+
+    /// Synthesizes to memory: all samples and the timeline.
+    func render(_ u: Utterance) async throws -> (samples: [Int16], timeline: SpeechTimeline) {
+        let audio = AudioCollector()
+        let timeline = try await synth.write(u) { event in
+            if case .audio(let b) = event { audio.append(b) }
+        }
+        return (audio.samples, timeline)
+    }
+
+    /// Checks every word range against the caller's text: inside it, on grapheme boundaries,
+    /// and covering text that contains the word.
+    func checkOffsets(_ text: String, words: [WordMark], file: String = #filePath, line: Int = #line) {
+        let scalars = Array(text.unicodeScalars)
+        var boundaries = Set<Int>()
+        var offset = 0
+        for ch in text {
+            boundaries.insert(offset)
+            offset += ch.unicodeScalars.count
+        }
+        boundaries.insert(offset)
+        for w in words {
+            #expect(w.range.lowerBound >= 0 && w.range.upperBound <= scalars.count && !w.range.isEmpty, "\(w) outside \(text)")
+            #expect(boundaries.contains(w.range.lowerBound) && boundaries.contains(w.range.upperBound), "\(w) splits a grapheme in \(text)")
+            guard w.range.upperBound <= scalars.count else { continue }
+            let covered = String(String.UnicodeScalarView(scalars[w.range]))
+            #expect(covered == w.word, "range of \(w.word) covers \(covered)")
+            #expect(w.endSample >= w.startSample)
+        }
+        #expect(words.map(\.startSample) == words.map(\.startSample).sorted(), "word times go backwards in \(text)")
+    }
+
+    @Test(arguments: [
+        "Family 👩‍👩‍👧‍👦 and flags 🇫🇷 🏳️‍🌈 together.",
+        "Cafe\u{301} nai\u{308}ve Zoe\u{308} and Å\u{30A} combining.",
+        "Tom & Jerry <b>bold</b> &amp; 3 < 4 > 2.",
+        "77 well-known don't 3.14 e-mail",
+        "Hello \u{200D}\u{FE0F} stray joiners.",
+    ])
+    func englishOffsetsAreValid(text: String) async throws {
+        let (_, timeline) = try await render(Utterance(string: text, language: "en"))
+        #expect(!timeline.words.isEmpty)
+        checkOffsets(text, words: timeline.words)
+        // Plain text is literal: the tag's letters and the ampersand are words, not markup.
+        if text.hasPrefix("Tom") {
+            #expect(timeline.words.contains { $0.word == "&" })
+            #expect(timeline.words.contains { $0.word == "bold" })
+        }
+    }
+
+    @Test(arguments: [
+        ("ar", "مرحبا بالعالم، هذا اختبار."),
+        ("he", "שָׁלוֹם עוֹלָם, זה מבחן."),
+        ("zh", "我爱北京天安门。"),
+        ("ja", "東京はひらがなとカタカナ。"),
+        ("el", "Καλημέρα κόσμε!"),
+        ("hi", "नमस्ते दुनिया"),
+    ])
+    func nonLatinOffsetsAreValid(language: String, text: String) async throws {
+        let (samples, timeline) = try await render(Utterance(string: text, language: LanguageTag(language)))
+        #expect(!timeline.words.isEmpty)
+        #expect(samples.contains { abs(Int($0)) > 1000 })
+        checkOffsets(text, words: timeline.words)
+    }
+
+    @Test func threeLanguagesSwitchVoicesInOneStream() async throws {
+        var text = AttributedString("The revolutionary phone. ")
+        var greek = AttributedString("Το επαναστατικό τηλέφωνο. ")
+        greek.speechLanguage = "el"
+        var arabic = AttributedString("هاتف ثوري.")
+        arabic.speechLanguage = "ar"
+        text.append(greek)
+        text.append(arabic)
+        let (samples, timeline) = try await render(Utterance(text))
+        #expect(timeline.segments.map(\.language.identifier) == ["en", "el", "ar"])
+        #expect(timeline.segments.map(\.voice) == ["espeak-ng.en-us", "espeak-ng.el", "espeak-ng.ar"])
+        #expect(samples.count == timeline.sampleCount)
+        for s in timeline.segments {
+            let slice = samples[s.startSample..<s.endSample]
+            let rms = (slice.reduce(0.0) { $0 + Double($1) * Double($1) } / Double(max(1, slice.count))).squareRoot()
+            #expect(rms > 300, "segment \(s.language) is silent (rms \(rms))")
+        }
+        // Segments tile the audio without gaps, and words belong to their segment's range.
+        #expect(timeline.segments.first?.startSample == 0)
+        #expect(timeline.segments.last?.endSample == timeline.sampleCount)
+        for w in timeline.words {
+            #expect(timeline.segments[w.segment].range.contains(w.range.lowerBound))
+        }
+        checkOffsets(String(text.characters), words: timeline.words)
+    }
+
+    @Test func ssmlRangesPointIntoTheMarkup() async throws {
+        let ssml = #"<speak>Fish &amp; chips <voice xml:lang="fr">et des frites</voice><break time="200ms"/> <say-as interpret-as="characters">ABC</say-as></speak>"#
+        let (_, timeline) = try await render(Utterance(ssml: ssml))
+        let scalars = Array(ssml.unicodeScalars)
+        let spans = timeline.words.map { String(String.UnicodeScalarView(scalars[$0.range])) }
+        #expect(spans.contains("Fish"))
+        #expect(spans.contains("&amp;"))
+        #expect(spans.contains("frites"))
+        #expect(spans.contains("ABC"))
+        #expect(timeline.segments.map(\.language.identifier) == ["en", "fr", "en"])
+    }
+
+    @Test func writesAWAVFileSoxAccepts() async throws {
+        let dir = try temporaryDirectory()
+        let wav = dir.appendingPathComponent("hello.wav")
+        let json = dir.appendingPathComponent("hello.json")
+        let timeline = try await synth.write(Utterance(string: "Hello world"), to: wav, timingsURL: json)
+        let bytes = try [UInt8](Data(contentsOf: wav))
+        #expect(bytes.count == 44 + timeline.sampleCount * 2)
+        #expect(Array(bytes[0..<4]) == Array("RIFF".utf8) && Array(bytes[8..<16]) == Array("WAVEfmt ".utf8))
+        func u32(_ at: Int) -> Int { Int(bytes[at]) | Int(bytes[at + 1]) << 8 | Int(bytes[at + 2]) << 16 | Int(bytes[at + 3]) << 24 }
+        func u16(_ at: Int) -> Int { Int(bytes[at]) | Int(bytes[at + 1]) << 8 }
+        #expect(u32(4) == bytes.count - 8)            // RIFF size
+        #expect(u32(16) == 16 && u16(20) == 1)         // fmt size, PCM
+        #expect(u16(22) == 1 && u32(24) == 22050)      // mono, rate
+        #expect(u32(28) == 44100 && u16(32) == 2 && u16(34) == 16)
+        #expect(Array(bytes[36..<40]) == Array("data".utf8) && u32(40) == timeline.sampleCount * 2)
+        let sox = try run("/usr/bin/sox", ["--i", "-s", wav.path])
+        #expect(sox.status == 0)
+        #expect(Int(sox.output.trimmingCharacters(in: .whitespacesAndNewlines)) == timeline.sampleCount)
+        let parsed = try JSONSerialization.jsonObject(with: Data(contentsOf: json)) as? [String: Any]
+        #expect((parsed?["words"] as? [[String: Any]])?.count == 2)
+        #expect(try leftovers(in: dir) == ["hello.json", "hello.wav"])
+    }
+
+    @Test func failuresLeaveNoFiles() async throws {
+        let dir = try temporaryDirectory()
+        let wav = dir.appendingPathComponent("out.wav")
+        await #expect(throws: ParlaError.noVoiceForLanguage("xx")) { try await synth.write(Utterance(string: "hi", language: "xx"), to: wav) }
+        await #expect(throws: ParlaError.emptyText) { try await synth.write(Utterance(string: "  "), to: wav) }
+        await #expect(throws: ParlaError.self) {
+            try await synth.write(Utterance(string: "hi"), to: dir.appendingPathComponent("missing/out.wav"))
+        }
+        // A timings path that cannot be written aborts before the WAV appears.
+        await #expect(throws: ParlaError.self) {
+            try await synth.write(Utterance(string: "hi"), to: wav, timingsURL: dir.appendingPathComponent("no/such/t.json"))
+        }
+        #expect(try leftovers(in: dir).isEmpty)
+    }
+
+    @Test func cancellingStopsQuicklyAndLeavesNoFile() async throws {
+        let dir = try temporaryDirectory()
+        let wav = dir.appendingPathComponent("long.wav")
+        let long = String(repeating: "This sentence is long enough to keep the engine busy for a while. ", count: 400)
+        let task = Task { try await synth.write(Utterance(string: long), to: wav) }
+        try await Task.sleep(for: .milliseconds(150))
+        task.cancel()
+        await #expect(throws: ParlaError.cancelled) { try await task.value }
+        #expect(try leftovers(in: dir).isEmpty)
+        // The engine is usable again afterwards.
+        let (samples, _) = try await render(Utterance(string: "Still here"))
+        #expect(!samples.isEmpty)
+    }
+
+    @Test func spellOutAndProsodyAttributes() async throws {
+        var text = AttributedString("Code ")
+        var letters = AttributedString("NASA")
+        letters.speechSpellOut = true
+        text.append(letters)
+        let (plain, _) = try await render(Utterance(string: "Code NASA"))
+        let (spelled, timeline) = try await render(Utterance(text))
+        #expect(spelled.count > plain.count, "spelling out N-A-S-A takes longer than the word")
+        #expect(timeline.words.map(\.word) == ["Code", "NASA"])
+        var fast = Utterance(string: "Code NASA")
+        fast.rate = 400
+        let (quick, _) = try await render(fast)
+        #expect(quick.count < plain.count)
+    }
+
+    @Test func catalogCoversEveryInstalledEngineVoice() async throws {
+        let installed = try await ESpeakEngine.shared.installedVoices()
+        let catalog = try VoiceCatalog.default()
+        let known = Set(catalog.voices.map { $0.engineVoice.lowercased() })
+        let missing = installed.filter { !known.contains($0.lowercased()) }
+        #expect(missing.isEmpty, "voices missing from voices/: \(missing); run scripts/generate-voices.py")
+    }
+
+    @Test func streamDeliversAudioAndMarksInOrder() async throws {
+        var lastAudioEnd = 0
+        var words: [WordMark] = []
+        for try await event in synth.stream(Utterance(string: "One two three four.")) {
+            switch event {
+            case .audio(let b):
+                #expect(b.startSample == lastAudioEnd)
+                lastAudioEnd += b.samples.count
+            case .word(let w): words.append(w)
+            default: break
+            }
+        }
+        #expect(words.map(\.word) == ["One", "two", "three", "four"])
+        #expect(words.allSatisfy { $0.endSample <= lastAudioEnd })
+    }
+}
+
+final class AudioCollector: @unchecked Sendable {
+    private let lock = NSLock()
+    private var storage: [Int16] = []
+    func append(_ b: PCMBuffer) { lock.withLock { storage += b.samples } }
+    var samples: [Int16] { lock.withLock { storage } }
+}
+
+func temporaryDirectory() throws -> URL {
+    let url = FileManager.default.temporaryDirectory.appendingPathComponent("parla-test-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    return url
+}
+
+/// Every file in `dir`, hidden temporaries included, sorted.
+func leftovers(in dir: URL) throws -> [String] {
+    try FileManager.default.contentsOfDirectory(atPath: dir.path).sorted()
+}
+
+func run(_ executable: String, _ arguments: [String], stdin: Data? = nil, environment: [String: String]? = nil) throws -> (status: Int32, output: String, error: String) {
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: executable)
+    p.arguments = arguments
+    if let environment { p.environment = environment }
+    let out = Pipe(), err = Pipe(), inp = Pipe()
+    p.standardOutput = out
+    p.standardError = err
+    p.standardInput = inp
+    try p.run()
+    if let stdin { inp.fileHandleForWriting.write(stdin) }
+    try inp.fileHandleForWriting.close()
+    let o = out.fileHandleForReading.readDataToEndOfFile()
+    let e = err.fileHandleForReading.readDataToEndOfFile()
+    p.waitUntilExit()
+    return (p.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
+}
