@@ -49,6 +49,6 @@ let package = Package(
         // MARK: Tests
         .testTarget(name: "ParlaCoreTests", dependencies: ["ParlaCore"], swiftSettings: swiftSettings),
         .testTarget(name: "ParlaTests", dependencies: ["Parla"], swiftSettings: swiftSettings),
-        .testTarget(name: "ParlaCLITests", dependencies: ["Parla"], swiftSettings: swiftSettings),
+        .testTarget(name: "ParlaCLITests", dependencies: ["parla"], swiftSettings: swiftSettings),
     ]
 )

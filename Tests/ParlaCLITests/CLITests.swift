@@ -1,0 +1,155 @@
+import Foundation
+import Testing
+
+/// Runs the built `parla` executable, as a user would.
+@Suite("parla command line", .serialized)
+struct CLITests {
+    /// The `parla` binary next to the test bundle (override with PARLA_BIN).
+    static let binary: String = {
+        if let env = ProcessInfo.processInfo.environment["PARLA_BIN"] { return env }
+        var dir = URL(fileURLWithPath: CommandLine.arguments.first ?? "").deletingLastPathComponent()
+        for _ in 0..<3 {
+            let candidate = dir.appendingPathComponent("parla").path
+            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+            dir = dir.deletingLastPathComponent()
+        }
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        return root.appendingPathComponent(".build/debug/parla").path
+    }()
+
+    func parla(_ args: [String], stdin: Data? = nil) throws -> (status: Int32, output: String, error: String) {
+        try runProcess(Self.binary, args, stdin: stdin)
+    }
+
+    @Test func sayWritesWAVAndTimings() throws {
+        let dir = try makeTemporaryDirectory()
+        let wav = dir.appendingPathComponent("hello.wav").path
+        let json = dir.appendingPathComponent("hello.json").path
+        let r = try parla(["say", "Hello world", "-o", wav, "--timings", json, "-r", "200", "-p", "60", "-a", "80"])
+        #expect(r.status == 0, "\(r.error)")
+        let t = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: json))) as! [String: Any]
+        let words = t["words"] as! [[String: Any]]
+        #expect(words.map { $0["word"] as! String } == ["Hello", "world"])
+        #expect(words.map { $0["start"] as! Int } == [0, 6])
+        #expect(words.map { $0["end"] as! Int } == [5, 11])
+        let segments = t["segments"] as! [[String: Any]]
+        #expect(segments.first?["voice"] as? String == "espeak-ng.en-us")
+        #expect(try FileManager.default.attributesOfItem(atPath: wav)[.size] as! Int > 44)
+    }
+
+    @Test func textFromFileAndStandardInput() throws {
+        let dir = try makeTemporaryDirectory()
+        let input = dir.appendingPathComponent("in.txt")
+        try Data("Bonjour à tous".utf8).write(to: input)
+        let a = try parla(["say", "-f", input.path, "-l", "fr", "-o", dir.appendingPathComponent("a.wav").path, "--timings", "-"])
+        #expect(a.status == 0, "\(a.error)")
+        #expect(a.output.contains("\"language\": \"fr\""))
+        #expect(a.output.contains("\"word\": \"à\""))
+        let b = try parla(["say", "-o", dir.appendingPathComponent("b.wav").path, "-"], stdin: Data("Guten Tag".utf8))
+        #expect(b.status == 0, "\(b.error)")
+        let c = try parla(["say", "--ssml", "-f", "-", "-o", dir.appendingPathComponent("c.wav").path],
+                          stdin: Data(#"<speak>Hi <voice xml:lang="el">Γειά</voice></speak>"#.utf8))
+        #expect(c.status == 0, "\(c.error)")
+        #expect(c.error.contains("languages: en, el"))
+    }
+
+    @Test func voicesListsTheCatalog() throws {
+        let all = try parla(["voices", "--json"])
+        #expect(all.status == 0)
+        let list = try JSONSerialization.jsonObject(with: Data(all.output.utf8)) as! [[String: Any]]
+        #expect(list.count > 100)
+        #expect(list.contains { $0["identifier"] as? String == "espeak-ng.el" && ($0["languages"] as? [String])?.contains("el") == true })
+        let greek = try parla(["voices", "--language", "el"])
+        #expect(greek.status == 0)
+        #expect(greek.output.contains("espeak-ng.el"))
+        #expect(!greek.output.contains("espeak-ng.en-us"))
+        #expect(greek.output.hasPrefix("IDENTIFIER"))
+    }
+
+    @Test(arguments: [
+        (["say", "hi", "-v", "espeak-ng.nope"], "parla voices"),
+        (["say", "hi", "-l", "xx"], "No voice speaks language 'xx'"),
+        (["say", "hi", "-l", "en_US!"], "not a BCP 47 language tag"),
+        (["say", "--ssml", "<speak>unclosed"], "Invalid SSML at line 1"),
+        (["say", "-f", "/nonexistent/in.txt"], "Cannot read '/nonexistent/in.txt'"),
+        (["say", "   "], "nothing to say"),
+        (["say", "hi", "-r", "5"], "out of range"),
+        (["voices", "--language", "xx"], "No voice speaks language 'xx'"),
+        (["voices", "--language", "!!"], "not a BCP 47"),
+    ])
+    func badInputFailsClearlyAndWritesNothing(args: [String], message: String) throws {
+        let dir = try makeTemporaryDirectory()
+        var full = args
+        if args.first == "say" { full += ["-o", dir.appendingPathComponent("out.wav").path] }
+        let r = try parla(full)
+        #expect(r.status != 0)
+        #expect(r.error.lowercased().contains(message.lowercased()), "stderr was: \(r.error)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path).isEmpty)
+    }
+
+    @Test func invalidUTF8IsReportedWithItsByteOffset() throws {
+        let dir = try makeTemporaryDirectory()
+        let input = dir.appendingPathComponent("bad.txt")
+        try Data([0x48, 0x69, 0x20, 0xC3, 0x28, 0x21]).write(to: input)
+        let r = try parla(["say", "-f", input.path, "-o", dir.appendingPathComponent("out.wav").path])
+        #expect(r.status != 0)
+        #expect(r.error.contains("offset 3"), "stderr was: \(r.error)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path) == ["bad.txt"])
+    }
+
+    @Test func unwritableOutputFailsWithoutLeftovers() throws {
+        let dir = try makeTemporaryDirectory()
+        let r = try parla(["say", "hi", "-o", dir.appendingPathComponent("missing/out.wav").path])
+        #expect(r.status != 0)
+        #expect(r.error.contains("Cannot write"), "stderr was: \(r.error)")
+        let d = try parla(["say", "hi", "-o", dir.path])
+        #expect(d.status != 0)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path).isEmpty)
+    }
+
+    @Test func interruptLeavesNoPartialFile() throws {
+        let dir = try makeTemporaryDirectory()
+        let input = dir.appendingPathComponent("long.txt")
+        try Data(String(repeating: "A long text that takes a while to render. ", count: 3000).utf8).write(to: input)
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: Self.binary)
+        p.arguments = ["say", "-f", input.path, "-o", dir.appendingPathComponent("long.wav").path]
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        Thread.sleep(forTimeInterval: 0.5)
+        p.interrupt()
+        p.waitUntilExit()
+        #expect(p.terminationStatus == 130)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path) == ["long.txt"])
+    }
+
+    @Test func helpIsComplete() throws {
+        let r = try parla(["say", "--help"])
+        for option in ["--file", "--output", "--timings", "--voice", "--language", "--rate", "--pitch", "--volume", "--punctuation", "--ssml", "--voices"] {
+            #expect(r.output.contains(option), "say --help lacks \(option)")
+        }
+    }
+}
+
+func makeTemporaryDirectory() throws -> URL {
+    let url = FileManager.default.temporaryDirectory.appendingPathComponent("parla-cli-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    return url
+}
+
+func runProcess(_ executable: String, _ arguments: [String], stdin: Data? = nil) throws -> (status: Int32, output: String, error: String) {
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: executable)
+    p.arguments = arguments
+    let out = Pipe(), err = Pipe(), inp = Pipe()
+    p.standardOutput = out
+    p.standardError = err
+    p.standardInput = inp
+    try p.run()
+    if let stdin { inp.fileHandleForWriting.write(stdin) }
+    try inp.fileHandleForWriting.close()
+    let o = out.fileHandleForReading.readDataToEndOfFile()
+    let e = err.fileHandleForReading.readDataToEndOfFile()
+    p.waitUntilExit()
+    return (p.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
+}
