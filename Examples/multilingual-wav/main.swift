@@ -1,1 +1,25 @@
-print("x")
+// Renders a multilingual attributed string to a WAV file and prints each word with its time.
+//
+//   swift run example-multilingual-wav [output.wav]
+import FoundationEssentials
+import Parla
+
+var text = AttributedString("The revolutionary phone. ")
+var greek = AttributedString("Το επαναστατικό τηλέφωνο. ")
+greek.speechLanguage = "el"
+var arabic = AttributedString("هاتف ثوري.")
+arabic.speechLanguage = "ar"
+text.append(greek)
+text.append(arabic)
+
+let output = CommandLine.arguments.dropFirst().first ?? "multilingual.wav"
+let synth = SpeechSynthesizer()
+let timeline = try await synth.write(Utterance(text), to: URL(fileURLWithPath: output))
+
+for segment in timeline.segments {
+    print("\(segment.language) (\(segment.voice)) from \(Int(timeline.milliseconds(segment.startSample))) ms")
+}
+for word in timeline.words {
+    print("  \(Int(timeline.milliseconds(word.startSample)))–\(Int(timeline.milliseconds(word.endSample))) ms  \(word.word)")
+}
+print("Wrote \(output)")
