@@ -48,7 +48,8 @@ let package = Package(
 
         // MARK: Tests
         .testTarget(name: "ParlaCoreTests", dependencies: ["ParlaCore"], swiftSettings: swiftSettings),
-        .testTarget(name: "ParlaTests", dependencies: ["Parla"], swiftSettings: swiftSettings),
-        .testTarget(name: "ParlaCLITests", dependencies: ["parla"], swiftSettings: swiftSettings),
+        .target(name: "ParlaTestSupport", path: "Tests/ParlaTestSupport", swiftSettings: swiftSettings),
+        .testTarget(name: "ParlaTests", dependencies: ["Parla", "ParlaTestSupport"], swiftSettings: swiftSettings),
+        .testTarget(name: "ParlaCLITests", dependencies: ["parla", "ParlaTestSupport"], swiftSettings: swiftSettings),
     ]
 )

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import ParlaTestSupport
 
 /// Runs the built `parla` executable, as a user would.
 @Suite("parla command line", .serialized)
@@ -17,7 +18,7 @@ struct CLITests {
         return root.appendingPathComponent(".build/debug/parla").path
     }()
 
-    func parla(_ args: [String], stdin: Data? = nil) throws -> (status: Int32, output: String, error: String) {
+    func parla(_ args: [String], stdin: Data? = nil) throws -> ProcessResult {
         try runProcess(Self.binary, args, stdin: stdin)
     }
 
@@ -129,27 +130,4 @@ struct CLITests {
             #expect(r.output.contains(option), "say --help lacks \(option)")
         }
     }
-}
-
-func makeTemporaryDirectory() throws -> URL {
-    let url = FileManager.default.temporaryDirectory.appendingPathComponent("parla-cli-\(UUID().uuidString)")
-    try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    return url
-}
-
-func runProcess(_ executable: String, _ arguments: [String], stdin: Data? = nil) throws -> (status: Int32, output: String, error: String) {
-    let p = Process()
-    p.executableURL = URL(fileURLWithPath: executable)
-    p.arguments = arguments
-    let out = Pipe(), err = Pipe(), inp = Pipe()
-    p.standardOutput = out
-    p.standardError = err
-    p.standardInput = inp
-    try p.run()
-    if let stdin { inp.fileHandleForWriting.write(stdin) }
-    try inp.fileHandleForWriting.close()
-    let o = out.fileHandleForReading.readDataToEndOfFile()
-    let e = err.fileHandleForReading.readDataToEndOfFile()
-    p.waitUntilExit()
-    return (p.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
 }

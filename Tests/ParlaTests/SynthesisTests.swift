@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import Parla
 import ParlaESpeak
+import ParlaTestSupport
 
 /// End-to-end tests against the real espeak-ng: no fakes.
 @Suite("Synthesis with espeak-ng", .serialized)
@@ -111,7 +112,7 @@ struct SynthesisTests {
     }
 
     @Test func writesAWAVFileSoxAccepts() async throws {
-        let dir = try temporaryDirectory()
+        let dir = try makeTemporaryDirectory()
         let wav = dir.appendingPathComponent("hello.wav")
         let json = dir.appendingPathComponent("hello.json")
         let timeline = try await synth.write(Utterance(string: "Hello world"), to: wav, timingsURL: json)
@@ -125,7 +126,7 @@ struct SynthesisTests {
         #expect(u16(22) == 1 && u32(24) == 22050)      // mono, rate
         #expect(u32(28) == 44100 && u16(32) == 2 && u16(34) == 16)
         #expect(Array(bytes[36..<40]) == Array("data".utf8) && u32(40) == timeline.sampleCount * 2)
-        let sox = try run("/usr/bin/sox", ["--i", "-s", wav.path])
+        let sox = try runProcess("/usr/bin/sox", ["--i", "-s", wav.path])
         #expect(sox.status == 0)
         #expect(Int(sox.output.trimmingCharacters(in: .whitespacesAndNewlines)) == timeline.sampleCount)
         let parsed = try JSONSerialization.jsonObject(with: Data(contentsOf: json)) as? [String: Any]
@@ -134,7 +135,7 @@ struct SynthesisTests {
     }
 
     @Test func failuresLeaveNoFiles() async throws {
-        let dir = try temporaryDirectory()
+        let dir = try makeTemporaryDirectory()
         let wav = dir.appendingPathComponent("out.wav")
         await #expect(throws: ParlaError.noVoiceForLanguage("xx")) { try await synth.write(Utterance(string: "hi", language: "xx"), to: wav) }
         await #expect(throws: ParlaError.emptyText) { try await synth.write(Utterance(string: "  "), to: wav) }
@@ -149,7 +150,7 @@ struct SynthesisTests {
     }
 
     @Test func cancellingStopsQuicklyAndLeavesNoFile() async throws {
-        let dir = try temporaryDirectory()
+        let dir = try makeTemporaryDirectory()
         let wav = dir.appendingPathComponent("long.wav")
         let long = String(repeating: "This sentence is long enough to keep the engine busy for a while. ", count: 400)
         let task = Task { try await synth.write(Utterance(string: long), to: wav) }
@@ -207,33 +208,4 @@ final class AudioCollector: @unchecked Sendable {
     private var storage: [Int16] = []
     func append(_ b: PCMBuffer) { lock.withLock { storage += b.samples } }
     var samples: [Int16] { lock.withLock { storage } }
-}
-
-func temporaryDirectory() throws -> URL {
-    let url = FileManager.default.temporaryDirectory.appendingPathComponent("parla-test-\(UUID().uuidString)")
-    try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    return url
-}
-
-/// Every file in `dir`, hidden temporaries included, sorted.
-func leftovers(in dir: URL) throws -> [String] {
-    try FileManager.default.contentsOfDirectory(atPath: dir.path).sorted()
-}
-
-func run(_ executable: String, _ arguments: [String], stdin: Data? = nil, environment: [String: String]? = nil) throws -> (status: Int32, output: String, error: String) {
-    let p = Process()
-    p.executableURL = URL(fileURLWithPath: executable)
-    p.arguments = arguments
-    if let environment { p.environment = environment }
-    let out = Pipe(), err = Pipe(), inp = Pipe()
-    p.standardOutput = out
-    p.standardError = err
-    p.standardInput = inp
-    try p.run()
-    if let stdin { inp.fileHandleForWriting.write(stdin) }
-    try inp.fileHandleForWriting.close()
-    let o = out.fileHandleForReading.readDataToEndOfFile()
-    let e = err.fileHandleForReading.readDataToEndOfFile()
-    p.waitUntilExit()
-    return (p.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
 }
