@@ -56,9 +56,8 @@ public final class SpeechSynthesizer: Sendable {
         let stop = StopFlag()
         try await withTaskCancellationHandler {
             _ = try await ESpeakEngine.shared.synthesize(plan, stop: stop) { event in
-                if case .audio = event {} else { timeline.withLock { $0.record(event) } }
+                timeline.withLock { $0.record(event) }
                 callback(event)
-                if case .audio(let b) = event { timeline.withLock { $0.sampleCount = b.startSample + b.samples.count } }
             }
         } onCancel: {
             stop.raise()
