@@ -1,4 +1,9 @@
 import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// Parses the subset of SSML 1.1 that maps onto Parla's speech attributes.
 ///
@@ -226,26 +231,10 @@ struct SSMLParser {
         let v = raw.trimmingASCIIWhitespace()
         if let n = Self.volumeNames[v] { return n }
         if v.hasSuffix("dB"), let db = Double(v.dropLast(2)) {
-            var p = 1.0
-            let steps = db / 20
-            p = Self.pow10(steps)
-            return min(p, 2)
+            return min(pow(10, db / 20), 2)
         }
         if let n = Double(v), (0...100).contains(n) { return n / 50 }
         throw error("volume='\(raw)' is not a value Parla understands (use 'soft', 'loud', '+6dB' or a number from 0 to 100)", at: offset)
-    }
-
-    private static func pow10(_ x: Double) -> Double {
-        // 10^x for the small exponents SSML uses, without depending on libm through Foundation.
-        var result = 1.0
-        var e = x
-        while e >= 1 { result *= 10; e -= 1 }
-        while e <= -1 { result /= 10; e += 1 }
-        // e in (-1, 1): exp(e * ln 10) by series.
-        let y = e * 2.302585092994046
-        var term = 1.0, sum = 1.0
-        for k in 1...20 { term *= y / Double(k); sum += term }
-        return result * sum
     }
 
     private func breakDuration(_ attrs: [String: String], at offset: Int) throws(ParlaError) -> Duration {

@@ -48,6 +48,15 @@ public struct TimelineBuilder {
         }
     }
 
+    /// Starts run `index` of the plan and returns the text to hand to the engine for it.
+    public mutating func beginRun(_ index: Int) -> EngineInput {
+        let run = plan.runs[index]
+        let text = String(String.UnicodeScalarView(textScalars[run.range]))
+        let input = EngineInput(text: Substring(text).unicodeScalars, range: run.range, spellOut: run.spellOut)
+        beginRun(index, input: input)
+        return input
+    }
+
     /// Starts run `index` of the plan, spoken from `input`.
     public mutating func beginRun(_ index: Int, input: EngineInput) {
         let run = plan.runs[index]
@@ -149,10 +158,20 @@ public struct TimelineBuilder {
     }
 
     private func endsSentence(before offset: Int) -> Bool {
-        var i = offset - 1
-        while i >= 0, textScalars[i].properties.isWhitespace { i -= 1 }
-        guard i >= 0 else { return true }
-        return ".!?。！？؟…;".unicodeScalars.contains(textScalars[i])
+        Self.endsSentence(textScalars[..<offset])
+    }
+
+    /// Whether the last visible scalar of `scalars` ends a sentence (`.`, `!`, `?`, `。`, `؟`, …);
+    /// an empty or blank stretch counts as ended.
+    public static func endsSentence(_ scalars: some BidirectionalCollection<Unicode.Scalar>) -> Bool {
+        guard let last = scalars.last(where: { !$0.properties.isWhitespace }) else { return true }
+        return ".!?。！？؟…".unicodeScalars.contains(last)
+    }
+
+    /// Whether run `index` of the plan ends at the end of a sentence.
+    public func runEndsSentence(_ index: Int) -> Bool {
+        let r = plan.runs[index].range
+        return !r.isEmpty && Self.endsSentence(textScalars[r])
     }
 
     private mutating func finishSegment() {

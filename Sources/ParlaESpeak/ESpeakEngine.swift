@@ -72,7 +72,6 @@ public actor ESpeakEngine {
         let rate = try start()
         let context = SynthContext(builder: TimelineBuilder(plan: plan, sampleRate: rate, emit: emit), stop: stop)
         context.builder.silence(plan.leadingSilence)
-        let text = Array(plan.text.unicodeScalars)
         for (index, run) in plan.runs.enumerated() {
             if stop.isRaised { throw .cancelled }
             context.builder.silence(run.silenceBefore)
@@ -87,12 +86,10 @@ public actor ESpeakEngine {
             }
             espeak_SetParameter(espeakPUNCTUATION, Int32(punct.rawValue), 0)
 
-            let scalars = String.UnicodeScalarView(text[run.range])
-            let input = EngineInput(text: Substring(String(scalars)).unicodeScalars, range: run.range, spellOut: run.spellOut)
-            context.builder.beginRun(index, input: input)
+            let input = context.builder.beginRun(index)
             var flags = UInt32(espeakCHARS_UTF8)
             if input.isMarkup { flags |= UInt32(espeakSSML) }
-            if index == plan.runs.count - 1 || Self.endsSentence(scalars) { flags |= UInt32(espeakENDPAUSE) }
+            if index == plan.runs.count - 1 || context.builder.runEndsSentence(index) { flags |= UInt32(espeakENDPAUSE) }
             let status = withExtendedLifetime(context) {
                 input.text.withCString { cText in
                     espeak_Synth(
@@ -119,11 +116,6 @@ public actor ESpeakEngine {
             throw .engineFailure("espeak-ng has no voice '\(name)' (the voice catalog may be out of date: run 'python3 scripts/generate-voices.py')")
         }
         currentVoice = name
-    }
-
-    private static func endsSentence(_ scalars: String.UnicodeScalarView) -> Bool {
-        guard let last = scalars.last(where: { !$0.properties.isWhitespace }) else { return false }
-        return ".!?。！？؟…".unicodeScalars.contains(last)
     }
 }
 
