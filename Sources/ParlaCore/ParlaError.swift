@@ -26,6 +26,10 @@ public enum ParlaError: Error, Sendable, Hashable, CustomStringConvertible {
     case engineFailure(String)
     /// The work was cancelled before it finished.
     case cancelled
+    /// The language-identification model could not be read or is malformed.
+    case languageModelInvalid(path: String, reason: String)
+    /// The language-identification model was not found in any of the searched places.
+    case languageModelNotFound(searched: [String])
 
     public var description: String {
         switch self {
@@ -55,6 +59,10 @@ public enum ParlaError: Error, Sendable, Hashable, CustomStringConvertible {
             return "The speech engine failed: \(reason)."
         case .cancelled:
             return "Cancelled before the speech was complete."
+        case .languageModelInvalid(let path, let reason):
+            return "The language model '\(path)' cannot be used: \(reason). Restore voices/langid.bin from a Parla checkout (or retrain it with scripts/langid/train), or pass --no-detect and -l LANG."
+        case .languageModelNotFound(let searched):
+            return "The language model langid.bin was not found (looked in: \(searched.joined(separator: ", "))). Pass --voices DIR pointing at the 'voices' directory of a Parla checkout, or pass --no-detect and -l LANG."
         }
     }
 }

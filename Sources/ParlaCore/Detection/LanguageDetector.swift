@@ -1,0 +1,460 @@
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// A stretch of text in one language, as found by ``LanguageDetector``.
+public struct DetectedSegment: Sendable, Hashable {
+    /// Unicode-scalar offsets into the text, end exclusive, on grapheme-cluster boundaries.
+    public var range: Range<Int>
+    /// The same range as indices of the text.
+    public var indices: Range<String.Index>
+    /// The language, or nil where the text has no letters (digits, punctuation, emoji only).
+    public var language: LanguageTag?
+    /// How sure the detector is, 0–1: a tempered naive-Bayes posterior for scripts several
+    /// languages share, 1 for a script only one language uses.
+    public var confidence: Double
+    /// The ISO 15924 code of the segment's letters ("Latn", "Grek", "Hani", ...), nil for none.
+    public var script: String?
+    /// How many letters (scalars of the segment's script) it holds.
+    public var letterCount: Int
+}
+
+/// The languages a user reads, most preferred first, used to break ties the text cannot.
+public struct LanguagePreferences: Sendable, Hashable {
+    public var languages: [LanguageTag]
+
+    public init(_ languages: [LanguageTag]) { self.languages = languages }
+
+    /// From the POSIX locale environment: `LANGUAGE` (a colon-separated list), then `LC_ALL`,
+    /// `LC_MESSAGES` and `LANG`. `C` and `POSIX` name no language.
+    public static func fromEnvironment(_ env: [String: String] = ProcessInfo.processInfo.environment) -> LanguagePreferences {
+        var out: [LanguageTag] = []
+        func add(_ raw: String) {
+            // "pt_BR.UTF-8@euro" -> "pt-BR"
+            let base = raw.split(separator: ".").first.map(String.init) ?? raw
+            let noModifier = base.split(separator: "@").first.map(String.init) ?? base
+            guard !noModifier.isEmpty, noModifier != "C", noModifier != "POSIX", let tag = LanguageTag(noModifier) else { return }
+            if !out.contains(tag) { out.append(tag) }
+        }
+        if let list = env["LANGUAGE"], !list.isEmpty { list.split(separator: ":").forEach { add(String($0)) } }
+        for key in ["LC_ALL", "LC_MESSAGES", "LANG"] {
+            if let v = env[key], !v.isEmpty { add(v); break }
+        }
+        return LanguagePreferences(out)
+    }
+}
+
+/// Splits text into runs of one language: first by Unicode script, then, within scripts that
+/// several languages share, by a trained character n-gram model with a penalty for switching
+/// language, so that a short ambiguous stretch keeps the language of its neighbours while a
+/// real switch (a French sentence inside English text) is kept.
+///
+/// Characters without a script of their own join a neighbouring run: combining marks stay with
+/// their base; a Common character listed with Script_Extensions joins the run of a script it is
+/// used with; other spaces, digits, punctuation and symbols between two runs are cut after the
+/// last whitespace between them, so trailing punctuation stays with the text before it and
+/// leading punctuation, quotes and digits go with the text after it (with no whitespace, an
+/// opening bracket or quote starts the next run). Text of no script at all is one segment with
+/// no language.
+public struct LanguageDetector: Sendable {
+    /// The trained model.
+    public let model: LanguageModel
+    /// The language of each script when nothing else decides (ISO 15924 code → language),
+    /// from `voices/defaults.json`.
+    public var scriptDefaults: [String: LanguageTag]
+    /// The user's languages: they win ties the text cannot separate.
+    public var preferences: LanguagePreferences
+    /// When set, only these languages (primary subtags) are considered.
+    public var candidates: Set<String>?
+
+    /// Tuning constants, in nats.
+    static let switchCost: Float = 6.0
+    static let switchCostAtSentence: Float = 2.0
+    static let otherLanguageCost: Float = 1.5
+    static let scriptDefaultCost: Float = 1.0
+    static let preferenceStep: Float = 0.1
+    static let temperature: Float = 1.0
+    static let emissionWeight: Float = 1.0
+
+    public init(model: LanguageModel, scriptDefaults: [String: LanguageTag] = [:], preferences: LanguagePreferences = .init([]), candidates: Set<String>? = nil) {
+        self.model = model
+        self.scriptDefaults = scriptDefaults
+        self.preferences = preferences
+        self.candidates = candidates
+    }
+
+    /// The model in `voices/langid.bin` of the catalog `directory`, with the catalog's script
+    /// defaults and the preferences of the environment.
+    public static func load(catalog: VoiceCatalog, preferences: LanguagePreferences = .fromEnvironment()) throws(ParlaError) -> LanguageDetector {
+        var searched: [String] = []
+        for dir in catalog.directories {
+            let path = dir + "/langid.bin"
+            searched.append(path)
+            if FileManager.default.fileExists(atPath: path) {
+                return LanguageDetector(model: try LanguageModel(contentsOf: path), scriptDefaults: catalog.scriptDefaults, preferences: preferences)
+            }
+        }
+        throw .languageModelNotFound(searched: searched)
+    }
+
+    /// The main language of `text`: the one with the most letters (Han, Kana and Hangul count
+    /// double, as one of them carries about as much as two alphabetic letters), nil if none.
+    public func mainLanguage(of text: String) -> LanguageTag? {
+        var weight: [LanguageTag: Int] = [:]
+        for s in detect(text) {
+            guard let l = s.language else { continue }
+            let w = ["Hani", "Hang", "Jpan"].contains(s.script ?? "") ? 2 : 1
+            weight[l, default: 0] += s.letterCount * w
+        }
+        return weight.max { a, b in a.value != b.value ? a.value < b.value : a.key > b.key }?.key
+    }
+
+    /// The language segments of `text`, in order, covering all of it.
+    public func detect(_ text: String) -> [DetectedSegment] {
+        let scalars = text.unicodeScalars
+        let values = scalars.map(\.value)
+        let raw = segments(values)
+        return align(raw, in: text)
+    }
+
+    // MARK: - Script runs
+
+    struct RawSegment {
+        var range: Range<Int>
+        var language: LanguageTag?
+        var confidence: Double
+        var script: String?
+        var letters: Int
+    }
+
+    /// Keys: a script group (model group index + 1000), a script without a model (its raw
+    /// value), or neutral (-1) / inherited (-2).
+    private func key(of script: UnicodeScript) -> Int32 {
+        if let g = model.groupIndex(of: script) { return 1000 + Int32(g) }
+        return Int32(script.rawValue)
+    }
+
+    private struct Run {
+        var key: Int32
+        var start: Int
+        var end: Int
+        var strongStart: Int
+        var strongEnd: Int
+        var script: UnicodeScript
+        var letters: Int
+    }
+
+    func segments(_ v: [UInt32]) -> [RawSegment] {
+        let n = v.count
+        guard n > 0 else { return [] }
+        var keys = [Int32](repeating: -1, count: n)
+        var runs: [Run] = []
+        var lastKey: Int32 = -1
+        for i in 0..<n {
+            let s = UnicodeScript.of(v[i])
+            var k: Int32
+            if s == .inherited {
+                k = -2
+            } else if s.isNeutral {
+                k = -1
+                if v[i] >= 0x80, let ext = UnicodeScript.extensions(of: Unicode.Scalar(v[i])!) {
+                    let ks = ext.map { key(of: $0) }
+                    if ks.contains(lastKey) {
+                        k = lastKey
+                    } else if let first = ks.first, ks.allSatisfy({ $0 == first }) {
+                        k = first
+                    }
+                }
+            } else {
+                k = key(of: s)
+            }
+            keys[i] = k
+            guard k >= 0 else { continue }
+            let isLetter = !s.isNeutral
+            if let last = runs.last, last.key == k {
+                runs[runs.count - 1].strongEnd = i + 1
+            } else {
+                runs.append(Run(key: k, start: i, end: i + 1, strongStart: i, strongEnd: i + 1, script: .unknown, letters: 0))
+            }
+            if isLetter {
+                if runs[runs.count - 1].letters == 0 { runs[runs.count - 1].script = s }
+                runs[runs.count - 1].letters += 1
+            }
+            lastKey = k
+        }
+        guard !runs.isEmpty else {
+            return [RawSegment(range: 0..<n, language: nil, confidence: 0, script: nil, letters: 0)]
+        }
+        // Extend runs over the neutral characters around them.
+        runs[0].start = 0
+        runs[runs.count - 1].end = n
+        for j in 0..<(runs.count - 1) {
+            let cut = Self.cut(v, keys, from: runs[j].strongEnd, to: runs[j + 1].strongStart)
+            runs[j].end = cut
+            runs[j + 1].start = cut
+        }
+        var labelled: [Int: GroupLabels] = [:]
+        for run in runs where run.key >= 1000 && labelled[Int(run.key - 1000)] == nil {
+            labelled[Int(run.key - 1000)] = labelGroup(v, runs: runs, group: Int(run.key - 1000))
+        }
+        var out: [RawSegment] = []
+        for (r, run) in runs.enumerated() {
+            if run.key >= 1000 {
+                let g = Int(run.key - 1000)
+                out += runSegments(v, keys, run: run, runIndex: r, group: g, labels: labelled[g]!)
+            } else {
+                let code = run.script.code
+                let language = scriptDefaults[code].flatMap { allowed($0) ? $0 : nil }
+                out.append(RawSegment(range: run.start..<run.end, language: language, confidence: language == nil ? 0 : 1, script: run.letters > 0 ? code : nil, letters: run.letters))
+            }
+        }
+        // Merge neighbours in the same language.
+        var merged: [RawSegment] = []
+        for s in out {
+            if var last = merged.last, last.language == s.language {
+                let total = last.letters + s.letters
+                last.confidence = total > 0 ? (last.confidence * Double(last.letters) + s.confidence * Double(s.letters)) / Double(total) : max(last.confidence, s.confidence)
+                last.range = last.range.lowerBound..<s.range.upperBound
+                if last.letters < s.letters { last.script = s.script }
+                last.letters = total
+                merged[merged.count - 1] = last
+            } else {
+                merged.append(s)
+            }
+        }
+        return merged
+    }
+
+    /// Where to split the neutral stretch `lo..<hi` between two runs (see the type's
+    /// documentation for the rule).
+    static func cut(_ v: [UInt32], _ keys: [Int32], from lo: Int, to hi: Int) -> Int {
+        var start = lo
+        // Combining marks stay with their base.
+        while start < hi && keys[start] == -2 { start += 1 }
+        var lastSpace = -1
+        for i in start..<hi where isSpace(v[i]) { lastSpace = i }
+        if lastSpace >= 0 { return lastSpace + 1 }
+        for i in start..<hi where isOpening(v[i]) { return i }
+        return hi
+    }
+
+    @inline(__always)
+    static func isSpace(_ v: UInt32) -> Bool {
+        if v < 0x80 { return v == 0x20 || (v >= 0x09 && v <= 0x0D) }
+        return Unicode.Scalar(v)?.properties.isWhitespace ?? false
+    }
+
+    static func isOpening(_ v: UInt32) -> Bool {
+        guard let s = Unicode.Scalar(v) else { return false }
+        switch s.properties.generalCategory {
+        case .openPunctuation, .initialPunctuation: return true
+        default: return v == 0x22 || v == 0x27 || v == 0xBF || v == 0xA1  // " ' ¿ ¡
+        }
+    }
+
+    static func endsSentence(_ v: UInt32) -> Bool {
+        switch v {
+        case 0x2E, 0x21, 0x3F, 0x3B, 0x3A, 0x0A, 0x0D, 0x3002, 0xFF01, 0xFF1F, 0x061F, 0x06D4, 0x0964, 0x0965, 0x037E: return true
+        default: return false
+        }
+    }
+
+    private func allowed(_ tag: LanguageTag) -> Bool {
+        candidates.map { $0.contains(tag.language) } ?? true
+    }
+
+    // MARK: - Languages within a script
+
+    /// The words of every run of one script group, their emission costs and their labels.
+    private struct GroupLabels {
+        var words: [Range<Int>] = []
+        var runOfWord: [Int] = []
+        var emission: [Float] = []
+        var labels: [Int] = []
+        var prior: [Float] = []
+    }
+
+    /// Finds the words of all runs of group `g` and labels them with one Viterbi pass, so that
+    /// context carries across interruptions by other scripts ("Я люблю iPhone и Android").
+    private func labelGroup(_ v: [UInt32], runs: [Run], group g: Int) -> GroupLabels {
+        let group = model.groups[g]
+        let L = group.languages.count
+        var out = GroupLabels()
+        out.prior = priors(group)
+        for (r, run) in runs.enumerated() where run.key == 1000 + Int32(g) {
+            // Words: letters of the group's scripts, with the combining marks that follow them.
+            var i = run.start
+            while i < run.end {
+                let s = UnicodeScript.of(v[i])
+                guard !s.isNeutral, model.groupIndex(of: s) == g else { i += 1; continue }
+                var j = i + 1
+                while j < run.end {
+                    let t = UnicodeScript.of(v[j])
+                    if t == .inherited || (!t.isNeutral && model.groupIndex(of: t) == g) { j += 1 } else { break }
+                }
+                out.words.append(i..<j)
+                out.runOfWord.append(r)
+                i = j
+            }
+        }
+        let m = out.words.count
+        guard m > 0 else { return out }
+        // Emission costs (nats) per word and language. Naive Bayes over overlapping n-grams is
+        // overconfident; dividing by the n-gram order tempers it so that switch costs compare.
+        var emission = [Float](repeating: 0, count: m * L)
+        var acc = [UInt32](repeating: 0, count: L)
+        var framed: [UInt32] = []
+        var cache: [UInt64: Int] = [:]
+        let unit = Self.emissionWeight / (group.scale * Float(group.maxOrder))
+        for (w, range) in out.words.enumerated() {
+            framed.removeAll(keepingCapacity: true)
+            framed.append(2)
+            var h: UInt64 = 0x8422_2325_CBF2_9CE4
+            for k in range {
+                let c = model.lowercased(v[k])
+                framed.append(c)
+                h = (h ^ UInt64(c)) &* 0x100_0000_01B3
+            }
+            framed.append(3)
+            if let cached = cache[h] {
+                for l in 0..<L { emission[w * L + l] = emission[cached * L + l] }
+                continue
+            }
+            for l in 0..<L { acc[l] = 0 }
+            acc.withUnsafeMutableBufferPointer { a in
+                framed.withUnsafeBufferPointer { f in
+                    model.addPenalties(framedWord: f, group: group, into: a.baseAddress!)
+                }
+            }
+            for l in 0..<L { emission[w * L + l] = Float(acc[l]) * unit }
+            cache[h] = w
+        }
+        // Viterbi: switching language costs less at a sentence boundary.
+        let prior = out.prior
+        var cost = [Float](repeating: 0, count: L)
+        var next = [Float](repeating: 0, count: L)
+        var back = [UInt8](repeating: 0, count: m * L)
+        for l in 0..<L { cost[l] = prior[l] + emission[l] }
+        if m > 1 {
+            for w in 1..<m {
+                var tau = Self.switchCost
+                for k in out.words[w - 1].upperBound..<out.words[w].lowerBound where Self.endsSentence(v[k]) {
+                    tau = Self.switchCostAtSentence
+                    break
+                }
+                var bestPrev = 0
+                for l in 1..<L where cost[l] < cost[bestPrev] { bestPrev = l }
+                for l in 0..<L {
+                    let stay = cost[l]
+                    let move = cost[bestPrev] + tau + prior[l]
+                    if stay <= move {
+                        next[l] = stay + emission[w * L + l]
+                        back[w * L + l] = UInt8(l)
+                    } else {
+                        next[l] = move + emission[w * L + l]
+                        back[w * L + l] = UInt8(bestPrev)
+                    }
+                }
+                swap(&cost, &next)
+            }
+        }
+        var best = 0
+        for l in 1..<L where cost[l] < cost[best] { best = l }
+        var labels = [Int](repeating: cost[best].isFinite ? best : -1, count: m)
+        if cost[best].isFinite && m > 1 {
+            for w in stride(from: m - 1, to: 0, by: -1) { labels[w - 1] = Int(back[w * L + labels[w]]) }
+        }
+        out.emission = emission
+        out.labels = labels
+        return out
+    }
+
+    /// The segments of one run of a modelled script from its words' labels: words with equal
+    /// labels form a segment, cut inside the gap between words by the neutral rule.
+    private func runSegments(_ v: [UInt32], _ keys: [Int32], run: Run, runIndex: Int, group g: Int, labels gl: GroupLabels) -> [RawSegment] {
+        let group = model.groups[g]
+        let L = group.languages.count
+        let script = run.letters > 0 ? group.id : nil
+        let ws = gl.runOfWord.indices.filter { gl.runOfWord[$0] == runIndex }
+        guard let firstWord = ws.first else {
+            let best = (0..<L).min { gl.prior[$0] < gl.prior[$1] }!
+            let language: LanguageTag? = gl.prior[best].isFinite ? group.languages[best] : nil
+            return [RawSegment(range: run.start..<run.end, language: language, confidence: 0.5, script: script, letters: run.letters)]
+        }
+        guard gl.labels[firstWord] >= 0 else {
+            return [RawSegment(range: run.start..<run.end, language: nil, confidence: 0, script: script, letters: run.letters)]
+        }
+        var out: [RawSegment] = []
+        var segStart = run.start
+        var first = firstWord
+        let last = ws[ws.count - 1]
+        for w in (firstWord + 1)...(last + 1) {
+            if w <= last && gl.labels[w] == gl.labels[first] { continue }
+            let end = w > last ? run.end : Self.cut(v, keys, from: gl.words[w - 1].upperBound, to: gl.words[w].lowerBound)
+            let label = gl.labels[first]
+            var totals = [Float](repeating: 0, count: L)
+            var letters = 0
+            for x in first..<w {
+                letters += gl.words[x].count
+                for l in 0..<L { totals[l] += gl.emission[x * L + l] }
+            }
+            var z: Float = 0
+            for l in 0..<L where gl.prior[l].isFinite { z += exp(-(totals[l] - totals[label]) / Self.temperature) }
+            out.append(RawSegment(range: segStart..<end, language: group.languages[label], confidence: Double(1 / max(z, 1)), script: script, letters: letters))
+            segStart = end
+            first = w
+        }
+        return out
+    }
+
+    /// Prior cost (nats) of each language of `group`: preferred languages cost least, then the
+    /// script's default, then the rest; languages outside ``candidates`` are impossible.
+    private func priors(_ group: LanguageModel.Group) -> [Float] {
+        let scriptDefault = scriptDefaults[group.id]
+        return group.languages.map { tag in
+            guard allowed(tag) else { return .infinity }
+            if let rank = preferences.languages.firstIndex(where: { $0.language == tag.language }) {
+                return Float(rank) * Self.preferenceStep
+            }
+            if let d = scriptDefault, d.language == tag.language { return Self.scriptDefaultCost }
+            return Self.otherLanguageCost
+        }
+    }
+
+    // MARK: - Grapheme alignment
+
+    /// Moves every boundary forward to the next grapheme-cluster boundary and attaches string
+    /// indices.
+    func align(_ raw: [RawSegment], in text: String) -> [DetectedSegment] {
+        let scalars = text.unicodeScalars
+        var out: [DetectedSegment] = []
+        var index = scalars.startIndex
+        var offset = 0
+        var start = (offset: 0, index: scalars.startIndex)
+        for (k, s) in raw.enumerated() {
+            var end = s.range.upperBound
+            if k == raw.count - 1 {
+                end = scalars.count
+                index = scalars.endIndex
+                offset = end
+            } else {
+                if end < start.offset { continue }
+                index = scalars.index(index, offsetBy: end - offset)
+                offset = end
+                while index < scalars.endIndex, index.samePosition(in: text) == nil {
+                    index = scalars.index(after: index)
+                    offset += 1
+                }
+            }
+            guard offset > start.offset || (raw.count == 1) else { continue }
+            if offset > start.offset || out.isEmpty {
+                out.append(DetectedSegment(range: start.offset..<offset, indices: start.index..<index, language: s.language, confidence: s.confidence, script: s.script, letterCount: s.letters))
+            }
+            start = (offset, index)
+        }
+        return out
+    }
+}

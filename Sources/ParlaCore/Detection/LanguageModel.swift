@@ -1,0 +1,162 @@
+import FoundationEssentials
+
+/// The trained language-identification model (`voices/langid.bin`, written by
+/// `scripts/langid/train.py`): per script group, a table of hashed character n-grams with, for
+/// every language of the group, how much less likely each bucket is in that language than in
+/// the language where it is most likely.
+///
+/// The hashing here must match `train.py` exactly: a word is framed as
+/// `[0x02] + lowercased scalars + [0x03]`; every window of 1…maxOrder scalars except a lone
+/// frame mark is hashed with 64-bit FNV-1a over the scalar values, and the bucket is the top
+/// `bits` bits of the hash times 0x9E3779B97F4A7C15.
+public final class LanguageModel: Sendable {
+    /// The languages of one script group and their n-gram table.
+    public struct Group: Sendable {
+        /// The group's name (the main script's ISO 15924 code).
+        public let id: String
+        /// The scripts whose letters the group's words are made of.
+        public let scripts: [UnicodeScript]
+        /// The languages the table scores, in table order.
+        public let languages: [LanguageTag]
+        let maxOrder: Int
+        let bits: Int
+        /// Table units per nat.
+        let scale: Float
+        /// Byte offset of the table in the model's storage.
+        let tableOffset: Int
+    }
+
+    /// The script groups with a model.
+    public let groups: [Group]
+    /// Group index for each script (by raw value), -1 where the script has no model.
+    let groupOfScript: [Int8]
+    /// Lower-case mapping for the Basic Multilingual Plane.
+    let lowerBMP: [UInt16]
+    /// Lower-case mapping above the BMP.
+    let lowerAstral: [UInt32: UInt32]
+    let storage: [UInt8]
+
+    /// The model file's size in bytes.
+    public var byteCount: Int { storage.count }
+
+    /// Loads the model at `path`.
+    /// - Throws: ``ParlaError/languageModelInvalid(path:reason:)`` when the file is missing or
+    ///   malformed.
+    public convenience init(contentsOf path: String) throws(ParlaError) {
+        let data: Data
+        do {
+            data = try Data(contentsOf: URL(fileURLWithPath: path))
+        } catch {
+            throw .languageModelInvalid(path: path, reason: "cannot read it (\(error))")
+        }
+        try self.init(bytes: [UInt8](data), path: path)
+    }
+
+    init(bytes: [UInt8], path: String) throws(ParlaError) {
+        var r = Reader(bytes: bytes)
+        func fail(_ why: String) -> ParlaError { .languageModelInvalid(path: path, reason: why) }
+        guard r.bytes(4) == Array("PLID".utf8) else { throw fail("it is not a Parla language model (bad magic)") }
+        guard let version = r.u32(), version == 1 else { throw fail("unsupported version") }
+        guard let pairs = r.u32() else { throw fail("truncated") }
+        var bmp = (0..<0x10000).map { UInt16(truncatingIfNeeded: $0) }
+        var astral: [UInt32: UInt32] = [:]
+        for _ in 0..<pairs {
+            guard let from = r.u32(), let to = r.u32() else { throw fail("truncated lower-case table") }
+            if from < 0x10000 && to < 0x10000 { bmp[Int(from)] = UInt16(to) } else { astral[from] = to }
+        }
+        guard let groupCount = r.u32() else { throw fail("truncated") }
+        var groups: [Group] = []
+        var groupOfScript = [Int8](repeating: -1, count: 256)
+        for g in 0..<Int(groupCount) {
+            guard let id = r.string(), let scriptCount = r.u8() else { throw fail("truncated group header") }
+            var scripts: [UnicodeScript] = []
+            for _ in 0..<scriptCount {
+                guard let code = r.string() else { throw fail("truncated group header") }
+                guard let s = UnicodeScript(code: code) else { throw fail("unknown script \(code)") }
+                scripts.append(s)
+                groupOfScript[Int(s.rawValue)] = Int8(g)
+            }
+            guard let maxOrder = r.u8(), let bits = r.u8(), let scale = r.f32(), let count = r.u16(),
+                (1...8).contains(maxOrder), (8...24).contains(bits), scale > 0, count > 0
+            else { throw fail("bad group header for \(id)") }
+            var languages: [LanguageTag] = []
+            for _ in 0..<count {
+                guard let tag = r.string(), let t = LanguageTag(tag) else { throw fail("bad language tag in \(id)") }
+                languages.append(t)
+            }
+            for _ in 0..<count { _ = r.f32() }
+            let size = (1 << Int(bits)) * Int(count)
+            let offset = r.offset
+            guard r.skip(size) else { throw fail("truncated table for \(id)") }
+            groups.append(Group(id: id, scripts: scripts, languages: languages, maxOrder: Int(maxOrder), bits: Int(bits), scale: scale, tableOffset: offset))
+        }
+        self.groups = groups
+        self.groupOfScript = groupOfScript
+        self.lowerBMP = bmp
+        self.lowerAstral = astral
+        self.storage = bytes
+    }
+
+    /// The group that models `script`'s letters, if any.
+    public func groupIndex(of script: UnicodeScript) -> Int? {
+        let g = groupOfScript[Int(script.rawValue)]
+        return g < 0 ? nil : Int(g)
+    }
+
+    @inline(__always)
+    func lowercased(_ v: UInt32) -> UInt32 {
+        if v < 0x80 { return (v &- 0x41) < 26 ? v | 0x20 : v }
+        if v < 0x10000 { return UInt32(lowerBMP[Int(v)]) }
+        return lowerAstral[v] ?? v
+    }
+
+    /// Adds the penalties of one word's n-grams to `acc` (one entry per language of `group`).
+    /// `word` holds lowercased scalars framed by 0x02 and 0x03.
+    func addPenalties(framedWord word: UnsafeBufferPointer<UInt32>, group: Group, into acc: UnsafeMutablePointer<UInt32>) {
+        let count = group.languages.count
+        let shift = UInt64(64 - group.bits)
+        let maxOrder = group.maxOrder
+        storage.withUnsafeBufferPointer { buf in
+            let table = buf.baseAddress! + group.tableOffset
+            let n = word.count
+            for start in 0..<n {
+                var h: UInt64 = 0xCBF2_9CE4_8422_2325
+                let limit = min(maxOrder, n - start)
+                for k in 0..<limit {
+                    let c = word[start + k]
+                    h = (h ^ UInt64(c)) &* 0x100_0000_01B3
+                    if k == 0 && (c == 2 || c == 3) { continue }
+                    let bucket = Int((h &* 0x9E37_79B9_7F4A_7C15) >> shift)
+                    let row = table + bucket * count
+                    for l in 0..<count { acc[l] &+= UInt32(row[l]) }
+                }
+            }
+        }
+    }
+
+    /// Cursor over the model bytes.
+    private struct Reader {
+        let bytes: [UInt8]
+        var offset = 0
+        mutating func bytes(_ n: Int) -> [UInt8]? {
+            guard offset + n <= bytes.count else { return nil }
+            defer { offset += n }
+            return Array(bytes[offset..<(offset + n)])
+        }
+        mutating func skip(_ n: Int) -> Bool {
+            guard offset + n <= bytes.count else { return false }
+            offset += n
+            return true
+        }
+        mutating func u8() -> UInt8? { bytes(1).map { $0[0] } }
+        mutating func u16() -> UInt16? { bytes(2).map { UInt16($0[0]) | UInt16($0[1]) << 8 } }
+        mutating func u32() -> UInt32? {
+            bytes(4).map { b in b.enumerated().reduce(UInt32(0)) { $0 | UInt32($1.element) << (8 * UInt32($1.offset)) } }
+        }
+        mutating func f32() -> Float? { u32().map { Float(bitPattern: $0) } }
+        mutating func string() -> String? {
+            guard let n = u8(), let b = bytes(Int(n)) else { return nil }
+            return String(decoding: b, as: UTF8.self)
+        }
+    }
+}

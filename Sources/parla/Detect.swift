@@ -1,0 +1,220 @@
+import ArgumentParser
+import FoundationEssentials
+import Parla
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `parla detect`: the language segments of text.
+struct Detect: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Find the languages in text: which part is in which language, and the voice for it.",
+        discussion: """
+            Without --lines or --segments, prints the segments of the text (arguments, or all of
+            standard input): offsets in Unicode scalars (end exclusive), language, confidence,
+            voice and text; --json prints the same as one JSON object.
+
+            --lines reads standard input one text per line and writes exactly one line per input
+            line, as soon as it is read: the BCP 47 tag of the line's main language ('und' if it
+            has none).
+
+            --segments reads standard input one text per line and writes one line per input line:
+            a JSON array of {"start": S, "end": E, "lang": "xx"} with S, E Unicode-scalar offsets
+            into the line, end exclusive ('und' for a stretch of no language).
+
+            Ties the text cannot break go to the preferred languages: --prefer, else $LANGUAGE
+            and $LANG; then to the script's default language in voices/defaults.json.
+            """
+    )
+
+    @Argument(help: "The text (default: standard input).")
+    var text: [String] = []
+
+    @Flag(name: .customLong("json"), help: "Print the segments as JSON, with confidences and voices.")
+    var json = false
+
+    @Flag(name: .customLong("lines"), help: "Read lines from standard input; print each line's main language.")
+    var lines = false
+
+    @Flag(name: .customLong("segments"), help: "Read lines from standard input; print each line's segments as a JSON array.")
+    var segments = false
+
+    @Option(name: .customLong("prefer"), help: ArgumentHelp("Preferred languages, most preferred first (default: from $LANGUAGE/$LANG).", valueName: "fr,de"))
+    var prefer: String?
+
+    @Option(name: .customLong("only"), help: ArgumentHelp("Consider only these languages.", valueName: "en,fr,…"))
+    var only: String?
+
+    @OptionGroup var catalogOptions: CatalogOptions
+
+    func validate() throws {
+        if lines && segments { throw ValidationError("Use --lines or --segments, not both.") }
+        if (lines || segments) && !text.isEmpty { throw ValidationError("--lines and --segments read standard input; do not pass text as arguments.") }
+        if (lines || segments) && json { throw ValidationError("--json applies to the readable output; --lines and --segments have fixed formats.") }
+    }
+
+    func run() async throws {
+        let catalog = try catalogOptions.load()
+        let detector = try makeDetector(catalog: catalog, prefer: prefer, only: only)
+        if lines || segments {
+            try streamLines(detector)
+            return
+        }
+        let input = text.isEmpty || text == ["-"] ? try TextInput.readStandardInput() : text.joined(separator: " ")
+        let found = detector.detect(input)
+        if json {
+            print(jsonObject(input, found, catalog))
+        } else {
+            for s in found {
+                let lang = s.language?.identifier ?? "und"
+                let voice = s.language.flatMap { try? catalog.voice(for: $0).identifier } ?? "-"
+                let conf = String(Int((s.confidence * 100).rounded())) + "%"
+                let range = "\(s.range.lowerBound)–\(s.range.upperBound)"
+                print("\(range.padding(12)) \(lang.padding(4)) \(conf.padding(5, left: true))  \(voice.padding(18)) \(JSONText.quoted(String(input[s.indices])))")
+            }
+        }
+    }
+
+    private func jsonObject(_ input: String, _ found: [DetectedSegment], _ catalog: VoiceCatalog) -> String {
+        var out = "{\"text\": \(JSONText.quoted(input)), \"segments\": ["
+        for (i, s) in found.enumerated() {
+            if i > 0 { out += ", " }
+            let voice = s.language.flatMap { try? catalog.voice(for: $0).identifier }
+            out += "{\"start\": \(s.range.lowerBound), \"end\": \(s.range.upperBound), \"lang\": \(JSONText.quoted(s.language?.identifier ?? "und"))"
+            out += ", \"confidence\": \(Double(Int((s.confidence * 1000).rounded())) / 1000)"
+            out += ", \"script\": " + (s.script.map(JSONText.quoted) ?? "null")
+            out += ", \"voice\": " + (voice.map(JSONText.quoted) ?? "null")
+            out += ", \"text\": \(JSONText.quoted(String(input[s.indices])))}"
+        }
+        return out + "]}"
+    }
+
+    /// Answers every line of standard input as soon as it has been read.
+    private func streamLines(_ detector: LanguageDetector) throws {
+        var reader = LineReader(fd: 0)
+        var out = OutputBuffer()
+        var lineNumber = 0
+        var badLines: [Int] = []
+        while let bytes = try reader.next() {
+            lineNumber += 1
+            var line = bytes
+            if line.last == 0x0D { line.removeLast() }
+            guard let text = String(validating: line, as: UTF8.self) else {
+                badLines.append(lineNumber)
+                FileHandleOut.stderr("parla detect: line \(lineNumber) is not valid UTF-8; answering 'und' for it.\n")
+                out.append(lines ? "und\n" : "[]\n")
+                out.flushIfNeeded(reader.hasBufferedLine)
+                continue
+            }
+            if lines {
+                out.append((detector.mainLanguage(of: text)?.identifier ?? "und") + "\n")
+            } else {
+                var s = "["
+                for (i, seg) in detector.detect(text).enumerated() {
+                    if i > 0 { s += ", " }
+                    s += "{\"start\": \(seg.range.lowerBound), \"end\": \(seg.range.upperBound), \"lang\": \"\(seg.language?.identifier ?? "und")\"}"
+                }
+                out.append(s + "]\n")
+            }
+            // Flush when no further line is already waiting, so a line-by-line producer gets
+            // each answer at once while a file is still written in large blocks.
+            out.flushIfNeeded(reader.hasBufferedLine)
+        }
+        out.flushIfNeeded(false)
+        if !badLines.isEmpty {
+            throw ValidationError("\(badLines.count) line(s) were not valid UTF-8 (first: line \(badLines[0])); convert the input to UTF-8, e.g. with iconv.")
+        }
+    }
+}
+
+/// The detector for the command line: the catalog's model, `--prefer` (else the environment)
+/// and `--only`.
+func makeDetector(catalog: VoiceCatalog, prefer: String?, only: String?) throws -> LanguageDetector {
+    var detector = try LanguageDetector.load(catalog: catalog)
+    if let prefer {
+        detector.preferences = LanguagePreferences(try parseTagList(prefer, option: "--prefer"))
+    }
+    if let only {
+        detector.candidates = Set(try parseTagList(only, option: "--only").map(\.language))
+    }
+    return detector
+}
+
+func parseTagList(_ list: String, option: String) throws -> [LanguageTag] {
+    let tags = try list.split(separator: ",").map { try LanguageTag(parsing: String($0.filter { $0 != " " })) }
+    if tags.isEmpty { throw ValidationError("\(option) needs a comma-separated list of language tags, e.g. fr,de.") }
+    return tags
+}
+
+/// Reads lines from a file descriptor as they arrive.
+struct LineReader {
+    let fd: Int32
+    private var buffer: [UInt8] = []
+    private var start = 0
+    private var eof = false
+
+    init(fd: Int32) { self.fd = fd }
+
+    /// Whether a complete line is already buffered (more input is waiting).
+    var hasBufferedLine: Bool { buffer[start...].contains(0x0A) }
+
+    mutating func next() throws -> [UInt8]? {
+        while true {
+            if let nl = buffer[start...].firstIndex(of: 0x0A) {
+                let line = Array(buffer[start..<nl])
+                start = nl + 1
+                return line
+            }
+            if eof {
+                guard start < buffer.count else { return nil }
+                let line = Array(buffer[start...])
+                start = buffer.count
+                return line
+            }
+            if start > 0 {
+                buffer.removeFirst(start)
+                start = 0
+            }
+            var chunk = [UInt8](repeating: 0, count: 65536)
+            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, 65536) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw ValidationError("Cannot read standard input: \(String(cString: strerror(errno))).")
+            }
+            if n == 0 { eof = true } else { buffer += chunk[0..<n] }
+        }
+    }
+}
+
+/// Standard output written in blocks, flushed on demand.
+struct OutputBuffer {
+    private var bytes: [UInt8] = []
+    mutating func append(_ s: String) { bytes += s.utf8 }
+    mutating func flushIfNeeded(_ moreWaiting: Bool) {
+        if moreWaiting && bytes.count < 65536 { return }
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes[offset...].withUnsafeBytes { write(1, $0.baseAddress, $0.count) }
+            if n <= 0 {
+                if n < 0 && errno == EINTR { continue }
+                exit(errno == EPIPE ? 0 : 1)
+            }
+            offset += n
+        }
+        bytes.removeAll(keepingCapacity: true)
+    }
+}
+
+enum FileHandleOut {
+    static func stderr(_ s: String) {
+        var b = Array(s.utf8)
+        _ = b.withUnsafeMutableBytes { write(2, $0.baseAddress, $0.count) }
+    }
+}
+
+extension String {
+    func padding(_ width: Int, left: Bool = false) -> String {
+        let pad = String(repeating: " ", count: max(0, width - count))
+        return left ? pad + self : self + pad
+    }
+}

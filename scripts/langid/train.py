@@ -1,0 +1,336 @@
+#!/usr/bin/env python3
+"""Train Parla's language identifier and write voices/langid.bin.
+
+Input: the corpus written by extract.py (train/ and dev/ splits; test/ is never read
+here) and PyPI's wordfreq lists. Output: a binary model (format below) and a
+report of dev-set accuracy.
+
+The model: for each script group (Latin, Cyrillic, Arabic, Han+Kana, Devanagari,
+Bengali) a naive-Bayes table of hashed character n-grams (orders 1..N) of
+lower-cased words framed by boundary marks. Each table cell holds, per language,
+how much less likely (in nats × scale, 0 = the most likely language) that bucket of
+n-grams is in the language than in the language where it is most likely.
+
+Hashing (must match Sources/ParlaCore/Detection/LanguageModel.swift):
+  word  -> [0x02] + lowercased scalars + [0x03]
+  every window of n = 1..N scalars that is not a lone 0x02/0x03:
+    h = 0xcbf29ce484222325 ^ n;  for each scalar c: h = (h ^ c) * 0x100000001b3  (mod 2^64)
+    bucket = ((h * 0x9E3779B97F4A7C15) mod 2^64) >> (64 - bits)
+
+File format (little endian):
+  "PLID" u32 version(1)
+  u32 n; n × (u32 from, u32 to)             simple lower-case map
+  u32 groups
+  per group: str id; u8 k; k × str script; u8 maxOrder; u8 bits; f32 scale;
+             u16 L; L × str tag; f32 × L prior penalty (nats); (1 << bits) × L bytes table
+  (str = u8 length + UTF-8 bytes)
+
+Usage: train.py CORPUS_DIR OUT_MODEL [--report FILE]
+"""
+import argparse
+import glob
+import json
+import os
+import re
+import struct
+import sys
+import unicodedata
+from collections import defaultdict
+
+import numpy as np
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+GROUPS = {
+    # id: (scripts, max n-gram order, bucket bits)
+    "Latn": (["Latn"], 5, 17),
+    "Cyrl": (["Cyrl"], 5, 16),
+    "Arab": (["Arab"], 5, 15),
+    "Hani": (["Hani", "Hira", "Kana"], 3, 16),
+    "Deva": (["Deva"], 5, 15),
+    "Beng": (["Beng"], 5, 14),
+}
+SCALE = 16.0              # table units per nat
+CLIP = 255
+ALPHA = 0.05              # additive smoothing (pseudo-count per bucket)
+MIN_TRAIN_LETTERS = 12_000
+WORDFREQ_TOP = 60_000
+MAX_TRAIN_CHARS = 3_000_000
+PRIME = np.uint64(0x100000001B3)
+MIX = np.uint64(0x9E3779B97F4A7C15)
+SEED = 0xCBF29CE484222325
+
+# wordfreq list name -> Parla language (None: not used)
+WORDFREQ_MAP = {"sh": None, "fil": None}
+
+
+def load_scripts():
+    """Code point -> ISO 15924 code, from the generated Swift table (one source of truth)."""
+    src = open(os.path.join(REPO, "Sources/ParlaCore/Detection/UnicodeScriptTable.swift"), encoding="utf-8").read()
+    codes = re.findall(r'"([A-Z][a-z]{3})"', src.split("static let codes: [String] = [")[1].split("]")[0])
+    table = src.split("static let rangeTable: [UInt32] = [")[1].split("]")[0]
+    nums = [int(x, 0) for x in re.findall(r"0x[0-9A-F]+|\d+", table)]
+    ranges = [(nums[i], nums[i + 1], codes[nums[i + 2]]) for i in range(0, len(nums), 3)]
+    return ranges
+
+
+def lower_map():
+    m = {}
+    for cp in range(0x110000):
+        if 0xD800 <= cp < 0xE000:
+            continue
+        c = chr(cp)
+        lc = c.lower()
+        if len(lc) == 1 and lc != c:
+            m[cp] = ord(lc)
+    return m
+
+
+def class_for(ranges, scripts):
+    parts = []
+    for lo, hi, code in ranges:
+        if code in scripts:
+            parts.append(re.escape(chr(lo)) if lo == hi else f"{re.escape(chr(lo))}-{re.escape(chr(hi))}")
+    return "".join(parts)
+
+
+class Tokenizer:
+    """Words of one script group: letters of the group's scripts plus combining marks and
+    ZWNJ/ZWJ following them (same rule as the Swift tokenizer)."""
+
+    def __init__(self, ranges, scripts, lmap):
+        letters = class_for(ranges, scripts)
+        # Inherited (combining marks) continue a word.
+        marks = class_for(ranges, ["Zinh"]) + "\u200c\u200d"
+        self.word = re.compile(f"[{letters}][{letters}{marks}]*")
+        self.letters = re.compile(f"[{letters}]")
+        self.lmap = lmap
+
+    def words(self, text):
+        return self.word.findall(text.translate(self.lmap))
+
+
+def ngram_counts(words, weights, max_order, bits):
+    """Weighted counts of hashed n-grams per order: array (max_order, 1 << bits)."""
+    out = np.zeros((max_order, 1 << bits), dtype=np.float64)
+    if not words:
+        return out
+    s = "\x02" + "\x03\x02".join(words) + "\x03"
+    a = np.frombuffer(s.encode("utf-32-le"), dtype=np.uint32).astype(np.uint64)
+    lengths = np.fromiter((len(w) + 2 for w in words), dtype=np.int64, count=len(words))
+    w = np.repeat(np.asarray(weights, dtype=np.float64), lengths)
+    cross = ((a[:-1] == 3) & (a[1:] == 2)).astype(np.int64)
+    C = np.concatenate([[0], np.cumsum(cross)])
+    marker = (a == 2) | (a == 3)
+    for n in range(1, max_order + 1):
+        L = len(a) - n + 1
+        if L <= 0:
+            break
+        h = np.full(L, np.uint64(SEED), dtype=np.uint64)
+        for k in range(n):
+            h = (h ^ a[k:k + L]) * PRIME
+        valid = (C[np.arange(L) + n - 1] - C[np.arange(L)]) == 0
+        if n == 1:
+            valid &= ~marker
+        b = ((h * MIX) >> np.uint64(64 - bits)).astype(np.int64)
+        out[n - 1] += np.bincount(b[valid], weights=w[:L][valid], minlength=1 << bits)
+    return out
+
+
+def features(word, max_order, bits):
+    """Bucket indices of one word (Python reference used for evaluation)."""
+    seq = [2] + [ord(c) for c in word] + [3]
+    out = []
+    M = (1 << 64) - 1
+    for end in range(len(seq)):
+        for n in range(1, min(max_order, end + 1) + 1):
+            start = end - n + 1
+            if n == 1 and seq[end] in (2, 3):
+                continue
+            h = SEED
+            for c in seq[start:end + 1]:
+                h = ((h ^ c) * 0x100000001B3) & M
+            out.append(((h * 0x9E3779B97F4A7C15) & M) >> (64 - bits))
+    return out
+
+
+def read_split(corpus, split, lang):
+    path = os.path.join(corpus, split, lang + ".txt")
+    if not os.path.exists(path):
+        return []
+    with open(path, encoding="utf-8") as fh:
+        return [line.rstrip("\n").split("\t", 1)[1] for line in fh if "\t" in line]
+
+
+def wordfreq_lists():
+    try:
+        import wordfreq
+    except ImportError:
+        sys.exit("wordfreq is not installed: run scripts/langid/train (it makes a virtual environment)")
+    data = os.path.join(os.path.dirname(wordfreq.__file__), "data")
+    langs = {}
+    for f in glob.glob(os.path.join(data, "*_*.msgpack.gz")):
+        size, lang = os.path.basename(f).split(".")[0].split("_", 1)
+        if lang in WORDFREQ_MAP and WORDFREQ_MAP[lang] is None:
+            continue
+        if size == "large" or lang not in langs:
+            langs[WORDFREQ_MAP.get(lang, lang)] = lang
+    return langs, wordfreq
+
+
+def write_str(fh, s):
+    b = s.encode("utf-8")
+    fh.write(struct.pack("<B", len(b)) + b)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("corpus")
+    ap.add_argument("out")
+    ap.add_argument("--report")
+    args = ap.parse_args()
+
+    ranges = load_scripts()
+    lmap = lower_map()
+    catalog = set()
+    for f in glob.glob(os.path.join(REPO, "voices/espeak-ng/*.json")):
+        for tag in json.load(open(f)).get("languages", []):
+            catalog.add(tag.split("-")[0].lower())
+    catalog.discard("cmn")
+    catalog.add("zh")
+    wf_langs, wordfreq = wordfreq_lists()
+
+    langs = sorted({os.path.basename(p)[:-4] for p in glob.glob(os.path.join(args.corpus, "train", "*.txt"))} | set(wf_langs))
+    langs = [l for l in langs if l in catalog]
+    tokenizers = {g: Tokenizer(ranges, scripts, lmap) for g, (scripts, _, _) in GROUPS.items()}
+    group_letter_sets = {g: t.letters for g, t in tokenizers.items()}
+
+    # Assign each language to the group holding most of its letters.
+    members = defaultdict(list)
+    train_text = {}
+    wf_words = {}
+    for lang in langs:
+        texts = read_split(args.corpus, "train", lang)
+        total = 0
+        kept = []
+        for t in texts:
+            kept.append(t)
+            total += len(t)
+            if total > MAX_TRAIN_CHARS:
+                break
+        joined = "\n".join(kept)
+        words = None
+        if lang in wf_langs:
+            freqs = wordfreq.get_frequency_dict(wf_langs[lang], wordlist="best")
+            top = sorted(freqs.items(), key=lambda kv: -kv[1])[:WORDFREQ_TOP]
+            words = top
+        sample = joined if joined else " ".join(w for w, _ in (words or [])[:5000])
+        counts = {g: len(rx.findall(sample)) for g, rx in group_letter_sets.items()}
+        g, n = max(counts.items(), key=lambda kv: kv[1])
+        # Letters of scripts outside the modelled groups (Greek, Hangul, Thai, ...): such a
+        # language is identified by its script alone.
+        other = sum(1 for c in sample if c.isalpha()) - sum(counts.values())
+        letters = n if joined else 0
+        if other > n:
+            print(f"skip {lang}: written mostly in a script without a model", file=sys.stderr)
+            continue
+        if n == 0 or (letters < MIN_TRAIN_LETTERS and words is None):
+            print(f"skip {lang}: {letters} letters in {g}, no word list", file=sys.stderr)
+            continue
+        members[g].append(lang)
+        train_text[lang] = joined
+        wf_words[lang] = words
+
+    model_groups = []
+    for g, (scripts, max_order, bits) in GROUPS.items():
+        tags = sorted(members[g])
+        if len(tags) < 1:
+            continue
+        tok = tokenizers[g]
+        logp = np.zeros((len(tags), max_order, 1 << bits), dtype=np.float64)
+        for i, lang in enumerate(tags):
+            words = tok.words(train_text[lang])
+            c_text = ngram_counts(words, [1.0] * len(words), max_order, bits)
+            c = c_text.copy()
+            if wf_words[lang]:
+                wl, ww = [], []
+                for w, f in wf_words[lang]:
+                    ws = tok.words(w)
+                    if len(ws) == 1:
+                        wl.append(ws[0])
+                        ww.append(f)
+                c_wf = ngram_counts(wl, ww, max_order, bits)
+                for n in range(max_order):
+                    t_text = c_text[n].sum()
+                    target = max(t_text, 2e6)
+                    if c_wf[n].sum() > 0:
+                        c[n] += c_wf[n] / c_wf[n].sum() * target
+            for n in range(max_order):
+                logp[i, n] = np.log((c[n] + ALPHA) / (c[n].sum() + ALPHA * (1 << bits)))
+            print(f"{g} {lang}: {len(words)} words of text{' + wordfreq' if wf_words[lang] else ''}", file=sys.stderr)
+        # Sum over orders is done at detection time by feature; the table holds one value per
+        # bucket, so orders share buckets: combine them by adding their log-probabilities
+        # into a single table indexed by the same bucket (hash includes the order).
+        pen = np.zeros((1 << bits, len(tags)), dtype=np.float64)
+        # Each bucket can be hit by n-grams of several orders; use the order mixture.
+        total = np.logaddexp.reduce(logp, axis=1) - np.log(max_order)  # (L, B)
+        pen = -total.T
+        pen -= pen.min(axis=1, keepdims=True)
+        q = np.minimum(np.rint(pen * SCALE), CLIP).astype(np.uint8)
+        model_groups.append((g, scripts, max_order, bits, tags, q))
+
+    with open(args.out + ".tmp", "wb") as fh:
+        fh.write(b"PLID" + struct.pack("<I", 1))
+        pairs = sorted(lmap.items())
+        fh.write(struct.pack("<I", len(pairs)))
+        fh.write(b"".join(struct.pack("<II", a, b) for a, b in pairs))
+        fh.write(struct.pack("<I", len(model_groups)))
+        for g, scripts, max_order, bits, tags, q in model_groups:
+            write_str(fh, g)
+            fh.write(struct.pack("<B", len(scripts)))
+            for s in scripts:
+                write_str(fh, s)
+            fh.write(struct.pack("<BBf", max_order, bits, SCALE))
+            fh.write(struct.pack("<H", len(tags)))
+            for t in tags:
+                write_str(fh, t)
+            fh.write(struct.pack(f"<{len(tags)}f", *([0.0] * len(tags))))
+            fh.write(q.tobytes())
+    os.replace(args.out + ".tmp", args.out)
+    print(f"wrote {args.out}: {os.path.getsize(args.out) / 1e6:.1f} MB", file=sys.stderr)
+
+    # Dev-set accuracy (whole strings, short and long).
+    report = []
+    for g, scripts, max_order, bits, tags, q in model_groups:
+        tok = tokenizers[g]
+        qf = q.astype(np.float32)
+        for i, lang in enumerate(tags):
+            dev = read_split(args.corpus, "dev", lang)
+            res = {"short": [0, 0], "long": [0, 0]}
+            for s in dev:
+                n = len(s)
+                bucket = "short" if 10 <= n <= 40 else "long" if n >= 60 else None
+                if bucket is None or res[bucket][1] >= 300:
+                    continue
+                idx = [b for w in tok.words(s) for b in features(w, max_order, bits)]
+                if not idx:
+                    continue
+                pred = int(np.argmin(qf[idx].sum(axis=0)))
+                res[bucket][0] += pred == i
+                res[bucket][1] += 1
+            report.append((g, lang, res))
+    lines = []
+    for g, lang, res in report:
+        cells = [f"{res[b][0] / res[b][1] * 100:5.1f}% of {res[b][1]:3d}" if res[b][1] else "      -     " for b in ("short", "long")]
+        lines.append(f"{g}\t{lang}\t{cells[0]}\t{cells[1]}")
+    for b in ("short", "long"):
+        accs = [res[b][0] / res[b][1] for _, _, res in report if res[b][1] >= 20]
+        lines.append(f"macro {b}: {np.mean(accs) * 100:.2f}% over {len(accs)} languages")
+    text = "\n".join(lines)
+    print(text)
+    if args.report:
+        open(args.report, "w").write(text + "\n")
+
+
+if __name__ == "__main__":
+    main()
