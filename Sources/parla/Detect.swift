@@ -47,6 +47,12 @@ struct Detect: AsyncParsableCommand {
 
     @OptionGroup var catalogOptions: CatalogOptions
 
+    @Flag(name: .customLong("model-info"), help: ArgumentHelp("Print the model's languages, size, load time and memory as JSON (for the benchmark).", visibility: .hidden))
+    var modelInfo = false
+
+    @Option(name: .customLong("throughput"), help: ArgumentHelp("Time detection over the lines of FILE, and over FILE as one text; print JSON (for the benchmark).", visibility: .hidden))
+    var throughputFile: String?
+
     func validate() throws {
         if lines && segments { throw ValidationError("Use --lines or --segments, not both.") }
         if (lines || segments) && !text.isEmpty { throw ValidationError("--lines and --segments read standard input; do not pass text as arguments.") }
@@ -55,6 +61,8 @@ struct Detect: AsyncParsableCommand {
 
     func run() async throws {
         let catalog = try catalogOptions.load()
+        if modelInfo { return try printModelInfo(catalog) }
+        if let throughputFile { return try measureThroughput(catalog, throughputFile) }
         let detector = try makeDetector(catalog: catalog, prefer: prefer, only: only)
         if lines || segments {
             try streamLines(detector)
@@ -73,6 +81,45 @@ struct Detect: AsyncParsableCommand {
                 print("\(range.padding(12)) \(lang.padding(4)) \(conf.padding(5, left: true))  \(voice.padding(18)) \(JSONText.quoted(String(input[s.indices])))")
             }
         }
+    }
+
+    private func printModelInfo(_ catalog: VoiceCatalog) throws {
+        let before = residentBytes()
+        let clock = ContinuousClock()
+        let t0 = clock.now
+        let detector = try makeDetector(catalog: catalog, prefer: prefer, only: only)
+        let elapsed = clock.now - t0
+        let after = residentBytes()
+        var languages = Set(detector.model.groups.flatMap(\.languages).map(\.identifier))
+        for tag in catalog.scriptDefaults.values { languages.insert(tag.language) }
+        let list = languages.sorted().map { JSONText.quoted($0) }.joined(separator: ", ")
+        let ms = Double(elapsed.components.attoseconds / 1_000_000_000_000) / 1000 + Double(elapsed.components.seconds) * 1000
+        print("{\"languages\": [\(list)], \"model_bytes\": \(detector.model.byteCount), \"load_ms\": \(ms), \"rss_delta_bytes\": \(after - before)}")
+    }
+
+    private func measureThroughput(_ catalog: VoiceCatalog, _ path: String) throws {
+        let detector = try makeDetector(catalog: catalog, prefer: prefer, only: only)
+        let text = try TextInput.read(path: path)
+        let lines = text.split(separator: "\n").map(String.init)
+        let bytes = text.utf8.count
+        let clock = ContinuousClock()
+        func seconds(_ d: Duration) -> Double { Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18 }
+        var sink = 0
+        var t0 = clock.now
+        var rounds = 0
+        repeat {
+            for line in lines { sink &+= detector.mainLanguage(of: line)?.identifier.count ?? 0 }
+            rounds += 1
+        } while seconds(clock.now - t0) < 2
+        let perLine = Double(bytes * rounds) / seconds(clock.now - t0) / 1e6
+        t0 = clock.now
+        rounds = 0
+        repeat {
+            sink &+= detector.detect(text).count
+            rounds += 1
+        } while seconds(clock.now - t0) < 2
+        let whole = Double(bytes * rounds) / seconds(clock.now - t0) / 1e6
+        print("{\"bytes\": \(bytes), \"lines_mb_per_s\": \(perLine), \"text_mb_per_s\": \(whole), \"sink\": \(sink % 2)}")
     }
 
     private func jsonObject(_ input: String, _ found: [DetectedSegment], _ catalog: VoiceCatalog) -> String {
@@ -125,6 +172,13 @@ struct Detect: AsyncParsableCommand {
             throw ValidationError("\(badLines.count) line(s) were not valid UTF-8 (first: line \(badLines[0])); convert the input to UTF-8, e.g. with iconv.")
         }
     }
+}
+
+/// Resident set size of this process, from /proc/self/statm.
+func residentBytes() -> Int {
+    guard let s = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
+    let fields = s.split(separator: " ")
+    return fields.count > 1 ? (Int(fields[1]) ?? 0) * Int(sysconf(Int32(_SC_PAGESIZE))) : 0
 }
 
 /// The detector for the command line: the catalog's model, `--prefer` (else the environment)
