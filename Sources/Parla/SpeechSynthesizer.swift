@@ -15,11 +15,37 @@ public final class SpeechSynthesizer: Sendable {
     /// The language of text that has no language attribute and no utterance language.
     public let defaultLanguage: LanguageTag
 
+    /// Whether text without a language attribute (and without an utterance language) is
+    /// segmented by language automatically.
+    public let detectsLanguages: Bool
+    private let explicitDetector: LanguageDetector?
+    private let loadedDetector = Mutex<LanguageDetector?>(nil)
+
     /// Creates a synthesizer using `catalog` (default: the catalog found next to the program,
     /// through `PARLA_VOICES`, or in the source checkout).
-    public init(catalog: VoiceCatalog? = nil, defaultLanguage: LanguageTag = "en") {
+    /// - Parameters:
+    ///   - detectsLanguages: segment text without language attributes by language (on by
+    ///     default); explicit language spans and ``Utterance/language`` always win.
+    ///   - detector: the detector to use (default: the catalog's model, with the user's
+    ///     languages from `LANGUAGE`/`LANG` as preferences).
+    public init(catalog: VoiceCatalog? = nil, defaultLanguage: LanguageTag = "en", detectsLanguages: Bool = true, detector: LanguageDetector? = nil) {
         self.explicitCatalog = catalog
         self.defaultLanguage = defaultLanguage
+        self.detectsLanguages = detectsLanguages
+        self.explicitDetector = detector
+    }
+
+    /// The language detector used for text without language attributes, nil when detection is
+    /// off. Loaded on first use.
+    /// - Throws: ``ParlaError/languageModelNotFound(searched:)`` or
+    ///   ``ParlaError/languageModelInvalid(path:reason:)``.
+    public func detector() throws(ParlaError) -> LanguageDetector? {
+        guard detectsLanguages else { return nil }
+        if let explicitDetector { return explicitDetector }
+        if let d = loadedDetector.withLock({ $0 }) { return d }
+        let d = try LanguageDetector.load(catalog: catalog())
+        loadedDetector.withLock { $0 = d }
+        return d
     }
 
     /// The catalog voices are chosen from.
@@ -32,7 +58,8 @@ public final class SpeechSynthesizer: Sendable {
     /// Resolves `utterance` into runs (languages, voices, prosody) without synthesizing it.
     /// - Throws: ``ParlaError`` for empty text, bad settings or languages no voice speaks.
     public func plan(_ utterance: Utterance) throws(ParlaError) -> SpeechPlan {
-        try SpeechPlan(utterance, catalog: catalog(), defaultLanguage: defaultLanguage)
+        let detector = utterance.language == nil ? try detector() : nil
+        return try SpeechPlan(utterance, catalog: catalog(), defaultLanguage: defaultLanguage, detector: detector)
     }
 
     /// The sample rate of the audio this synthesizer produces (22050 Hz with espeak-ng's voices).

@@ -51,7 +51,10 @@ public struct SpeechPlan: Sendable {
     /// Resolves `utterance` against `catalog`: validates its settings, picks a voice for every
     /// language span and splits the text where any setting changes or a pause is placed.
     /// - Throws: ``ParlaError`` for empty text, out-of-range settings or a language no voice speaks.
-    public init(_ utterance: Utterance, catalog: VoiceCatalog, defaultLanguage: LanguageTag = "en") throws(ParlaError) {
+    /// - Parameter detector: finds the languages of text that has neither a language attribute
+    ///   nor an utterance language; nil speaks such text in the utterance voice's language or
+    ///   `defaultLanguage`.
+    public init(_ utterance: Utterance, catalog: VoiceCatalog, defaultLanguage: LanguageTag = "en", detector: LanguageDetector? = nil) throws(ParlaError) {
         if let r = utterance.rate, !Self.rateRange.contains(r) {
             throw .parameterOutOfRange(name: "Rate (words per minute)", value: r, range: Self.rateRange)
         }
@@ -66,7 +69,17 @@ public struct SpeechPlan: Sendable {
         self.text = text
         self.source = utterance.source
 
-        let baseLanguage = utterance.language ?? utterance.voice?.primaryLanguage ?? defaultLanguage
+        var detector = utterance.language == nil ? detector : nil
+        if let voiceLanguage = utterance.voice?.primaryLanguage, var d = detector {
+            // The chosen voice's language wins ties.
+            d.preferences.languages.removeAll { $0.language == voiceLanguage.language }
+            d.preferences.languages.insert(voiceLanguage, at: 0)
+            detector = d
+        }
+        let baseLanguage = utterance.language ?? utterance.voice?.primaryLanguage
+            ?? detector?.preferences.languages.first ?? defaultLanguage
+        let detected = detector.map { Self.detect(utterance, text: text, with: $0) } ?? []
+        var detectedIndex = 0
         var voiceCache: [LanguageTag: SpeechVoice] = [:]
         func voice(for language: LanguageTag) throws(ParlaError) -> SpeechVoice {
             if let v = utterance.voice, v.speaks(language) { return v }
@@ -93,41 +106,102 @@ public struct SpeechPlan: Sendable {
         for attributed in utterance.text.runs {
             let count = utterance.text.unicodeScalars[attributed.range].count
             let attrs = attributed.attributes
-            let language = attrs[SpeechAttributes.LanguageAttribute.self] ?? baseLanguage
-            let v = try voice(for: language)
-            let rateWPM = (utterance.rate ?? v.rate ?? 175) * (attrs[SpeechAttributes.RateAttribute.self] ?? 1)
-            let pitch = 50 * (v.pitch ?? 1) * utterance.pitchMultiplier * (attrs[SpeechAttributes.PitchAttribute.self] ?? 1)
-            let volume = 100 * utterance.volume * (attrs[SpeechAttributes.VolumeAttribute.self] ?? 1)
-            let template = Run(
-                range: offset..<(offset + count), language: language, voice: v,
-                rate: Int(min(max(rateWPM, Self.rateRange.lowerBound), Self.rateRange.upperBound).rounded()),
-                pitch: Int(min(max(pitch, 0), 100).rounded()),
-                volume: Int(min(max(volume, 0), 200).rounded()),
-                punctuation: attrs[SpeechAttributes.PunctuationAttribute.self] ?? utterance.punctuation,
-                spellOut: attrs[SpeechAttributes.SpellOutAttribute.self] ?? false,
-                silenceBefore: .zero)
-            // Split the attribute run at every pause inside it.
-            var start = offset
-            let end = offset + count
-            while start < end {
-                var pieceEnd = end
-                var silence = Duration.zero
-                if cutIndex < cuts.count, cuts[cutIndex] == start {
-                    silence = pauseAt[start] ?? .zero
-                    cutIndex += 1
+            // The run's languages: its attribute, else the detected segments it overlaps.
+            var pieces: [(range: Range<Int>, language: LanguageTag)] = []
+            if let explicit = attrs[SpeechAttributes.LanguageAttribute.self] {
+                pieces = [(offset..<(offset + count), explicit)]
+            } else if detected.isEmpty {
+                pieces = [(offset..<(offset + count), baseLanguage)]
+            } else {
+                var p = offset
+                while p < offset + count {
+                    while detectedIndex < detected.count && detected[detectedIndex].range.upperBound <= p { detectedIndex += 1 }
+                    var language = baseLanguage
+                    var pieceEnd = offset + count
+                    if detectedIndex < detected.count {
+                        let d = detected[detectedIndex]
+                        if d.range.lowerBound <= p {
+                            pieceEnd = min(pieceEnd, d.range.upperBound)
+                            // A detected language with no voice in this catalog falls back.
+                            if let l = d.language, (try? voice(for: l)) != nil { language = l }
+                        } else {
+                            pieceEnd = min(pieceEnd, d.range.lowerBound)
+                        }
+                    }
+                    pieces.append((p..<pieceEnd, language))
+                    p = pieceEnd
                 }
-                if cutIndex < cuts.count, cuts[cutIndex] < end { pieceEnd = cuts[cutIndex] }
-                var run = template
-                run.range = start..<pieceEnd
-                run.silenceBefore = silence
-                Self.append(run, to: &runs, blank: Self.isBlank(text.unicodeScalars, run.range, in: &blankCursor), lastIsBlank: &lastIsBlank)
-                start = pieceEnd
             }
-            offset = end
+            for piece in pieces {
+                let language = piece.language
+                let v = try voice(for: language)
+                let rateWPM = (utterance.rate ?? v.rate ?? 175) * (attrs[SpeechAttributes.RateAttribute.self] ?? 1)
+                let pitch = 50 * (v.pitch ?? 1) * utterance.pitchMultiplier * (attrs[SpeechAttributes.PitchAttribute.self] ?? 1)
+                let volume = 100 * utterance.volume * (attrs[SpeechAttributes.VolumeAttribute.self] ?? 1)
+                let template = Run(
+                    range: offset..<(offset + count), language: language, voice: v,
+                    rate: Int(min(max(rateWPM, Self.rateRange.lowerBound), Self.rateRange.upperBound).rounded()),
+                    pitch: Int(min(max(pitch, 0), 100).rounded()),
+                    volume: Int(min(max(volume, 0), 200).rounded()),
+                    punctuation: attrs[SpeechAttributes.PunctuationAttribute.self] ?? utterance.punctuation,
+                    spellOut: attrs[SpeechAttributes.SpellOutAttribute.self] ?? false,
+                    silenceBefore: .zero)
+                // Split the piece at every pause inside it.
+                var start = piece.range.lowerBound
+                let end = piece.range.upperBound
+                while start < end {
+                    var pieceEnd = end
+                    var silence = Duration.zero
+                    if cutIndex < cuts.count, cuts[cutIndex] == start {
+                        silence = pauseAt[start] ?? .zero
+                        cutIndex += 1
+                    }
+                    if cutIndex < cuts.count, cuts[cutIndex] < end { pieceEnd = cuts[cutIndex] }
+                    var run = template
+                    run.range = start..<pieceEnd
+                    run.silenceBefore = silence
+                    Self.append(run, to: &runs, blank: Self.isBlank(text.unicodeScalars, run.range, in: &blankCursor), lastIsBlank: &lastIsBlank)
+                    start = pieceEnd
+                }
+            }
+            offset += count
         }
         self.runs = runs
         self.leadingSilence = leading
         self.trailingSilence = trailing
+    }
+
+    /// The detected language segments of every stretch of text without a language attribute,
+    /// in offsets of the whole text.
+    private static func detect(_ utterance: Utterance, text: String, with detector: LanguageDetector) -> [(range: Range<Int>, language: LanguageTag?)] {
+        var out: [(range: Range<Int>, language: LanguageTag?)] = []
+        let scalars = text.unicodeScalars
+        var offset = 0
+        var stretch: Range<Int>? = nil
+        var index = scalars.startIndex
+        var indexOffset = 0
+        func flush() {
+            guard let r = stretch else { return }
+            let lo = scalars.index(index, offsetBy: r.lowerBound - indexOffset)
+            let hi = scalars.index(lo, offsetBy: r.count)
+            index = hi
+            indexOffset = r.upperBound
+            for seg in detector.detect(String(scalars[lo..<hi])) {
+                out.append(((seg.range.lowerBound + r.lowerBound)..<(seg.range.upperBound + r.lowerBound), seg.language))
+            }
+            stretch = nil
+        }
+        for run in utterance.text.runs {
+            let count = utterance.text.unicodeScalars[run.range].count
+            if run.attributes[SpeechAttributes.LanguageAttribute.self] == nil {
+                stretch = (stretch?.lowerBound ?? offset)..<(offset + count)
+            } else {
+                flush()
+            }
+            offset += count
+        }
+        flush()
+        return out
     }
 
     /// Whether `range` of `scalars` is only whitespace; `cursor` walks forward through the text

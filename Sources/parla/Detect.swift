@@ -90,7 +90,10 @@ struct Detect: AsyncParsableCommand {
         let detector = try makeDetector(catalog: catalog, prefer: prefer, only: only)
         let elapsed = clock.now - t0
         let after = residentBytes()
-        var languages = Set(detector.model.groups.flatMap(\.languages).map(\.identifier))
+        var languages = Set<String>()
+        for group in detector.model.groups {
+            for tag in group.languages { languages.insert(tag.language) }
+        }
         for tag in catalog.scriptDefaults.values { languages.insert(tag.language) }
         let list = languages.sorted().map { JSONText.quoted($0) }.joined(separator: ", ")
         let ms = Double(elapsed.components.attoseconds / 1_000_000_000_000) / 1000 + Double(elapsed.components.seconds) * 1000
@@ -119,7 +122,12 @@ struct Detect: AsyncParsableCommand {
             rounds += 1
         } while seconds(clock.now - t0) < 2
         let whole = Double(bytes * rounds) / seconds(clock.now - t0) / 1e6
-        print("{\"bytes\": \(bytes), \"lines_mb_per_s\": \(perLine), \"text_mb_per_s\": \(whole), \"sink\": \(sink % 2)}")
+        // Peak resident memory of this program (VmHWM; getrusage would include the parent's
+        // peak from before exec).
+        let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
+        let hwm = status.split(separator: "\n").first { $0.hasPrefix("VmHWM:") }
+            .flatMap { Int($0.split(separator: " ").dropFirst().first ?? "") } ?? 0
+        print("{\"bytes\": \(bytes), \"lines_mb_per_s\": \(perLine), \"text_mb_per_s\": \(whole), \"max_rss_bytes\": \(hwm * 1024), \"sink\": \(sink % 2)}")
     }
 
     private func jsonObject(_ input: String, _ found: [DetectedSegment], _ catalog: VoiceCatalog) -> String {

@@ -13,6 +13,9 @@ struct Say: AsyncParsableCommand {
         discussion: """
             The text comes from the arguments, from -f FILE, or from standard input ('-' or a pipe).
             Plain text is spoken literally ('<' and '&' are text); use --ssml for SSML markup.
+            Text is split by language automatically (see 'parla detect'): every part is spoken by
+            a voice of its language. -l LANG (or an xml:lang in SSML) makes the language explicit;
+            --no-detect turns detection off; --prefer fr,de breaks ties the text cannot.
             Live playback through PulseAudio is not available yet: pass -o FILE.wav.
 
             The --timings file lists every segment (language, voice), sentence and word with its
@@ -54,6 +57,12 @@ struct Say: AsyncParsableCommand {
     @Flag(name: .customLong("ssml"), help: "The input is an SSML document (<speak>…</speak>).")
     var ssml = false
 
+    @Flag(name: .customLong("no-detect"), help: "Do not detect languages: speak text without a language in -l, the voice's language, or the first preferred language.")
+    var noDetect = false
+
+    @Option(name: .customLong("prefer"), help: ArgumentHelp("Preferred languages for text the detector cannot decide, most preferred first (default: from $LANGUAGE/$LANG).", valueName: "fr,de"))
+    var prefer: String?
+
     @OptionGroup var catalogOptions: CatalogOptions
 
     func validate() throws {
@@ -78,7 +87,16 @@ struct Say: AsyncParsableCommand {
         if let volume { utterance.volume = volume / 100 }
         utterance.punctuation = punctuation
 
-        let synth = SpeechSynthesizer(catalog: catalog)
+        // -l makes the whole text explicit; otherwise text is segmented by language unless
+        // --no-detect is given.
+        var detector: LanguageDetector? = nil
+        if !noDetect && language == nil {
+            detector = try makeDetector(catalog: catalog, prefer: prefer, only: nil)
+        }
+        let synth = SpeechSynthesizer(
+            catalog: catalog,
+            defaultLanguage: try prefer.map { try parseTagList($0, option: "--prefer")[0] } ?? "en",
+            detectsLanguages: detector != nil, detector: detector)
         _ = try synth.plan(utterance)  // report bad input before any file is created
         guard let output else { return }
         let request = utterance

@@ -18,8 +18,12 @@ struct CLITests {
         return root.appendingPathComponent(".build/debug/parla").path
     }()
 
-    func parla(_ args: [String], stdin: Data? = nil) throws -> ProcessResult {
-        try runProcess(Self.binary, args, stdin: stdin)
+    /// Runs parla with no language preferences in the environment, so results do not depend on
+    /// the locale of the machine running the tests.
+    func parla(_ args: [String], stdin: Data? = nil, environment: [String: String?] = [:]) throws -> ProcessResult {
+        var env: [String: String?] = ["LANG": "C.UTF-8", "LANGUAGE": nil, "LC_ALL": nil, "LC_MESSAGES": nil]
+        env.merge(environment) { $1 }
+        return try runProcess(Self.binary, args, stdin: stdin, environment: env)
     }
 
     @Test func sayWritesWAVAndTimings() throws {

@@ -8,10 +8,16 @@ public struct ProcessResult: Sendable {
 }
 
 /// Runs `executable` with `arguments`, feeding `stdin`, and waits for it.
-public func runProcess(_ executable: String, _ arguments: [String], stdin: Data? = nil) throws -> ProcessResult {
+/// `environment` entries replace the inherited ones (a nil value removes one).
+public func runProcess(_ executable: String, _ arguments: [String], stdin: Data? = nil, environment: [String: String?] = [:]) throws -> ProcessResult {
     let p = Process()
     p.executableURL = URL(fileURLWithPath: executable)
     p.arguments = arguments
+    if !environment.isEmpty {
+        var env = ProcessInfo.processInfo.environment
+        for (k, v) in environment { env[k] = v }
+        p.environment = env
+    }
     let out = Pipe(), err = Pipe(), inp = Pipe()
     p.standardOutput = out
     p.standardError = err

@@ -149,6 +149,17 @@ def package_of(path):
     return _OWNERS.get(path, "unknown")
 
 
+WORD = re.compile(r"[^\W\d_]+")
+
+
+def import_wordfreq():
+    try:
+        import wordfreq
+    except ImportError:
+        sys.exit("wordfreq is not installed: run scripts/langid/train (it makes a virtual environment)")
+    return wordfreq
+
+
 def main():
     outdir = sys.argv[1]
     known = catalog_languages()
@@ -205,6 +216,38 @@ def main():
             if n:
                 pkg = package_of(page)
                 sources[pkg][lang] += n
+
+    # Translations leave some strings in English (untranslated manual page paragraphs,
+    # catalogue entries copied from the msgid): drop a string from a language other than
+    # English when at least half of its words are common in English and at least four times
+    # as common there as in the language (by the wordfreq lists; 0 where it has none).
+    wordfreq = import_wordfreq()
+    available = set()
+    for lang in wordfreq.available_languages():
+        try:
+            wordfreq.word_frequency("a", lang)  # Japanese and Chinese need tokenizers we lack
+            available.add(lang)
+        except Exception:
+            pass
+    for lang in sorted(texts):
+        if lang == "en":
+            continue
+        dropped = 0
+        for s in list(texts[lang]):
+            words = [w for w in WORD.findall(s.lower()) if len(w) > 1]
+            if len(words) < 2:
+                continue
+            english = 0
+            for w in words:
+                f_en = wordfreq.word_frequency(w, "en")
+                f_own = wordfreq.word_frequency(w, lang) if lang in available else 0.0
+                if f_en > 1e-6 and f_en > 4 * f_own:
+                    english += 1
+            if english / len(words) >= 0.5:
+                del texts[lang][s]
+                dropped += 1
+        if dropped:
+            print(f"{lang}: dropped {dropped} strings that are mostly English", file=sys.stderr)
 
     for split in ("train", "dev", "test"):
         os.makedirs(os.path.join(outdir, split), exist_ok=True)

@@ -43,7 +43,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 GROUPS = {
     # id: (scripts, max n-gram order, bucket bits)
-    "Latn": (["Latn"], 5, 17),
+    "Latn": (["Latn"], 5, 18),
     "Cyrl": (["Cyrl"], 5, 16),
     "Arab": (["Arab"], 5, 15),
     "Hani": (["Hani", "Hira", "Kana"], 3, 16),

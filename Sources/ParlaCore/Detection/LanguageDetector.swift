@@ -71,13 +71,14 @@ public struct LanguageDetector: Sendable {
     public var candidates: Set<String>?
 
     /// Tuning constants, in nats.
-    static let switchCost: Float = 6.0
-    static let switchCostAtSentence: Float = 2.0
-    static let otherLanguageCost: Float = 1.5
-    static let scriptDefaultCost: Float = 1.0
-    static let preferenceStep: Float = 0.1
-    static let temperature: Float = 1.0
-    static let emissionWeight: Float = 1.0
+    static let tune: [Float] = (ProcessInfo.processInfo.environment["PARLA_TUNE"] ?? "8,3,3,1,0.1,1,0.5").split(separator: ",").map { Float($0)! }
+    static let switchCost: Float = tune[0]
+    static let switchCostAtSentence: Float = tune[1]
+    static let otherLanguageCost: Float = tune[2]
+    static let scriptDefaultCost: Float = tune[3]
+    static let preferenceStep: Float = tune[4]
+    static let temperature: Float = tune[5]
+    static let emissionWeight: Float = tune[6]
 
     public init(model: LanguageModel, scriptDefaults: [String: LanguageTag] = [:], preferences: LanguagePreferences = .init([]), candidates: Set<String>? = nil) {
         self.model = model
@@ -117,7 +118,7 @@ public struct LanguageDetector: Sendable {
         let scalars = text.unicodeScalars
         let values = scalars.map(\.value)
         let raw = segments(values)
-        return align(raw, in: text)
+        return align(raw, in: text, count: values.count)
     }
 
     // MARK: - Script runs
@@ -271,7 +272,8 @@ public struct LanguageDetector: Sendable {
     /// The words of every run of one script group, their emission costs and their labels.
     private struct GroupLabels {
         var words: [Range<Int>] = []
-        var runOfWord: [Int] = []
+        /// The words of each run (words are found run by run, so they are contiguous).
+        var wordsOfRun: [Int: Range<Int>] = [:]
         var emission: [Float] = []
         var labels: [Int] = []
         var prior: [Float] = []
@@ -286,6 +288,8 @@ public struct LanguageDetector: Sendable {
         out.prior = priors(group)
         for (r, run) in runs.enumerated() where run.key == 1000 + Int32(g) {
             // Words: letters of the group's scripts, with the combining marks that follow them.
+            let firstWord = out.words.count
+            defer { out.wordsOfRun[r] = firstWord..<out.words.count }
             var i = run.start
             while i < run.end {
                 let s = UnicodeScript.of(v[i])
@@ -296,7 +300,6 @@ public struct LanguageDetector: Sendable {
                     if t == .inherited || (!t.isNeutral && model.groupIndex(of: t) == g) { j += 1 } else { break }
                 }
                 out.words.append(i..<j)
-                out.runOfWord.append(r)
                 i = j
             }
         }
@@ -307,6 +310,8 @@ public struct LanguageDetector: Sendable {
         var emission = [Float](repeating: 0, count: m * L)
         var acc = [UInt32](repeating: 0, count: L)
         var framed: [UInt32] = []
+        // Repeated words are scored once; short texts are not worth the dictionary.
+        let useCache = m > 24
         var cache: [UInt64: Int] = [:]
         let unit = Self.emissionWeight / (group.scale * Float(group.maxOrder))
         for (w, range) in out.words.enumerated() {
@@ -319,7 +324,7 @@ public struct LanguageDetector: Sendable {
                 h = (h ^ UInt64(c)) &* 0x100_0000_01B3
             }
             framed.append(3)
-            if let cached = cache[h] {
+            if useCache, let cached = cache[h] {
                 for l in 0..<L { emission[w * L + l] = emission[cached * L + l] }
                 continue
             }
@@ -330,7 +335,7 @@ public struct LanguageDetector: Sendable {
                 }
             }
             for l in 0..<L { emission[w * L + l] = Float(acc[l]) * unit }
-            cache[h] = w
+            if useCache { cache[h] = w }
         }
         // Viterbi: switching language costs less at a sentence boundary.
         let prior = out.prior
@@ -339,9 +344,14 @@ public struct LanguageDetector: Sendable {
         var back = [UInt8](repeating: 0, count: m * L)
         for l in 0..<L { cost[l] = prior[l] + emission[l] }
         if m > 1 {
+          emission.withUnsafeBufferPointer { emission in
+          back.withUnsafeMutableBufferPointer { back in
+          prior.withUnsafeBufferPointer { prior in
             for w in 1..<m {
+                // Switching is cheaper at a sentence end, and where letters of another script
+                // come between the words (the context is broken: "日本語の indent は").
                 var tau = Self.switchCost
-                for k in out.words[w - 1].upperBound..<out.words[w].lowerBound where Self.endsSentence(v[k]) {
+                for k in out.words[w - 1].upperBound..<out.words[w].lowerBound where Self.endsSentence(v[k]) || (v[k] >= 0x80 && !UnicodeScript.of(v[k]).isNeutral) {
                     tau = Self.switchCostAtSentence
                     break
                 }
@@ -360,6 +370,9 @@ public struct LanguageDetector: Sendable {
                 }
                 swap(&cost, &next)
             }
+          }
+          }
+          }
         }
         var best = 0
         for l in 1..<L where cost[l] < cost[best] { best = l }
@@ -378,7 +391,7 @@ public struct LanguageDetector: Sendable {
         let group = model.groups[g]
         let L = group.languages.count
         let script = run.letters > 0 ? group.id : nil
-        let ws = gl.runOfWord.indices.filter { gl.runOfWord[$0] == runIndex }
+        let ws = gl.wordsOfRun[runIndex] ?? 0..<0
         guard let firstWord = ws.first else {
             let best = (0..<L).min { gl.prior[$0] < gl.prior[$1] }!
             let language: LanguageTag? = gl.prior[best].isFinite ? group.languages[best] : nil
@@ -390,7 +403,7 @@ public struct LanguageDetector: Sendable {
         var out: [RawSegment] = []
         var segStart = run.start
         var first = firstWord
-        let last = ws[ws.count - 1]
+        let last = ws.upperBound - 1
         for w in (firstWord + 1)...(last + 1) {
             if w <= last && gl.labels[w] == gl.labels[first] { continue }
             let end = w > last ? run.end : Self.cut(v, keys, from: gl.words[w - 1].upperBound, to: gl.words[w].lowerBound)
@@ -413,14 +426,12 @@ public struct LanguageDetector: Sendable {
     /// Prior cost (nats) of each language of `group`: preferred languages cost least, then the
     /// script's default, then the rest; languages outside ``candidates`` are impossible.
     private func priors(_ group: LanguageModel.Group) -> [Float] {
-        let scriptDefault = scriptDefaults[group.id]
-        return group.languages.map { tag in
-            guard allowed(tag) else { return .infinity }
-            if let rank = preferences.languages.firstIndex(where: { $0.language == tag.language }) {
-                return Float(rank) * Self.preferenceStep
-            }
-            if let d = scriptDefault, d.language == tag.language { return Self.scriptDefaultCost }
-            return Self.otherLanguageCost
+        let scriptDefault = scriptDefaults[group.id]?.language
+        let preferred = preferences.languages.map(\.language)
+        return group.codes.map { code in
+            if let candidates, !candidates.contains(code) { return .infinity }
+            if let rank = preferred.firstIndex(of: code) { return Float(rank) * Self.preferenceStep }
+            return code == scriptDefault ? Self.scriptDefaultCost : Self.otherLanguageCost
         }
     }
 
@@ -428,7 +439,7 @@ public struct LanguageDetector: Sendable {
 
     /// Moves every boundary forward to the next grapheme-cluster boundary and attaches string
     /// indices.
-    func align(_ raw: [RawSegment], in text: String) -> [DetectedSegment] {
+    func align(_ raw: [RawSegment], in text: String, count: Int) -> [DetectedSegment] {
         let scalars = text.unicodeScalars
         var out: [DetectedSegment] = []
         var index = scalars.startIndex
@@ -437,7 +448,7 @@ public struct LanguageDetector: Sendable {
         for (k, s) in raw.enumerated() {
             var end = s.range.upperBound
             if k == raw.count - 1 {
-                end = scalars.count
+                end = count
                 index = scalars.endIndex
                 offset = end
             } else {

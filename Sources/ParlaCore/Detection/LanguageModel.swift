@@ -1,4 +1,9 @@
 import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 
 /// The trained language-identification model (`voices/langid.bin`, written by
 /// `scripts/langid/train.py`): per script group, a table of hashed character n-grams with, for
@@ -9,7 +14,7 @@ import FoundationEssentials
 /// `[0x02] + lowercased scalars + [0x03]`; every window of 1…maxOrder scalars except a lone
 /// frame mark is hashed with 64-bit FNV-1a over the scalar values, and the bucket is the top
 /// `bits` bits of the hash times 0x9E3779B97F4A7C15.
-public final class LanguageModel: Sendable {
+public final class LanguageModel: @unchecked Sendable {
     /// The languages of one script group and their n-gram table.
     public struct Group: Sendable {
         /// The group's name (the main script's ISO 15924 code).
@@ -18,6 +23,8 @@ public final class LanguageModel: Sendable {
         public let scripts: [UnicodeScript]
         /// The languages the table scores, in table order.
         public let languages: [LanguageTag]
+        /// The primary language subtags of ``languages``.
+        let codes: [String]
         let maxOrder: Int
         let bits: Int
         /// Table units per nat.
@@ -34,25 +41,58 @@ public final class LanguageModel: Sendable {
     let lowerBMP: [UInt16]
     /// Lower-case mapping above the BMP.
     let lowerAstral: [UInt32: UInt32]
-    let storage: [UInt8]
+    /// The model file, mapped read-only (never written, so sharing it between threads is safe).
+    let storage: UnsafeBufferPointer<UInt8>
 
     /// The model file's size in bytes.
     public var byteCount: Int { storage.count }
 
+    deinit {
+        munmap(UnsafeMutableRawPointer(mutating: storage.baseAddress), storage.count)
+    }
+
     /// Loads the model at `path`.
     /// - Throws: ``ParlaError/languageModelInvalid(path:reason:)`` when the file is missing or
     ///   malformed.
-    public convenience init(contentsOf path: String) throws(ParlaError) {
-        let data: Data
-        do {
-            data = try Data(contentsOf: URL(fileURLWithPath: path))
-        } catch {
-            throw .languageModelInvalid(path: path, reason: "cannot read it (\(error))")
+    public init(contentsOf path: String) throws(ParlaError) {
+        // Mapping the file makes loading independent of its size: pages are read on first use
+        // and shared between processes.
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            throw .languageModelInvalid(path: path, reason: "cannot open it (\(String(cString: strerror(errno))))")
         }
-        try self.init(bytes: [UInt8](data), path: path)
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0, info.st_size > 0 else {
+            throw .languageModelInvalid(path: path, reason: "it is empty or cannot be read")
+        }
+        let size = Int(info.st_size)
+        guard let base = mmap(nil, size, PROT_READ, MAP_PRIVATE, fd, 0), base != MAP_FAILED else {
+            throw .languageModelInvalid(path: path, reason: "cannot map it (\(String(cString: strerror(errno))))")
+        }
+        let bytes = UnsafeBufferPointer(start: base.assumingMemoryBound(to: UInt8.self), count: size)
+        let parsed: Parsed
+        do {
+            parsed = try Self.parse(bytes, path: path)
+        } catch {
+            munmap(base, size)
+            throw error
+        }
+        groups = parsed.groups
+        groupOfScript = parsed.groupOfScript
+        lowerBMP = parsed.lowerBMP
+        lowerAstral = parsed.lowerAstral
+        storage = bytes
     }
 
-    init(bytes: [UInt8], path: String) throws(ParlaError) {
+    private struct Parsed {
+        var groups: [Group]
+        var groupOfScript: [Int8]
+        var lowerBMP: [UInt16]
+        var lowerAstral: [UInt32: UInt32]
+    }
+
+    private static func parse(_ bytes: UnsafeBufferPointer<UInt8>, path: String) throws(ParlaError) -> Parsed {
         var r = Reader(bytes: bytes)
         func fail(_ why: String) -> ParlaError { .languageModelInvalid(path: path, reason: why) }
         guard r.bytes(4) == Array("PLID".utf8) else { throw fail("it is not a Parla language model (bad magic)") }
@@ -88,13 +128,9 @@ public final class LanguageModel: Sendable {
             let size = (1 << Int(bits)) * Int(count)
             let offset = r.offset
             guard r.skip(size) else { throw fail("truncated table for \(id)") }
-            groups.append(Group(id: id, scripts: scripts, languages: languages, maxOrder: Int(maxOrder), bits: Int(bits), scale: scale, tableOffset: offset))
+            groups.append(Group(id: id, scripts: scripts, languages: languages, codes: languages.map(\.language), maxOrder: Int(maxOrder), bits: Int(bits), scale: scale, tableOffset: offset))
         }
-        self.groups = groups
-        self.groupOfScript = groupOfScript
-        self.lowerBMP = bmp
-        self.lowerAstral = astral
-        self.storage = bytes
+        return Parsed(groups: groups, groupOfScript: groupOfScript, lowerBMP: bmp, lowerAstral: astral)
     }
 
     /// The group that models `script`'s letters, if any.
@@ -116,8 +152,8 @@ public final class LanguageModel: Sendable {
         let count = group.languages.count
         let shift = UInt64(64 - group.bits)
         let maxOrder = group.maxOrder
-        storage.withUnsafeBufferPointer { buf in
-            let table = buf.baseAddress! + group.tableOffset
+        do {
+            let table = storage.baseAddress! + group.tableOffset
             let n = word.count
             for start in 0..<n {
                 var h: UInt64 = 0xCBF2_9CE4_8422_2325
@@ -136,7 +172,7 @@ public final class LanguageModel: Sendable {
 
     /// Cursor over the model bytes.
     private struct Reader {
-        let bytes: [UInt8]
+        let bytes: UnsafeBufferPointer<UInt8>
         var offset = 0
         mutating func bytes(_ n: Int) -> [UInt8]? {
             guard offset + n <= bytes.count else { return nil }

@@ -1,0 +1,117 @@
+import Foundation
+import Testing
+import ParlaTestSupport
+
+/// `parla detect` and detection in `parla say`, through the built binary.
+@Suite("parla detect")
+struct DetectCLITests {
+    let cli = CLITests()
+
+    @Test func readableAndJSONOutput() throws {
+        let text = "The revolutionary iPhone… Το επαναστατικό τηλέφωνο… هاتف ثوري"
+        let r = try cli.parla(["detect", text])
+        #expect(r.status == 0, "\(r.error)")
+        let lines = r.output.split(separator: "\n")
+        #expect(lines.count == 3)
+        #expect(lines[0].hasPrefix("0–26") && lines[0].contains(" en ") && lines[0].contains("espeak-ng.en"))
+        #expect(lines[1].contains(" el ") && lines[2].contains(" ar "))
+
+        let j = try cli.parla(["detect", "--json", text])
+        #expect(j.status == 0, "\(j.error)")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(j.output.utf8)) as? [String: Any])
+        let segments = try #require(object["segments"] as? [[String: Any]])
+        #expect(segments.map { $0["lang"] as? String } == ["en", "el", "ar"])
+        #expect(segments.map { $0["start"] as? Int } == [0, 26, 52])
+        #expect(segments.allSatisfy { ($0["confidence"] as? Double).map { (0...1).contains($0) } ?? false })
+        #expect(segments.map { $0["voice"] as? String } == ["espeak-ng.en-us", "espeak-ng.el", "espeak-ng.ar"])
+        #expect(segments.map { $0["text"] as? String }.compactMap { $0 }.joined() == text)
+    }
+
+    @Test func linesAnswersOneLinePerInputLine() throws {
+        var input = Data("Guten Morgen, wie geht es dir?\n\n1234\nこんにちは、元気ですか\r\n".utf8)
+        input.append(contentsOf: [0x66, 0x6F, 0xFF, 0x0A])  // invalid UTF-8
+        input.append(Data("Καλημέρα σας".utf8))  // last line without a newline
+        let r = try cli.parla(["detect", "--lines"], stdin: input)
+        #expect(r.output == "de\nund\nund\nja\nund\nel\n")
+        #expect(r.status != 0)
+        #expect(r.error.contains("line 5 is not valid UTF-8"))
+    }
+
+    @Test func segmentsFormatAndScalarOffsets() throws {
+        let r = try cli.parla(["detect", "--segments"], stdin: Data("👍🏽 Hello world Καλημέρα\n\n123\n".utf8))
+        #expect(r.status == 0, "\(r.error)")
+        let lines = r.output.split(separator: "\n", omittingEmptySubsequences: false)
+        #expect(lines.count == 4)
+        // 👍🏽 is two scalars: offsets count Unicode scalars, not bytes or UTF-16 units.
+        #expect(lines[0] == #"[{"start": 0, "end": 15, "lang": "en"}, {"start": 15, "end": 23, "lang": "el"}]"#)
+        #expect(lines[1] == "[]")
+        #expect(lines[2] == #"[{"start": 0, "end": 3, "lang": "und"}]"#)
+    }
+
+    @Test func linesStreamsEachAnswerBeforeTheInputEnds() throws {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: CLITests.binary)
+        p.arguments = ["detect", "--lines"]
+        var env = ProcessInfo.processInfo.environment
+        env["LANG"] = "C.UTF-8"
+        env["LANGUAGE"] = nil
+        p.environment = env
+        let input = Pipe(), output = Pipe()
+        p.standardInput = input
+        p.standardOutput = output
+        try p.run()
+        defer { if p.isRunning { p.terminate() } }
+        // A watchdog: if an answer never comes, the process is killed and the read below ends.
+        let watchdog = DispatchWorkItem { if p.isRunning { p.terminate() } }
+        DispatchQueue.global().asyncAfter(deadline: .now() + 30, execute: watchdog)
+        func answer(to line: String) -> String {
+            input.fileHandleForWriting.write(Data((line + "\n").utf8))
+            var got = Data()
+            while !got.contains(0x0A) {
+                let chunk = output.fileHandleForReading.availableData
+                if chunk.isEmpty { break }
+                got.append(chunk)
+            }
+            return String(decoding: got, as: UTF8.self)
+        }
+        #expect(answer(to: "Bonjour tout le monde, comment allez-vous ?") == "fr\n")
+        #expect(answer(to: "Доброе утро, как дела?") == "ru\n")
+        try input.fileHandleForWriting.close()
+        p.waitUntilExit()
+        watchdog.cancel()
+        #expect(p.terminationStatus == 0)
+    }
+
+    @Test func preferAndOnly() throws {
+        let a = try cli.parla(["detect", "--lines", "--prefer", "de"], stdin: Data("Hotel\n".utf8))
+        #expect(a.output == "de\n")
+        let b = try cli.parla(["detect", "--lines"], stdin: Data("Hotel\n".utf8), environment: ["LANGUAGE": "nl:de", "LANG": "nl_NL.UTF-8"])
+        #expect(b.output == "nl\n")
+        let c = try cli.parla(["detect", "--lines", "--only", "fr,es"], stdin: Data("Good morning everyone\n".utf8))
+        #expect(c.output == "fr\n" || c.output == "es\n")
+        let bad = try cli.parla(["detect", "--prefer", "not a tag!", "x"])
+        #expect(bad.status != 0 && bad.error.contains("BCP 47"))
+        let both = try cli.parla(["detect", "--lines", "--segments"])
+        #expect(both.status != 0 && both.error.contains("not both"))
+    }
+
+    @Test func saySegmentsByLanguageUnlessToldNotTo() throws {
+        let dir = try makeTemporaryDirectory()
+        let wav = dir.appendingPathComponent("a.wav").path
+        let text = "Good morning everyone. Καλημέρα σε όλους. Bonjour à tous, mes amis."
+        let r = try cli.parla(["say", text, "-o", wav, "--timings", "-"])
+        #expect(r.status == 0, "\(r.error)")
+        let timeline = try #require(try JSONSerialization.jsonObject(with: Data(r.output.utf8)) as? [String: Any])
+        let segments = try #require(timeline["segments"] as? [[String: Any]])
+        #expect(segments.map { $0["language"] as? String } == ["en", "el", "fr"])
+        #expect(r.error.contains("languages: en, el, fr"))
+
+        let off = try cli.parla(["say", text, "-o", wav, "--no-detect"])
+        #expect(off.status == 0, "\(off.error)")
+        #expect(off.error.contains("languages: en\n") || off.error.hasSuffix("languages: en"))
+        let explicit = try cli.parla(["say", text, "-o", wav, "-l", "fr"])
+        #expect(explicit.error.contains("languages: fr"))
+        let preferred = try cli.parla(["say", "Hotel", "-o", wav, "--prefer", "de"])
+        #expect(preferred.error.contains("languages: de"), "\(preferred.error)")
+    }
+}

@@ -1,0 +1,292 @@
+import Foundation
+import Testing
+@testable import ParlaCore
+
+/// The detector with the shipped model and catalog defaults, and no user preferences.
+let sharedDetector: LanguageDetector = {
+    let catalog = try! VoiceCatalog.default()
+    return try! LanguageDetector.load(catalog: catalog, preferences: LanguagePreferences([]))
+}()
+
+/// (language, text) of every segment.
+func languages(_ text: String, _ detector: LanguageDetector = sharedDetector) -> [String] {
+    detector.detect(text).map { $0.language?.identifier ?? "und" }
+}
+
+/// Checks the invariants every result must keep: segments in order, covering the text,
+/// non-empty, on grapheme-cluster boundaries, with indices matching the offsets.
+func checkInvariants(_ text: String, _ segments: [DetectedSegment], sourceLocation: SourceLocation = #_sourceLocation) {
+    let scalars = text.unicodeScalars
+    if scalars.isEmpty {
+        #expect(segments.isEmpty, sourceLocation: sourceLocation)
+        return
+    }
+    #expect(segments.first?.range.lowerBound == 0, sourceLocation: sourceLocation)
+    #expect(segments.last?.range.upperBound == scalars.count, sourceLocation: sourceLocation)
+    for (a, b) in zip(segments, segments.dropFirst()) {
+        #expect(a.range.upperBound == b.range.lowerBound, sourceLocation: sourceLocation)
+    }
+    var lo = scalars.startIndex
+    for s in segments {
+        #expect(!s.range.isEmpty, sourceLocation: sourceLocation)
+        #expect((0...1).contains(s.confidence), sourceLocation: sourceLocation)
+        let hi = scalars.index(lo, offsetBy: s.range.count)
+        defer { lo = hi }
+        #expect(s.indices == lo..<hi, sourceLocation: sourceLocation)
+        #expect(lo.samePosition(in: text) != nil, "segment start \(s.range.lowerBound) splits a grapheme cluster", sourceLocation: sourceLocation)
+        #expect(hi.samePosition(in: text) != nil, "segment end \(s.range.upperBound) splits a grapheme cluster", sourceLocation: sourceLocation)
+    }
+}
+
+@Suite("Unicode scripts")
+struct ScriptTableTests {
+    /// One letter of every script the catalog has a default voice for, plus the scripts
+    /// shared by several languages.
+    static let samples: [String: Character] = [
+        "Latn": "A", "Cyrl": "Ж", "Arab": "ب", "Grek": "α", "Hebr": "א", "Hani": "中", "Hira": "あ",
+        "Kana": "ア", "Jpan": "あ", "Hang": "한", "Deva": "क", "Beng": "অ", "Gujr": "ક", "Guru": "ਕ",
+        "Orya": "କ", "Taml": "க", "Telu": "క", "Knda": "ಕ", "Mlym": "ക", "Sinh": "ක", "Thai": "ก",
+        "Mymr": "က", "Geor": "ა", "Armn": "Ա", "Ethi": "ሀ", "Cher": "Ꭰ",
+    ]
+
+    @Test func everyScriptWithAVoiceIsInTheTable() throws {
+        let catalog = try VoiceCatalog.default()
+        #expect(!catalog.scriptDefaults.isEmpty)
+        for code in catalog.scriptDefaults.keys {
+            let sample = try #require(Self.samples[code], "add a sample letter for \(code)")
+            let expected = code == "Jpan" ? "Hira" : code
+            #expect(UnicodeScript.of(sample.unicodeScalars.first!).code == expected, "\(sample) should be \(expected)")
+        }
+    }
+
+    @Test func neutralInheritedAstralAndUnassigned() {
+        #expect(UnicodeScript.of("1") == .common)
+        #expect(UnicodeScript.of(" ") == .common)
+        #expect(UnicodeScript.of("😀") == .common)
+        #expect(UnicodeScript.of("\u{0301}") == .inherited)
+        #expect(UnicodeScript.of("\u{200D}") == .inherited)
+        #expect(UnicodeScript.of("𐌰").code == "Goth")
+        #expect(UnicodeScript.of("𠀀").code == "Hani")
+        #expect(UnicodeScript.of(Unicode.Scalar(0x0378)!) == .unknown)
+        #expect(UnicodeScript(code: "Latn")?.code == "Latn")
+        #expect(UnicodeScript(code: "Nope") == nil)
+    }
+
+    @Test func scriptExtensions() {
+        #expect(UnicodeScript.extensions(of: "\u{060C}")!.map(\.code).contains("Arab"))  // Arabic comma
+        #expect(UnicodeScript.extensions(of: "\u{0964}")!.map(\.code).contains("Deva"))  // danda
+        #expect(UnicodeScript.extensions(of: "\u{0964}")!.map(\.code).contains("Beng"))
+        let choon = UnicodeScript.extensions(of: "\u{30FC}")!.map(\.code)  // ー
+        #expect(choon.contains("Hira") && choon.contains("Kana"))
+        #expect(UnicodeScript.extensions(of: "a") == nil)
+    }
+}
+
+@Suite("language detection")
+struct DetectionTests {
+    @Test func theSelectedSentenceGetsOneVoicePerLanguage() {
+        let text = "The revolutionary iPhone… Το επαναστατικό τηλέφωνο… هاتف ثوري"
+        let segments = sharedDetector.detect(text)
+        checkInvariants(text, segments)
+        #expect(segments.map { $0.language?.identifier ?? "und" } == ["en", "el", "ar"])
+        #expect(String(text[segments[0].indices]) == "The revolutionary iPhone… ")
+        #expect(String(text[segments[1].indices]) == "Το επαναστατικό τηλέφωνο… ")
+        #expect(segments.map(\.script) == ["Latn", "Grek", "Arab"])
+    }
+
+    @Test(arguments: [
+        ("Її батько працює в Києві", "uk"),
+        ("Усё добра, дзякуй вам за дапамогу", "be"),
+        ("Ђорђе живи у Београду са породицом", "sr"),
+        ("Ова е многу убава куќа", "mk"),
+        ("Қазақстан Республикасының астанасы", "kk"),
+        ("Это очень хорошая идея", "ru"),
+        ("Това е много хубава къща", "bg"),
+        ("این یک کتاب خوب است", "fa"),
+        ("یہ ایک اچھی کتاب ہے", "ur"),
+        ("هذا كتاب جيد جدا", "ar"),
+    ])
+    func lettersThatIdentifyALanguage(text: String, expected: String) {
+        #expect(sharedDetector.mainLanguage(of: text)?.identifier == expected, "\(text)")
+    }
+
+    @Test func japaneseWithKanaAndChinese() {
+        #expect(languages("私は東京に住んでいます。") == ["ja"])
+        #expect(languages("我住在北京，每天坐地铁上班。") == ["zh"])
+        #expect(languages("カタカナのテキスト") == ["ja"])
+        let mixed = "今日は良い天気ですね。今天天气很好。"
+        checkInvariants(mixed, sharedDetector.detect(mixed))
+        #expect(languages(mixed) == ["ja", "zh"])
+    }
+
+    @Test func digitsAndPunctuationAtRunEdges() {
+        let text = "«Bonjour», dit-il. 2024 Ελλάδα! (Ελλάδα)"
+        let segments = sharedDetector.detect(text)
+        checkInvariants(text, segments)
+        #expect(segments.map { $0.language?.identifier ?? "und" } == ["fr", "el"])
+        // Leading punctuation stays with the first run; trailing punctuation and the digits
+        // before the space go with the text before them.
+        #expect(String(text[segments[0].indices]) == "«Bonjour», dit-il. 2024 ")
+        #expect(String(text[segments[1].indices]) == "Ελλάδα! (Ελλάδα)")
+        // An opening bracket with no space before it starts the next run.
+        let tight = "hello(Ελλάδα)"
+        let t = sharedDetector.detect(tight)
+        #expect(t.map { String(tight[$0.indices]) } == ["hello", "(Ελλάδα)"])
+        // Only digits and punctuation: one segment, no language.
+        let numbers = sharedDetector.detect("12:30 — 42 %")
+        #expect(numbers.count == 1 && numbers[0].language == nil && numbers[0].script == nil)
+        #expect(sharedDetector.mainLanguage(of: "12:30") == nil)
+    }
+
+    @Test func emojiAndCombiningMarksStayWhole() {
+        let texts = [
+            "I love 🍕 and 🇮🇹! Αγαπώ την πίτσα 👍🏽",
+            "Family 👨‍👩‍👧 Οικογένεια 👨‍👩‍👧",
+            "Cafe\u{301} au lait Ελλάδα\u{301}\u{302}",
+            "e\u{301}\u{302}\u{303}Ж\u{301}",
+            "👍🏽Ελλάδα",
+        ]
+        for text in texts {
+            checkInvariants(text, sharedDetector.detect(text))
+        }
+        #expect(languages(texts[0]) == ["en", "el"])
+    }
+
+    @Test func emptyAndWhitespace() {
+        #expect(sharedDetector.detect("").isEmpty)
+        #expect(sharedDetector.mainLanguage(of: "") == nil)
+        let blank = sharedDetector.detect("  \n\t ")
+        #expect(blank.count == 1 && blank[0].language == nil && blank[0].range == 0..<5)
+    }
+
+    @Test func aLatinWordInsideRussianText() {
+        let text = "Я купил новый iPhone вчера вечером в магазине"
+        let segments = sharedDetector.detect(text)
+        checkInvariants(text, segments)
+        #expect(segments.count == 3)
+        #expect(segments.first?.language == "ru" && segments.last?.language == "ru")
+        #expect(String(text[segments[1].indices]) == "iPhone ")
+        #expect(segments[1].script == "Latn")
+    }
+
+    @Test func contextKeepsRealSwitchesAndIgnoresFlapping() {
+        let text = "The meeting starts at ten. Nous parlerons du budget et des nouveaux projets demain matin. Thanks everyone for coming today."
+        let segments = sharedDetector.detect(text)
+        checkInvariants(text, segments)
+        #expect(segments.map { $0.language?.identifier ?? "und" } == ["en", "fr", "en"])
+        #expect(String(text[segments[1].indices]).hasPrefix("Nous parlerons"))
+        // Words that look foreign on their own do not break an English sentence.
+        #expect(languages("We met in Paris at the hotel restaurant near the station and had a coffee.") == ["en"])
+        #expect(languages("Der Zug nach Berlin fährt um acht Uhr vom Hauptbahnhof ab.") == ["de"])
+    }
+
+    @Test func preferencesBreakTies() {
+        for tag in ["de", "nl", "en"] {
+            var d = sharedDetector
+            d.preferences = LanguagePreferences([LanguageTag(tag)!])
+            #expect(d.mainLanguage(of: "Hotel")?.identifier == tag)
+        }
+        // With no preference the script's default (voices/defaults.json) decides.
+        #expect(sharedDetector.mainLanguage(of: "Hotel") == "en")
+        // Text that can be told apart is not overridden by a preference.
+        var d = sharedDetector
+        d.preferences = LanguagePreferences(["de"])
+        #expect(d.mainLanguage(of: "Je voudrais une chambre pour deux nuits, s'il vous plaît.") == "fr")
+    }
+
+    @Test func candidatesRestrictTheChoice() {
+        var d = sharedDetector
+        d.candidates = ["fr", "el"]
+        #expect(d.mainLanguage(of: "Good morning everyone") == "fr")
+        #expect(languages("Hola Ελλάδα Привет", d) == ["fr", "el", "und"])
+    }
+
+    @Test func preferencesFromTheEnvironment() {
+        #expect(LanguagePreferences.fromEnvironment(["LANGUAGE": "fr:de_AT", "LANG": "it_IT.UTF-8"]).languages.map(\.identifier) == ["fr", "de-AT", "it-IT"])
+        #expect(LanguagePreferences.fromEnvironment(["LANG": "pt_BR.UTF-8@euro"]).languages == ["pt-BR"])
+        #expect(LanguagePreferences.fromEnvironment(["LANG": "C.UTF-8"]).languages.isEmpty)
+        #expect(LanguagePreferences.fromEnvironment(["LC_ALL": "POSIX", "LANG": "de_DE"]).languages.isEmpty)
+        #expect(LanguagePreferences.fromEnvironment([:]).languages.isEmpty)
+    }
+
+    @Test func oneMegabyteOfRandomUnicode() {
+        var rng = SeededGenerator(seed: 42)
+        var text = ""
+        text.unicodeScalars.reserveCapacity(400_000)
+        while text.utf8.count < 1_000_000 {
+            // Mostly BMP, some astral; no surrogates.
+            let v: UInt32 = rng.next() % 8 == 0 ? UInt32.random(in: 0x10000...0x10FFFF, using: &rng) : UInt32.random(in: 0...0xFFFF, using: &rng)
+            if let s = Unicode.Scalar(v) { text.unicodeScalars.append(s) }
+        }
+        let segments = sharedDetector.detect(text)
+        checkInvariants(text, segments)
+        // And runs of real words of many scripts, repeated.
+        let words = ["hello", "мир", "κόσμος", "世界", "こんにちは", "مرحبا", "नमस्ते", "שלום", "😀", "1984", "—", "\u{301}", "🇫🇷"]
+        var mixed = ""
+        for _ in 0..<50_000 { mixed += words[Int(rng.next() % UInt64(words.count))] + (rng.next() % 3 == 0 ? " " : "") }
+        checkInvariants(mixed, sharedDetector.detect(mixed))
+    }
+
+    @Test func aDamagedModelIsAnErrorNotACrash() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("parla-model-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let good = try Data(contentsOf: URL(fileURLWithPath: try VoiceCatalog.locateDirectory() + "/langid.bin"))
+        for (name, bytes) in [("garbage", Data("not a model".utf8)), ("truncated", good.prefix(good.count / 2)), ("empty", Data())] {
+            let path = dir.appendingPathComponent(name).path
+            try bytes.write(to: URL(fileURLWithPath: path))
+            #expect(throws: ParlaError.self) { try LanguageModel(contentsOf: path) }
+        }
+        #expect(throws: ParlaError.self) { try LanguageModel(contentsOf: dir.appendingPathComponent("missing").path) }
+    }
+}
+
+/// SplitMix64, so the random text is the same on every run.
+struct SeededGenerator: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+@Suite("detection in speech plans")
+struct DetectionPlanTests {
+    func attributed(_ parts: [(String, LanguageTag?)]) -> AttributedString {
+        var s = AttributedString()
+        for (text, lang) in parts {
+            var p = AttributedString(text)
+            if let lang { p.speechLanguage = lang }
+            s.append(p)
+        }
+        return s
+    }
+
+    @Test func textWithoutLanguageIsSegmentedAndExplicitSpansWin() throws {
+        // "Bonjour" is marked Greek on purpose: the attribute wins over what it looks like.
+        let text = attributed([("Good morning everyone. ", nil), ("Bonjour", "el"), (" Καλημέρα σε όλους. Bonsoir à tous, mes amis.", nil)])
+        let plan = try SpeechPlan(Utterance(text), catalog: testCatalog, detector: sharedDetector)
+        let segments = plan.segments.map { ($0.language.identifier, String(plan.text.unicodeScalars[plan.text.unicodeScalars.index(plan.text.unicodeScalars.startIndex, offsetBy: $0.range.lowerBound)..<plan.text.unicodeScalars.index(plan.text.unicodeScalars.startIndex, offsetBy: $0.range.upperBound)])) }
+        #expect(segments.map(\.0) == ["en", "el", "fr"])
+        #expect(segments[1].1 == "Bonjour Καλημέρα σε όλους. ")
+    }
+
+    @Test func utteranceLanguageOrNoDetectorMeansOneLanguage() throws {
+        let text = "Good morning. Καλημέρα."
+        var u = Utterance(string: text)
+        #expect(try SpeechPlan(u, catalog: testCatalog).segments.map(\.language) == ["en"])
+        #expect(try SpeechPlan(u, catalog: testCatalog, detector: sharedDetector).segments.map(\.language) == ["en", "el"])
+        u.language = "fr"
+        #expect(try SpeechPlan(u, catalog: testCatalog, detector: sharedDetector).segments.map(\.language) == ["fr"])
+    }
+
+    @Test func detectedLanguagesWithoutAVoiceFallBack() throws {
+        // The test catalog has no German voice: German text falls back to the base language.
+        let plan = try SpeechPlan(Utterance(string: "Guten Morgen, wie geht es dir heute?"), catalog: testCatalog, detector: sharedDetector)
+        #expect(plan.segments.map(\.language) == ["en"])
+    }
+}
