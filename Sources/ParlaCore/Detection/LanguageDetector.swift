@@ -70,15 +70,15 @@ public struct LanguageDetector: Sendable {
     /// When set, only these languages (primary subtags) are considered.
     public var candidates: Set<String>?
 
-    /// Tuning constants, in nats.
-    static let tune: [Float] = (ProcessInfo.processInfo.environment["PARLA_TUNE"] ?? "8,3,3,1,0.1,1,0.5").split(separator: ",").map { Float($0)! }
-    static let switchCost: Float = tune[0]
-    static let switchCostAtSentence: Float = tune[1]
-    static let otherLanguageCost: Float = tune[2]
-    static let scriptDefaultCost: Float = tune[3]
-    static let preferenceStep: Float = tune[4]
-    static let temperature: Float = tune[5]
-    static let emissionWeight: Float = tune[6]
+    /// Tuning constants, in nats (chosen on the dev split; see scripts/langid).
+    static let switchCost: Float = 8
+    static let switchCostAtSentence: Float = 3
+    static let otherLanguageCost: Float = 3
+    static let scriptDefaultCost: Float = 1
+    static let preferenceStep: Float = 0.1
+    static let temperature: Float = 1
+    /// Scale of a word's n-gram evidence, after dividing by the n-gram order.
+    static let emissionWeight: Float = 0.5
 
     public init(model: LanguageModel, scriptDefaults: [String: LanguageTag] = [:], preferences: LanguagePreferences = .init([]), candidates: Set<String>? = nil) {
         self.model = model
