@@ -256,15 +256,6 @@ struct SeededGenerator: RandomNumberGenerator {
 
 @Suite("detection in speech plans")
 struct DetectionPlanTests {
-    func attributed(_ parts: [(String, LanguageTag?)]) -> AttributedString {
-        var s = AttributedString()
-        for (text, lang) in parts {
-            var p = AttributedString(text)
-            if let lang { p.speechLanguage = lang }
-            s.append(p)
-        }
-        return s
-    }
 
     @Test func textWithoutLanguageIsSegmentedAndExplicitSpansWin() throws {
         // "Bonjour" is marked Greek on purpose: the attribute wins over what it looks like.

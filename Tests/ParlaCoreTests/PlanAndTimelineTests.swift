@@ -12,17 +12,19 @@ let testCatalog = VoiceCatalog(
     ],
     variants: ["f2"], languageDefaults: ["en": "t.en"])
 
+/// An attributed string from parts, each with an optional language attribute.
+func attributed(_ parts: [(String, LanguageTag?)]) -> AttributedString {
+    var s = AttributedString()
+    for (text, lang) in parts {
+        var p = AttributedString(text)
+        if let lang { p.speechLanguage = lang }
+        s.append(p)
+    }
+    return s
+}
+
 @Suite("Speech plan")
 struct SpeechPlanTests {
-    func attributed(_ parts: [(String, LanguageTag?)]) -> AttributedString {
-        var s = AttributedString()
-        for (text, lang) in parts {
-            var p = AttributedString(text)
-            if let lang { p.speechLanguage = lang }
-            s.append(p)
-        }
-        return s
-    }
 
     @Test func languageSpansBecomeSegmentsAndSpacesJoinANeighbour() throws {
         let text = attributed([("Hello ", nil), ("Γειά", "el"), (" ", nil), ("مرحبا", "ar")])
