@@ -10,20 +10,13 @@ struct Detect: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Find the languages in text: which part is in which language, and the voice for it.",
         discussion: """
-            Without --lines or --segments, prints the segments of the text (arguments, or all of
-            standard input): offsets in Unicode scalars (end exclusive), language, confidence,
-            voice and text; --json prints the same as one JSON object.
+            Without --lines or --segments, prints the segments of the text (arguments, or all of standard input): offsets in Unicode scalars (end exclusive), language, confidence, voice and text; --json prints the same as one JSON object.
 
-            --lines reads standard input one text per line and writes exactly one line per input
-            line, as soon as it is read: the BCP 47 tag of the line's main language ('und' if it
-            has none).
+            --lines reads standard input one text per line and writes exactly one line per input line, as soon as it is read: the BCP 47 tag of the line's main language ('und' if it has none).
 
-            --segments reads standard input one text per line and writes one line per input line:
-            a JSON array of {"start": S, "end": E, "lang": "xx"} with S, E Unicode-scalar offsets
-            into the line, end exclusive ('und' for a stretch of no language).
+            --segments reads standard input one text per line and writes one line per input line: a JSON array of {"start": S, "end": E, "lang": "xx"} with S, E Unicode-scalar offsets into the line, end exclusive ('und' for a stretch of no language).
 
-            Ties the text cannot break go to the preferred languages: --prefer, else $LANGUAGE
-            and $LANG; then to the script's default language in voices/defaults.json.
+            Ties the text cannot break go to the preferred languages (--prefer, else $LANGUAGE and $LANG), then to the script's default language in voices/defaults.json. A line that is not valid UTF-8 is answered 'und' and reported, and the exit status is non-zero.
             """
     )
 
@@ -67,6 +60,9 @@ struct Detect: AsyncParsableCommand {
         if lines || segments {
             try streamLines(detector)
             return
+        }
+        if text.isEmpty && isatty(0) != 0 {
+            throw ValidationError("Nothing to detect: give the text as arguments, or pipe it to standard input.")
         }
         let input = text.isEmpty || text == ["-"] ? try TextInput.readStandardInput() : text.joined(separator: " ")
         let found = detector.detect(input)
