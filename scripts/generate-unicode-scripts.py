@@ -43,14 +43,20 @@ with open(os.path.join(ucd, "Scripts.txt"), encoding="utf-8") as fh:
 # Index 0: Zzzz (unassigned), 1: Zyyy (Common), 2: Zinh (Inherited), then the rest sorted.
 codes = ["Zzzz", "Zyyy", "Zinh"] + sorted({c for _, _, c in entries} - {"Zyyy", "Zinh", "Zzzz"})
 index = {c: i for i, c in enumerate(codes)}
-entries.sort()
-merged = []
-for lo, hi, code in entries:
-    i = index[code]
-    if merged and merged[-1][2] == i and merged[-1][1] + 1 == lo:
-        merged[-1][1] = hi
-    else:
-        merged.append([lo, hi, i])
+
+
+def merge(triples):
+    """Sorted (first, last, value) triples with adjacent ranges of equal value joined."""
+    out = []
+    for lo, hi, value in sorted(triples):
+        if out and out[-1][2] == value and out[-1][1] + 1 == lo:
+            out[-1][1] = hi
+        else:
+            out.append([lo, hi, value])
+    return out
+
+
+merged = merge((lo, hi, index[code]) for lo, hi, code in entries)
 
 ext_entries = []
 with open(os.path.join(ucd, "ScriptExtensions.txt"), encoding="utf-8") as fh:
@@ -61,16 +67,9 @@ with open(os.path.join(ucd, "ScriptExtensions.txt"), encoding="utf-8") as fh:
         cps, names = [p.strip() for p in body.split(";")]
         lo, _, hi = cps.partition("..")
         ext_entries.append((int(lo, 16), int(hi or lo, 16), tuple(sorted(index[n] for n in names.split() if n in index))))
-ext_entries.sort()
 sets = sorted({s for _, _, s in ext_entries})
 set_index = {s: i for i, s in enumerate(sets)}
-ext_merged = []
-for lo, hi, s in ext_entries:
-    i = set_index[s]
-    if ext_merged and ext_merged[-1][2] == i and ext_merged[-1][1] + 1 == lo:
-        ext_merged[-1][1] = hi
-    else:
-        ext_merged.append([lo, hi, i])
+ext_merged = merge((lo, hi, set_index[s]) for lo, hi, s in ext_entries)
 
 
 def rows(values, per_line):

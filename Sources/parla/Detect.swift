@@ -152,7 +152,7 @@ struct Detect: AsyncParsableCommand {
             if line.last == 0x0D { line.removeLast() }
             guard let text = String(validating: line, as: UTF8.self) else {
                 badLines.append(lineNumber)
-                FileHandleOut.stderr("parla detect: line \(lineNumber) is not valid UTF-8; answering 'und' for it.\n")
+                printError("parla detect: line \(lineNumber) is not valid UTF-8; answering 'und' for it.")
                 out.append(lines ? "und\n" : "[]\n")
                 out.flushIfNeeded(reader.hasBufferedLine)
                 continue
@@ -260,13 +260,6 @@ struct OutputBuffer {
             offset += n
         }
         bytes.removeAll(keepingCapacity: true)
-    }
-}
-
-enum FileHandleOut {
-    static func stderr(_ s: String) {
-        var b = Array(s.utf8)
-        _ = b.withUnsafeMutableBytes { write(2, $0.baseAddress, $0.count) }
     }
 }
 

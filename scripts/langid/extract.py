@@ -179,9 +179,9 @@ def main():
         pkg = None
         for key, msgstr in cat.items():
             msgid = key[0] if isinstance(key, tuple) else key
-            if not msgid or not msgstr or "\x04" in msgid[:0]:
+            if not msgid or not msgstr:
                 continue
-            msgid = msgid.split("\x04")[-1]
+            msgid = msgid.split("\x04")[-1]  # drop a msgctxt prefix
             src, dst = clean_ui(msgid), clean_ui(msgstr)
             if usable(src):
                 english[src] = "ui"

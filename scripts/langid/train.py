@@ -22,7 +22,7 @@ File format (little endian):
   u32 n; n × (u32 from, u32 to)             simple lower-case map
   u32 groups
   per group: str id; u8 k; k × str script; u8 maxOrder; u8 bits; f32 scale;
-             u16 L; L × str tag; f32 × L prior penalty (nats); (1 << bits) × L bytes table
+             u16 L; L × str tag; f32 × L reserved (written as 0, ignored); (1 << bits) × L bytes table
   (str = u8 length + UTF-8 bytes)
 
 Usage: train.py CORPUS_DIR OUT_MODEL [--report FILE]
@@ -268,11 +268,8 @@ def main():
             for n in range(max_order):
                 logp[i, n] = np.log((c[n] + ALPHA) / (c[n].sum() + ALPHA * (1 << bits)))
             print(f"{g} {lang}: {len(words)} words of text{' + wordfreq' if wf_words[lang] else ''}", file=sys.stderr)
-        # Sum over orders is done at detection time by feature; the table holds one value per
-        # bucket, so orders share buckets: combine them by adding their log-probabilities
-        # into a single table indexed by the same bucket (hash includes the order).
-        pen = np.zeros((1 << bits, len(tags)), dtype=np.float64)
-        # Each bucket can be hit by n-grams of several orders; use the order mixture.
+        # All orders share one table, so a bucket may hold n-grams of several orders: its
+        # probability is the mean of the per-order probabilities.
         total = np.logaddexp.reduce(logp, axis=1) - np.log(max_order)  # (L, B)
         pen = -total.T
         pen -= pen.min(axis=1, keepdims=True)

@@ -256,6 +256,9 @@ public struct LanguageDetector: Sendable {
         }
     }
 
+    /// Where switching language is cheaper: sentence ends and clause breaks (`;`, `:`, line
+    /// ends, danda). Wider than ``TimelineBuilder/endsSentence(_:)``, which decides where the
+    /// engine pauses for a sentence.
     static func endsSentence(_ v: UInt32) -> Bool {
         switch v {
         case 0x2E, 0x21, 0x3F, 0x3B, 0x3A, 0x0A, 0x0D, 0x3002, 0xFF01, 0xFF1F, 0x061F, 0x06D4, 0x0964, 0x0965, 0x037E: return true

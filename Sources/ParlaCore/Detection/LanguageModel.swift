@@ -124,7 +124,7 @@ public final class LanguageModel: @unchecked Sendable {
                 guard let tag = r.string(), let t = LanguageTag(tag) else { throw fail("bad language tag in \(id)") }
                 languages.append(t)
             }
-            for _ in 0..<count { _ = r.f32() }
+            for _ in 0..<count { _ = r.f32() }  // reserved per-language field (0)
             let size = (1 << Int(bits)) * Int(count)
             let offset = r.offset
             guard r.skip(size) else { throw fail("truncated table for \(id)") }
