@@ -25,11 +25,17 @@ let package = Package(
             pkgConfig: "espeak-ng",
             providers: [.apt(["libespeak-ng-dev"])]
         ),
+        .systemLibrary(
+            name: "CPulseAudio",
+            pkgConfig: "libpulse",
+            providers: [.apt(["libpulse-dev"])]
+        ),
 
         // MARK: Library
         .target(name: "ParlaCore", swiftSettings: swiftSettings),
         .target(name: "ParlaESpeak", dependencies: ["ParlaCore", "CESpeakNG"], swiftSettings: swiftSettings),
-        .target(name: "Parla", dependencies: ["ParlaCore", "ParlaESpeak"], swiftSettings: swiftSettings),
+        .target(name: "ParlaPulseAudio", dependencies: ["ParlaCore", "CPulseAudio"], swiftSettings: swiftSettings),
+        .target(name: "Parla", dependencies: ["ParlaCore", "ParlaESpeak", "ParlaPulseAudio"], swiftSettings: swiftSettings),
 
         // MARK: Command-line tool
         .executableTarget(

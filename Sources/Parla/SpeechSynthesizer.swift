@@ -1,12 +1,14 @@
 @_exported import ParlaCore
+@_exported import ParlaPulseAudio
 import FoundationEssentials
 import ParlaESpeak
 import Synchronization
 
-/// Speaks utterances to files, buffers or streams, in the language of every span.
+/// Speaks utterances aloud, or to files, buffers or streams, in the language of every span.
 ///
 /// ```swift
 /// let synth = SpeechSynthesizer()
+/// synth.speak("Hello, Καλημέρα, مرحبا")          // plays through PulseAudio
 /// let u = Utterance(string: "Bonjour", language: "fr")
 /// try await synth.write(u, to: URL(fileURLWithPath: "bonjour.wav"))
 /// ```
@@ -20,6 +22,9 @@ public final class SpeechSynthesizer: Sendable {
     public let detectsLanguages: Bool
     private let explicitDetector: LanguageDetector?
     private let loadedDetector = Mutex<LanguageDetector?>(nil)
+    /// Where live speech plays (device, latency, stream role).
+    public let audioOutput: AudioOutputOptions
+    let liveSpeechStorage = Mutex<LiveSpeech?>(nil)
 
     /// Creates a synthesizer using `catalog` (default: the catalog found next to the program,
     /// through `PARLA_VOICES`, or in the source checkout).
@@ -28,7 +33,12 @@ public final class SpeechSynthesizer: Sendable {
     ///     default); explicit language spans and ``Utterance/language`` always win.
     ///   - detector: the detector to use (default: the catalog's model, with the user's
     ///     languages from `LANGUAGE`/`LANG` as preferences).
-    public init(catalog: VoiceCatalog? = nil, defaultLanguage: LanguageTag = "en", detectsLanguages: Bool = true, detector: LanguageDetector? = nil) {
+    ///   - audioOutput: where ``speak(_:)`` and ``announce(_:)`` play.
+    public init(
+        catalog: VoiceCatalog? = nil, defaultLanguage: LanguageTag = "en", detectsLanguages: Bool = true,
+        detector: LanguageDetector? = nil, audioOutput: AudioOutputOptions = AudioOutputOptions()
+    ) {
+        self.audioOutput = audioOutput
         self.explicitCatalog = catalog
         self.defaultLanguage = defaultLanguage
         self.detectsLanguages = detectsLanguages

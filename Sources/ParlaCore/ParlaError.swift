@@ -30,6 +30,14 @@ public enum ParlaError: Error, Sendable, Hashable, CustomStringConvertible {
     case languageModelInvalid(path: String, reason: String)
     /// The language-identification model was not found in any of the searched places.
     case languageModelNotFound(searched: [String])
+    /// No sound server could be reached (none running, or `PULSE_SERVER` points nowhere).
+    case audioServerUnavailable(reason: String)
+    /// The sound server went away while an utterance was playing.
+    case audioServerLost(reason: String)
+    /// The output device (PulseAudio sink) does not exist.
+    case audioDeviceNotFound(String)
+    /// The sound server refused a request; `reason` is its message.
+    case audioFailure(String)
 
     public var description: String {
         switch self {
@@ -61,6 +69,14 @@ public enum ParlaError: Error, Sendable, Hashable, CustomStringConvertible {
             return "Cancelled before the speech was complete."
         case .languageModelInvalid(let path, let reason):
             return "The language model '\(path)' cannot be used: \(reason). Restore voices/langid.bin from a Parla checkout (or retrain it with scripts/langid/train), or pass --no-detect and -l LANG."
+        case .audioServerUnavailable(let reason):
+            return "No sound server is available (\(reason)). Start PulseAudio or PipeWire's pulse server (or set PULSE_SERVER), or render to a file instead with -o FILE.wav."
+        case .audioServerLost(let reason):
+            return "The sound server went away while speaking (\(reason)). The next utterance reconnects once a server is running again; -o FILE.wav renders without one."
+        case .audioDeviceNotFound(let name):
+            return "There is no output device (PulseAudio sink) named '\(name)'. List the sinks with 'pactl list short sinks', or leave out --device to use the default."
+        case .audioFailure(let reason):
+            return "The sound server refused to play: \(reason)."
         case .languageModelNotFound(let searched):
             return "The language model langid.bin was not found (looked in: \(searched.joined(separator: ", "))). Pass --voices DIR pointing at the 'voices' directory of a Parla checkout, or pass --no-detect and -l LANG."
         }

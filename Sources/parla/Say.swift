@@ -9,14 +9,21 @@ import Glibc
 /// `parla say`: render text to a WAV file with an optional word timeline.
 struct Say: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Speak text: render it to a WAV file, with word timings as JSON.",
+        abstract: "Speak text aloud through PulseAudio, or render it to a WAV file with word timings.",
         discussion: """
             The text comes from the arguments, from -f FILE, or from standard input ('-' or a pipe).
             Plain text is spoken literally ('<' and '&' are text); use --ssml for SSML markup.
             Text is split by language automatically (see 'parla detect'): every part is spoken by
             a voice of its language. -l LANG (or an xml:lang in SSML) makes the language explicit;
             --no-detect turns detection off; --prefer fr,de breaks ties the text cannot.
-            Live playback through PulseAudio is not available yet: pass -o FILE.wav.
+            Without -o the text plays through PulseAudio (or PipeWire's pulse server): --device picks
+            the sink, --highlight shows the text with the word being heard highlighted, and
+            --events json prints one JSON object per line for every event, e.g.
+              {"event": "word", "t_ns": 123, "utterance": 1, "start": 0, "end": 5, "text": "Hello", "audio_ms": 42.1}
+            (event: started, sentence, word, finished, interrupted or failed; t_ns: CLOCK_MONOTONIC
+            when delivered; start/end: Unicode-scalar offsets into the input; audio_ms: the word's
+            offset in the utterance's audio). Ctrl-C or SIGTERM silences the audio at once and exits
+            with 130 (143 for SIGTERM).
 
             The --timings file lists every segment (language, voice), sentence and word with its
             range in the input (Unicode-scalar offsets, end exclusive) and its start and end in
@@ -63,12 +70,28 @@ struct Say: AsyncParsableCommand {
     @Option(name: .customLong("prefer"), help: ArgumentHelp("Preferred languages for text the detector cannot decide, most preferred first (default: from $LANGUAGE/$LANG).", valueName: "fr,de"))
     var prefer: String?
 
+    @Option(name: .customLong("device"), help: ArgumentHelp("PulseAudio sink to play to (default: the server's default; list them with 'pactl list short sinks').", valueName: "sink"))
+    var device: String?
+
+    @Option(name: .customLong("latency"), help: ArgumentHelp("Audio the server buffers ahead, in milliseconds (default 30; more if playback stutters on a busy machine).", valueName: "ms"))
+    var latency: Int = 30
+
+    @Flag(name: .customLong("highlight"), help: "Show the text with the word being heard highlighted (live playback).")
+    var highlight = false
+
+    @Option(name: .customLong("events"), help: ArgumentHelp("Print every playback event on standard output in this format (only 'json': one object per line).", valueName: "json"))
+    var events: EventFormat?
+
+    enum EventFormat: String, ExpressibleByArgument { case json }
+
     @OptionGroup var catalogOptions: CatalogOptions
 
     func validate() throws {
-        if output == nil {
-            throw ValidationError("Live playback through PulseAudio is not implemented yet: pass -o FILE.wav to render to a file.")
+        if output != nil && (highlight || events != nil || device != nil) {
+            throw ValidationError("--highlight, --events and --device are for live playback; leave out -o FILE.wav to play the text.")
         }
+        if highlight && events != nil { throw ValidationError("Use --highlight or --events json, not both: both write to standard output.") }
+        if !(5...2000).contains(latency) { throw ValidationError("Latency \(latency) ms is out of range: use 5–2000.") }
         if timings != nil && output == nil { throw ValidationError("--timings needs -o FILE.wav.") }
         if file != nil && !text.isEmpty { throw ValidationError("Give the text as arguments or with -f, not both.") }
         if let pitch, !(0...99).contains(pitch) { throw ValidationError("Pitch \(pitch) is out of range: use 0–99.") }
@@ -96,9 +119,13 @@ struct Say: AsyncParsableCommand {
         let synth = SpeechSynthesizer(
             catalog: catalog,
             defaultLanguage: try prefer.map { try parseTagList($0, option: "--prefer")[0] } ?? "en",
-            detectsLanguages: detector != nil, detector: detector)
+            detectsLanguages: detector != nil, detector: detector,
+            audioOutput: AudioOutputOptions(device: device, targetLatency: .milliseconds(latency)))
         _ = try synth.plan(utterance)  // report bad input before any file is created
-        guard let output else { return }
+        guard let output else {
+            try await play(utterance, with: synth)
+            return
+        }
         let request = utterance
         let timeline = try await Interrupt.cancellingOnSignal {
             try await synth.write(
@@ -112,6 +139,51 @@ struct Say: AsyncParsableCommand {
         let unique = languages.filter { seen.insert($0).inserted }
         printError("Wrote \(output): \(String(format1: seconds)) s, \(timeline.words.count) words, languages: \(unique.joined(separator: ", "))"
             + (timings.map { "; timings in \($0)" } ?? ""))
+    }
+
+    /// Plays `utterance` live, printing events or the highlighted text, until it ends.
+    private func play(_ utterance: Utterance, with synth: SpeechSynthesizer) async throws {
+        try await synth.prepareToSpeak()
+        let events = synth.events()
+        let id = synth.speak(utterance)
+        let signals = Interrupt.onSignal { synth.stop(at: .immediate) }
+        defer { signals.forEach { $0.cancel() } }
+        var view = highlight ? HighlightView(text: utterance.inputText, width: HighlightView.terminalWidth()) : nil
+        for await event in events where event.utterance == id {
+            if self.events == .json { writeStandardOutput(Self.json(event)) }
+            if var v = view {
+                if case .willSpeakWord(let r) = event.kind { writeStandardOutput(v.highlight(r.scalarRange)) }
+                if event.kind.isTerminal { writeStandardOutput(v.finish()) }
+                view = v
+            }
+            switch event.kind {
+            case .finished:
+                return
+            case .cancelled:
+                throw ExitCode(Interrupt.signalled ?? 1)
+            case .failed(let error):
+                throw error
+            default:
+                continue
+            }
+        }
+    }
+
+    /// One `--events json` line.
+    static func json(_ event: SpeechEvent) -> String {
+        var fields = ["\"event\": \(JSONText.quoted(event.kind.name))", "\"t_ns\": \(event.time)", "\"utterance\": \(event.utterance)"]
+        switch event.kind {
+        case .willSpeakWord(let r), .willSpeakSentence(let r):
+            fields += [
+                "\"start\": \(r.scalarRange.lowerBound)", "\"end\": \(r.scalarRange.upperBound)",
+                "\"text\": \(JSONText.quoted(r.text))", "\"audio_ms\": \(String(format1: r.audioMilliseconds))",
+            ]
+        case .failed(let error):
+            fields.append("\"error\": \(JSONText.quoted(error.description))")
+        default:
+            break
+        }
+        return "{" + fields.joined(separator: ", ") + "}\n"
     }
 
     private func readInput() throws -> String {
@@ -140,8 +212,38 @@ func printError(_ message: String) {
     line.withUTF8 { _ = write(2, $0.baseAddress, $0.count) }
 }
 
+/// Writes `text` to standard output at once (unbuffered, so events arrive when they happen).
+func writeStandardOutput(_ text: String) {
+    var bytes = Array(text.utf8)
+    var offset = 0
+    while offset < bytes.count {
+        let n = bytes[offset...].withUnsafeMutableBytes { write(1, $0.baseAddress, $0.count) }
+        if n < 0 && errno == EINTR { continue }
+        if n <= 0 { return }
+        offset += n
+    }
+}
+
 /// Turns Ctrl-C and SIGTERM into task cancellation, so work stops cleanly and leaves no partial files.
 enum Interrupt {
+    /// The exit status for the signal received so far (130 for SIGINT, 143 for SIGTERM).
+    static var signalled: Int32? { Signalled.code.withLock { $0 } }
+
+    /// Calls `handler` on SIGINT or SIGTERM (instead of dying), remembering which came.
+    static func onSignal(_ handler: @escaping @Sendable () -> Void) -> [any DispatchSourceSignal] {
+        signal(SIGINT, SIG_IGN)
+        signal(SIGTERM, SIG_IGN)
+        return [(SIGINT, Int32(130)), (SIGTERM, Int32(143))].map { sig, code in
+            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
+            source.setEventHandler {
+                Signalled.code.withLock { $0 = code }
+                handler()
+            }
+            source.resume()
+            return source
+        }
+    }
+
     /// Runs `body`; on SIGINT or SIGTERM it is cancelled and the process exits with 130 (SIGINT) or 143.
     static func cancellingOnSignal<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
         let task = Task { try await body() }

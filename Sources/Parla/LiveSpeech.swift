@@ -1,0 +1,378 @@
+import Dispatch
+import FoundationEssentials
+import ParlaCore
+import ParlaESpeak
+import ParlaPulseAudio
+import Synchronization
+
+/// Live speech: the scheduler, the PulseAudio streams and the clock that delivers events when
+/// the listener hears them.
+///
+/// One lock (``state``) guards the scheduler, every playback and the subscribers; it may be
+/// taken before the PulseAudio lock, never after it. Three kinds of thread meet here: callers
+/// (speak, stop, pause), the engine thread (audio and marks as they are synthesized), and the
+/// playback clock (a dedicated thread that polls each stream's played position and delivers
+/// what the listener has reached).
+final class LiveSpeech: @unchecked Sendable {
+    private static let ids = Atomic<Int>(0)
+
+    let output: PulseAudioOutput
+    private let planner: @Sendable (Utterance) throws(ParlaError) -> SpeechPlan
+    private let state = Mutex(State())
+    private let wake = DispatchSemaphore(value: 0)
+    private let clockQueue = DispatchQueue(label: "parla.playback-clock")
+    private let clockStarted = Atomic<Bool>(false)
+
+    private struct Request {
+        var utterance: Utterance
+        var announcement: String?
+        var waiter: CheckedContinuation<SpeechEvent, Never>?
+    }
+
+    private struct State {
+        var scheduler = SpeechScheduler()
+        var requests: [UtteranceID: Request] = [:]
+        var playing: [Playback] = []
+        var paused = false
+        var subscribers: [Int: AsyncStream<SpeechEvent>.Continuation] = [:]
+        var nextSubscriber = 0
+    }
+
+    init(output: PulseAudioOutput, planner: @escaping @Sendable (Utterance) throws(ParlaError) -> SpeechPlan) {
+        self.output = output
+        self.planner = planner
+    }
+
+    // MARK: Requests
+
+    func submit(_ utterance: Utterance, kind: SpeechRequestKind, announcement: String?, waiter: CheckedContinuation<SpeechEvent, Never>? = nil) -> UtteranceID {
+        let id = UtteranceID(Self.ids.add(1, ordering: .relaxed).newValue)
+        startClock()
+        state.withLock { s in
+            s.requests[id] = Request(utterance: utterance, announcement: announcement, waiter: waiter)
+            perform(s.scheduler.submit(.init(id: id, kind: kind)), in: &s)
+        }
+        wake.signal()
+        return id
+    }
+
+    func stop(at boundary: SpeechBoundary) {
+        state.withLock { s in
+            perform(s.scheduler.stop(at: boundary), in: &s)
+            if boundary == .immediate { s.paused = false }
+        }
+        wake.signal()
+    }
+
+    func pause(at boundary: SpeechBoundary) -> Bool {
+        let done = state.withLock { s -> Bool in
+            guard !s.paused, let pb = s.playing.last, !pb.ended else { return false }
+            s.paused = true
+            if boundary == .immediate || pb.stream == nil {
+                cork(pb, in: &s)
+            } else {
+                pb.pauseAt = pb.wordBoundary(after: pb.stream?.playedSamples() ?? 0)
+            }
+            return true
+        }
+        wake.signal()
+        return done
+    }
+
+    func resume() -> Bool {
+        let done = state.withLock { s -> Bool in
+            guard s.paused else { return false }
+            s.paused = false
+            for pb in s.playing where !pb.ended {
+                pb.pauseAt = nil
+                if pb.isCorked {
+                    pb.isCorked = false
+                    pb.stream?.setCorked(false)
+                    emit(.continued, for: pb.id, in: &s)
+                }
+            }
+            return true
+        }
+        wake.signal()
+        return done
+    }
+
+    var isSpeaking: Bool { state.withLock { $0.scheduler.isBusy } }
+    var isPaused: Bool { state.withLock { $0.paused } }
+
+    func events() -> AsyncStream<SpeechEvent> {
+        let (stream, continuation) = AsyncStream.makeStream(of: SpeechEvent.self)
+        let key = state.withLock { s in
+            s.nextSubscriber += 1
+            s.subscribers[s.nextSubscriber] = continuation
+            return s.nextSubscriber
+        }
+        continuation.onTermination = { [weak self] _ in
+            _ = self?.state.withLock { $0.subscribers.removeValue(forKey: key) }
+        }
+        return stream
+    }
+
+    // MARK: Scheduler actions (state lock held)
+
+    private func perform(_ actions: [SpeechScheduler.Action], in s: inout State) {
+        for action in actions {
+            switch action {
+            case .start(let id):
+                guard let request = s.requests[id] else { continue }
+                let pb = Playback(id: id, input: request.utterance.inputText)
+                s.playing.append(pb)
+                s.paused = false
+                Task { await self.run(pb, request.utterance) }
+            case .interrupt(let id, let boundary):
+                guard let pb = s.playing.first(where: { $0.id == id }) else { continue }
+                if boundary == .immediate {
+                    end(pb, .cancelled(.interrupted), in: &s)
+                } else {
+                    pb.pauseAt = nil
+                    if pb.isCorked {  // a paused utterance has no word to finish
+                        end(pb, .cancelled(.interrupted), in: &s)
+                    } else {
+                        pb.stopAt = pb.wordBoundary(after: pb.stream?.playedSamples() ?? 0)
+                    }
+                }
+            case .drop(let id):
+                terminate(id, .cancelled(.dropped), in: &s)
+            }
+        }
+    }
+
+    /// Ends a playback: silences it at once, delivers its terminal event, starts what is next.
+    private func end(_ pb: Playback, _ kind: SpeechEvent.Kind, in s: inout State) {
+        guard !pb.ended else { return }
+        pb.ended = true
+        pb.stop.raise()
+        pb.stream?.close()
+        s.playing.removeAll { $0 === pb }
+        terminate(pb.id, kind, in: &s)
+        perform(s.scheduler.ended(pb.id), in: &s)
+    }
+
+    /// Delivers the terminal event of `id` (once) and wakes whoever awaits it.
+    private func terminate(_ id: UtteranceID, _ kind: SpeechEvent.Kind, in s: inout State) {
+        guard let request = s.requests.removeValue(forKey: id) else { return }
+        var success = false
+        if case .finished = kind { success = true }
+        let event = SpeechEvent(
+            utterance: id, kind: kind, time: monotonicNanoseconds(),
+            announcement: request.announcement.map { AnnouncementResult(string: $0, wasSuccessful: success) })
+        for c in s.subscribers.values { c.yield(event) }
+        request.waiter?.resume(returning: event)
+    }
+
+    private func emit(_ kind: SpeechEvent.Kind, for id: UtteranceID, in s: inout State) {
+        guard s.requests[id] != nil else { return }
+        let event = SpeechEvent(utterance: id, kind: kind, time: monotonicNanoseconds())
+        for c in s.subscribers.values { c.yield(event) }
+    }
+
+    private func cork(_ pb: Playback, in s: inout State) {
+        pb.pauseAt = nil
+        guard !pb.isCorked else { return }
+        pb.isCorked = true
+        pb.stream?.setCorked(true)
+        emit(.paused, for: pb.id, in: &s)
+    }
+
+    // MARK: Synthesis (one task per started utterance)
+
+    private func run(_ pb: Playback, _ utterance: Utterance) async {
+        do {
+            let plan = try planner(utterance)
+            let rate = try await ESpeakEngine.shared.start()
+            let stream = try output.openStream(sampleRate: rate, name: String(plan.text.prefix(60)))
+            let live = state.withLock { s -> Bool in
+                pb.sampleRate = rate
+                guard !pb.ended else { return false }
+                pb.stream = stream
+                if pb.isCorked { stream.setCorked(true) }
+                return true
+            }
+            guard live else {
+                stream.close()
+                return
+            }
+            wake.signal()
+            let total = try await ESpeakEngine.shared.synthesize(plan, stop: pb.stop) { event in
+                switch event {
+                case .audio(let buffer):
+                    do { try stream.write(buffer.samples) } catch { pb.stop.raise() }
+                case .word(let w):
+                    self.state.withLock { _ in pb.words.append(w) }
+                case .sentence(let m):
+                    self.state.withLock { _ in pb.sentences.append(m) }
+                case .segment:
+                    break
+                }
+            }
+            state.withLock { _ in
+                pb.totalSamples = total
+                pb.synthesisDone = true
+            }
+            stream.finishInput()
+            wake.signal()
+        } catch {
+            let failure = error
+            state.withLock { s in
+                // A stream failure that stopped synthesis is reported by the clock with its own error.
+                if failure == .cancelled, let stream = pb.stream, case .failed(let e) = stream.currentStatus {
+                    end(pb, .failed(e), in: &s)
+                } else if failure != .cancelled {
+                    end(pb, .failed(failure), in: &s)
+                }
+            }
+            wake.signal()
+        }
+    }
+
+    // MARK: The playback clock
+
+    private func startClock() {
+        guard clockStarted.compareExchange(expected: false, desired: true, ordering: .relaxed).exchanged else { return }
+        clockQueue.async { [weak self] in
+            while let me = self {
+                let wait = me.tick()
+                _ = me.wake.wait(timeout: .now() + .nanoseconds(wait))
+            }
+        }
+    }
+
+    /// Delivers everything the listener has reached; returns how long to sleep (nanoseconds).
+    private func tick() -> Int {
+        state.withLock { s -> Int in
+            var sleep = 1_000_000_000  // idle: wake on demand
+            for pb in s.playing where !pb.ended {
+                if let next = advance(pb, in: &s) { sleep = min(sleep, next) }
+            }
+            return max(sleep, 500_000)
+        }
+    }
+
+    /// One playback's step; returns nanoseconds until its next due event, nil if ended.
+    private func advance(_ pb: Playback, in s: inout State) -> Int? {
+        guard let stream = pb.stream else { return 5_000_000 }
+        let status = stream.currentStatus
+        if case .failed(let error) = status {
+            end(pb, .failed(error), in: &s)
+            return nil
+        }
+        guard let played = stream.playedSamples() else { return 2_000_000 }
+        if !pb.started && (played > 0 || status == .drained) {
+            pb.started = true
+            emit(.started, for: pb.id, in: &s)
+        }
+        if pb.started {
+            while pb.nextSentence < pb.sentences.count, pb.sentences[pb.nextSentence].startSample <= played {
+                let m = pb.sentences[pb.nextSentence]
+                pb.nextSentence += 1
+                emit(.willSpeakSentence(pb.spoken(m.range, text: nil, sample: m.startSample)), for: pb.id, in: &s)
+            }
+            while pb.nextWord < pb.words.count, pb.words[pb.nextWord].startSample <= played {
+                let w = pb.words[pb.nextWord]
+                pb.nextWord += 1
+                emit(.willSpeakWord(pb.spoken(w.range, text: w.word, sample: w.startSample)), for: pb.id, in: &s)
+            }
+        }
+        if let at = pb.stopAt, played >= at {
+            end(pb, .cancelled(.interrupted), in: &s)
+            return nil
+        }
+        if let at = pb.pauseAt, played >= at {
+            cork(pb, in: &s)
+        }
+        let now = monotonicNanoseconds()
+        if status == .drained, pb.drainedAt == nil { pb.drainedAt = now }
+        if pb.synthesisDone {
+            // Finished once the played position reaches the last sample, or (should the server's
+            // clock stop short of it) a latency's worth after the server drained the stream.
+            let latency = output.options.targetLatency.components
+            let grace = UInt64(latency.seconds) * 1_000_000_000 + UInt64(latency.attoseconds / 1_000_000_000) + 100_000_000
+            if played >= pb.totalSamples - pb.sampleRate / 1000 || (pb.drainedAt.map { now - $0 > grace } ?? false) {
+                end(pb, .finished, in: &s)
+                return nil
+            }
+        }
+        if pb.isCorked { return 50_000_000 }
+        var due = pb.synthesisDone ? pb.totalSamples : Int.max
+        if pb.nextWord < pb.words.count { due = min(due, pb.words[pb.nextWord].startSample) }
+        if pb.nextSentence < pb.sentences.count { due = min(due, pb.sentences[pb.nextSentence].startSample) }
+        if let at = pb.stopAt { due = min(due, at) }
+        if let at = pb.pauseAt { due = min(due, at) }
+        guard due != Int.max else { return 5_000_000 }
+        let ns = (due - played) * 1_000_000_000 / max(pb.sampleRate, 1)
+        return min(max(ns, 0), 20_000_000)
+    }
+}
+
+/// One started utterance (every field is guarded by ``LiveSpeech``'s state lock, except
+/// ``stop``, which is atomic).
+private final class Playback: @unchecked Sendable {
+    let id: UtteranceID
+    let input: String
+    let stop = StopFlag()
+    var stream: PlaybackStream?
+    var sampleRate = 22050
+    var words: [WordMark] = []
+    var sentences: [SentenceMark] = []
+    var nextWord = 0
+    var nextSentence = 0
+    var synthesisDone = false
+    var totalSamples = 0
+    var started = false
+    var ended = false
+    var isCorked = false
+    var pauseAt: Int?
+    var stopAt: Int?
+    var drainedAt: UInt64?
+    private var cursor = OffsetCursor()
+
+    init(id: UtteranceID, input: String) {
+        self.id = id
+        self.input = input
+    }
+
+    /// Where the word being heard at `played` ends (or `played` itself between words).
+    func wordBoundary(after played: Int) -> Int {
+        for w in words.reversed() where w.startSample <= played {
+            return max(w.endSample, played)
+        }
+        return words.first.map { max($0.endSample, played) } ?? played
+    }
+
+    func spoken(_ range: Range<Int>, text: String?, sample: Int) -> SpokenRange {
+        let lo = cursor.locate(range.lowerBound, in: input)
+        let hi = cursor.locate(range.upperBound, in: input)
+        return SpokenRange(
+            range: lo.index..<hi.index, utf16Range: lo.utf16..<hi.utf16, scalarRange: range,
+            text: text ?? String(input[lo.index..<hi.index]), audioSample: sample, sampleRate: sampleRate)
+    }
+}
+
+/// Converts increasing scalar offsets into indices and UTF-16 offsets without rescanning the text.
+private struct OffsetCursor {
+    var scalar = 0
+    var index: String.Index?
+    var utf16 = 0
+
+    mutating func locate(_ offset: Int, in text: String) -> (index: String.Index, utf16: Int) {
+        let scalars = text.unicodeScalars
+        if index == nil || offset < scalar {
+            scalar = 0
+            index = scalars.startIndex
+            utf16 = 0
+        }
+        var i = index!
+        while scalar < offset, i < scalars.endIndex {
+            utf16 += scalars[i].utf16.count
+            i = scalars.index(after: i)
+            scalar += 1
+        }
+        index = i
+        return (i, utf16)
+    }
+}

@@ -1,0 +1,120 @@
+import FoundationEssentials
+import ParlaCore
+import ParlaESpeak
+import ParlaPulseAudio
+import Synchronization
+
+/// Live speech through PulseAudio, with the scheduling of `AVSpeechSynthesizer` and
+/// accessibility announcements.
+///
+/// ```swift
+/// let synth = SpeechSynthesizer()
+/// for await event in synth.events() { … }      // word ranges as the listener hears them
+/// synth.speak(Utterance(string: "Hello"))         // queues (first in, first out)
+/// await synth.announce("Battery low")             // interrupts, then reports wasSuccessful
+/// ```
+extension SpeechSynthesizer {
+    var live: LiveSpeech {
+        liveSpeechStorage.withLock { stored in
+            if let stored { return stored }
+            let made = LiveSpeech(output: PulseAudioOutput(options: audioOutput)) { [unowned self] u throws(ParlaError) in
+                try self.plan(u)
+            }
+            stored = made
+            return made
+        }
+    }
+
+    /// Appends `utterance` to the queue; it plays when everything before it has finished.
+    /// Never throws: an utterance that cannot be spoken ends with a `failed` event.
+    /// - Returns: the identifier its events carry.
+    @discardableResult
+    public func speak(_ utterance: Utterance) -> UtteranceID {
+        live.submit(utterance, kind: .speech, announcement: nil)
+    }
+
+    /// Appends plain `text` to the queue (see ``speak(_:)-(Utterance)``).
+    @discardableResult
+    public func speak(_ text: String) -> UtteranceID {
+        speak(Utterance(string: text))
+    }
+
+    /// Queues `utterance` like ``speak(_:)`` and waits for its terminal event
+    /// (`finished`, `cancelled` or `failed`).
+    public func speakAndWait(_ utterance: Utterance) async -> SpeechEvent {
+        await withCheckedContinuation { c in
+            _ = live.submit(utterance, kind: .speech, announcement: nil, waiter: c)
+        }
+    }
+
+    /// Speaks an announcement and waits until it ends. By default it interrupts current speech;
+    /// the queue-announcement attribute (``SpeechAttributes/QueueAnnouncementAttribute``) makes
+    /// it wait its turn, and the priority attribute sets high (not interrupted once started),
+    /// default or low (waits for everything else). See ``SpeechScheduler`` for the rules.
+    /// - Returns: the string and whether it was spoken to the end. Observers get the same
+    ///   result on the announcement's terminal event (``SpeechEvent/announcement``).
+    @discardableResult
+    public func announce(_ text: AttributedString, language: LanguageTag? = nil) async -> AnnouncementResult {
+        var queued = false
+        var priority = AnnouncementPriority.default
+        for run in text.runs {
+            if let q = run[SpeechAttributes.QueueAnnouncementAttribute.self] { queued = q }
+            if let p = run[SpeechAttributes.AnnouncementPriorityAttribute.self] { priority = p }
+        }
+        let string = String(text.characters)
+        let event = await withCheckedContinuation { c in
+            _ = live.submit(
+                Utterance(text, language: language), kind: .announcement(priority: priority, queued: queued),
+                announcement: string, waiter: c)
+        }
+        return event.announcement ?? AnnouncementResult(string: string, wasSuccessful: false)
+    }
+
+    /// Announces plain `text` (see ``announce(_:language:)-(AttributedString,_)``).
+    @discardableResult
+    public func announce(_ text: String, language: LanguageTag? = nil) async -> AnnouncementResult {
+        await announce(AttributedString(text), language: language)
+    }
+
+    /// Stops all speech: what is speaking is cut off at `boundary` (it ends `cancelled`,
+    /// interrupted) and everything queued is dropped (each ends `cancelled`, dropped).
+    public func stop(at boundary: SpeechBoundary = .immediate) {
+        live.stop(at: boundary)
+    }
+
+    /// Pauses what is speaking at `boundary`; queued speech waits.
+    /// - Returns: false if nothing was speaking or speech was already paused.
+    @discardableResult
+    public func pause(at boundary: SpeechBoundary = .immediate) -> Bool {
+        live.pause(at: boundary)
+    }
+
+    /// Resumes paused speech where it stopped.
+    /// - Returns: false if speech was not paused.
+    @discardableResult
+    public func `continue`() -> Bool {
+        live.resume()
+    }
+
+    /// Whether anything is speaking or queued.
+    public var isSpeaking: Bool { live.isSpeaking }
+
+    /// Whether speech is paused.
+    public var isPaused: Bool { live.isPaused }
+
+    /// A new stream of every live-speech event from now on (one per subscriber). Word events
+    /// arrive when the word's audio reaches the listener; each utterance ends with exactly one
+    /// terminal event.
+    public func events() -> AsyncStream<SpeechEvent> {
+        live.events()
+    }
+
+    /// Connects to the sound server and starts the engine ahead of time, so the first
+    /// ``speak(_:)`` starts sooner.
+    /// - Throws: ``ParlaError/audioServerUnavailable(reason:)`` if there is no sound server.
+    public func prepareToSpeak() async throws {
+        let output = live.output
+        _ = try await ESpeakEngine.shared.start()
+        try output.connect()
+    }
+}

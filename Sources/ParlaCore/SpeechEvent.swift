@@ -1,0 +1,120 @@
+/// A stretch of an utterance's text that is being heard, located every way a caller may need.
+public struct SpokenRange: Sendable, Hashable {
+    /// The range in the text the caller gave (``Utterance/inputText``: the markup for SSML).
+    public var range: Range<String.Index>
+    /// The same range as UTF-16 offsets (`NSRange`-style, for UI toolkits).
+    public var utf16Range: Range<Int>
+    /// The same range as Unicode-scalar offsets.
+    public var scalarRange: Range<Int>
+    /// The text as spoken (for SSML, the decoded text).
+    public var text: String
+    /// Where its audio starts, counted from the start of the utterance's audio, in samples.
+    public var audioSample: Int
+    /// Samples per second of that audio.
+    public var sampleRate: Int
+
+    /// Where its audio starts, in milliseconds from the start of the utterance's audio.
+    public var audioMilliseconds: Double { Double(audioSample) * 1000 / Double(sampleRate) }
+
+    /// Creates a range from all its parts.
+    public init(range: Range<String.Index>, utf16Range: Range<Int>, scalarRange: Range<Int>, text: String, audioSample: Int, sampleRate: Int) {
+        self.range = range
+        self.utf16Range = utf16Range
+        self.scalarRange = scalarRange
+        self.text = text
+        self.audioSample = audioSample
+        self.sampleRate = sampleRate
+    }
+
+    /// Locates `scalarRange` of `text` (which must lie on grapheme-cluster boundaries, as every
+    /// mark's range does).
+    public init(scalarRange: Range<Int>, in input: String, text spoken: String, audioSample: Int, sampleRate: Int) {
+        let scalars = input.unicodeScalars
+        let lo = scalars.index(scalars.startIndex, offsetBy: scalarRange.lowerBound)
+        let hi = scalars.index(lo, offsetBy: scalarRange.count)
+        let u16lo = input.utf16.distance(from: input.utf16.startIndex, to: lo)
+        let u16hi = u16lo + input.utf16.distance(from: lo, to: hi)
+        self.range = lo..<hi
+        self.utf16Range = u16lo..<u16hi
+        self.scalarRange = scalarRange
+        self.text = spoken
+        self.audioSample = audioSample
+        self.sampleRate = sampleRate
+    }
+}
+
+/// How an announcement ended: the AnnouncementDidFinish notification of the accessibility world.
+public struct AnnouncementResult: Sendable, Hashable {
+    /// The announced text.
+    public var string: String
+    /// True when it was spoken to the end; false when it was cut off, dropped or failed.
+    public var wasSuccessful: Bool
+    /// Creates a result.
+    public init(string: String, wasSuccessful: Bool) {
+        self.string = string
+        self.wasSuccessful = wasSuccessful
+    }
+}
+
+/// Something that happened to an utterance, at the moment the listener hears it.
+public struct SpeechEvent: Sendable {
+    /// What happened.
+    public enum Kind: Sendable {
+        /// Its audio began playing.
+        case started
+        /// This word's audio is reaching the listener now.
+        case willSpeakWord(SpokenRange)
+        /// This sentence's audio is reaching the listener now.
+        case willSpeakSentence(SpokenRange)
+        /// Playback paused (`pause(at:)`).
+        case paused
+        /// Playback resumed (`continue()`).
+        case continued
+        /// The last sample was played. Terminal.
+        case finished
+        /// Cut off while speaking, or dropped before it started. Terminal.
+        case cancelled(CancellationReason)
+        /// It could not be spoken (bad input, no sound server, server lost). Terminal.
+        case failed(ParlaError)
+
+        /// Whether this is the one event that ends an utterance.
+        public var isTerminal: Bool {
+            switch self {
+            case .finished, .cancelled, .failed: return true
+            default: return false
+            }
+        }
+
+        /// The event's name as `--events json` prints it.
+        public var name: String {
+            switch self {
+            case .started: return "started"
+            case .willSpeakWord: return "word"
+            case .willSpeakSentence: return "sentence"
+            case .paused: return "paused"
+            case .continued: return "continued"
+            case .finished: return "finished"
+            case .cancelled(.interrupted): return "interrupted"
+            case .cancelled(.dropped): return "dropped"
+            case .failed: return "failed"
+            }
+        }
+    }
+
+    /// The utterance it is about.
+    public var utterance: UtteranceID
+    /// What happened.
+    public var kind: Kind
+    /// CLOCK_MONOTONIC nanoseconds when the event was delivered.
+    public var time: UInt64
+    /// For the terminal event of an announcement: its text and whether it was spoken to the end.
+    public var announcement: AnnouncementResult?
+
+    /// Creates an event.
+    public init(utterance: UtteranceID, kind: Kind, time: UInt64, announcement: AnnouncementResult? = nil) {
+        self.utterance = utterance
+        self.kind = kind
+        self.time = time
+        self.announcement = announcement
+    }
+}

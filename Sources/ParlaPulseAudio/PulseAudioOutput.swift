@@ -1,0 +1,350 @@
+internal import CPulseAudio
+import ParlaCore
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Where and how live speech is played.
+public struct AudioOutputOptions: Sendable, Hashable {
+    /// The PulseAudio sink to play to (nil: the server's default sink).
+    public var device: String?
+    /// The server to connect to (nil: the default, which honours `PULSE_SERVER`).
+    public var server: String?
+    /// How much audio the server buffers ahead of the listener. Smaller reacts faster to stop
+    /// and pause; too small risks underruns on a loaded machine.
+    public var targetLatency: Duration
+    /// The stream's `media.role` (PulseAudio's role for screen readers and announcements is `a11y`).
+    public var role: String
+    /// The client name desktop volume controls show.
+    public var applicationName: String
+
+    /// Creates options; the defaults suit spoken announcements on a desktop.
+    public init(
+        device: String? = nil, server: String? = nil, targetLatency: Duration = .milliseconds(30),
+        role: String = "a11y", applicationName: String = "Parla"
+    ) {
+        self.device = device
+        self.server = server
+        self.targetLatency = targetLatency
+        self.role = role
+        self.applicationName = applicationName
+    }
+}
+
+/// A connection to a PulseAudio server (or PipeWire's pulse server) through libpulse's
+/// threaded main loop. It connects on first use and again after the server went away.
+///
+/// Every libpulse call is made with the main loop's lock held; callbacks run on the main
+/// loop's own thread (with the lock held) and only record state.
+public final class PulseAudioOutput: @unchecked Sendable {
+    /// The options the output was created with.
+    public let options: AudioOutputOptions
+    let mainloop: OpaquePointer
+    private var context: OpaquePointer?
+
+    /// Creates an output; nothing is connected until ``connect()`` or the first stream.
+    public init(options: AudioOutputOptions = AudioOutputOptions()) {
+        self.options = options
+        mainloop = pa_threaded_mainloop_new()
+        pa_threaded_mainloop_start(mainloop)
+    }
+
+    deinit {
+        pa_threaded_mainloop_stop(mainloop)
+        if let context {
+            pa_context_disconnect(context)
+            pa_context_unref(context)
+        }
+        pa_threaded_mainloop_free(mainloop)
+    }
+
+    func lock() { pa_threaded_mainloop_lock(mainloop) }
+    func unlock() { pa_threaded_mainloop_unlock(mainloop) }
+
+    /// Runs `body` with the main loop locked.
+    func locked<T>(_ body: () throws(ParlaError) -> T) throws(ParlaError) -> T {
+        lock()
+        defer { unlock() }
+        return try body()
+    }
+
+    /// Connects to the server unless already connected. Blocks until the connection is ready or
+    /// has failed (a local server answers in about a millisecond).
+    /// - Throws: ``ParlaError/audioServerUnavailable(reason:)``.
+    public func connect() throws(ParlaError) {
+        try locked { () throws(ParlaError) in _ = try readyContext() }
+    }
+
+    /// The connected context; connects (again) if needed. Lock held.
+    func readyContext() throws(ParlaError) -> OpaquePointer {
+        if let context {
+            if pa_context_get_state(context) == PA_CONTEXT_READY { return context }
+            pa_context_set_state_callback(context, nil, nil)
+            pa_context_disconnect(context)
+            pa_context_unref(context)
+            self.context = nil
+        }
+        let props = pa_proplist_new()
+        defer { pa_proplist_free(props) }
+        pa_proplist_sets(props, "application.name", options.applicationName)
+        pa_proplist_sets(props, "application.id", "org.parla")
+        pa_proplist_sets(props, "application.icon_name", "audio-speakers")
+        guard let ctx = pa_context_new_with_proplist(pa_threaded_mainloop_get_api(mainloop), options.applicationName, props) else {
+            throw .audioServerUnavailable(reason: "libpulse could not create a context")
+        }
+        pa_context_set_state_callback(ctx, { _, userdata in
+            pa_threaded_mainloop_signal(OpaquePointer(userdata), 0)
+        }, UnsafeMutableRawPointer(mainloop))
+        let flags = pa_context_flags_t(rawValue: PA_CONTEXT_NOAUTOSPAWN.rawValue)
+        if pa_context_connect(ctx, options.server, flags, nil) < 0 {
+            let reason = errorText(pa_context_errno(ctx))
+            pa_context_unref(ctx)
+            throw .audioServerUnavailable(reason: reason)
+        }
+        while true {
+            let state = pa_context_get_state(ctx)
+            if state == PA_CONTEXT_READY { break }
+            if state == PA_CONTEXT_FAILED || state == PA_CONTEXT_TERMINATED {
+                let reason = errorText(pa_context_errno(ctx))
+                pa_context_set_state_callback(ctx, nil, nil)
+                pa_context_unref(ctx)
+                throw .audioServerUnavailable(reason: reason)
+            }
+            pa_threaded_mainloop_wait(mainloop)
+        }
+        context = ctx
+        return ctx
+    }
+
+    /// Opens a playback stream for 16-bit mono audio at `sampleRate`. Returns at once: audio
+    /// written before the server has created the stream is sent as soon as it has.
+    /// - Throws: ``ParlaError/audioServerUnavailable(reason:)`` if there is no server.
+    public func openStream(sampleRate: Int, name: String) throws(ParlaError) -> PlaybackStream {
+        try locked { () throws(ParlaError) in
+            let ctx = try readyContext()
+            return try PlaybackStream(output: self, context: ctx, sampleRate: sampleRate, name: name)
+        }
+    }
+
+    func errorText(_ code: Int32) -> String {
+        String(cString: pa_strerror(code))
+    }
+}
+
+/// One utterance's playback stream: audio goes in with ``write(_:)``, and
+/// ``playedSamples()`` says how far the listener has heard.
+public final class PlaybackStream: @unchecked Sendable {
+    /// What the stream is doing.
+    public enum Status: Sendable, Equatable {
+        /// Connecting or playing.
+        case active
+        /// Every sample written has been played (after ``finishInput()``).
+        case drained
+        /// The stream failed (server gone, device missing); it plays nothing more.
+        case failed(ParlaError)
+        /// ``close()`` was called.
+        case closed
+    }
+
+    private let output: PulseAudioOutput
+    private var stream: OpaquePointer?
+    /// Samples per second.
+    public let sampleRate: Int
+    private var pending: [Int16] = []
+    private var pendingOffset = 0
+    private var inputFinished = false
+    private var drainRequested = false
+    private var drainOperation: OpaquePointer?
+    private var status: Status = .active
+    private var isCorked = false
+    /// Samples handed to the server so far.
+    private var sentSamples = 0
+    /// Number of times the server ran out of audio while playing.
+    public private(set) var underflows = 0
+
+    /// Lock held by the caller.
+    fileprivate init(output: PulseAudioOutput, context: OpaquePointer, sampleRate: Int, name: String) throws(ParlaError) {
+        self.output = output
+        self.sampleRate = sampleRate
+        var spec = pa_sample_spec(format: PA_SAMPLE_S16LE, rate: UInt32(sampleRate), channels: 1)
+        let props = pa_proplist_new()
+        defer { pa_proplist_free(props) }
+        pa_proplist_sets(props, "media.role", output.options.role)
+        pa_proplist_sets(props, "media.name", name)
+        pa_proplist_sets(props, "application.name", output.options.applicationName)
+        guard let s = pa_stream_new_with_proplist(context, name, &spec, nil, props) else {
+            throw .audioFailure(output.errorText(pa_context_errno(context)))
+        }
+        stream = s
+        // Keep self alive while libpulse may call back; balanced in detach().
+        let me = Unmanaged.passRetained(self).toOpaque()
+        pa_stream_set_state_callback(s, { s, userdata in
+            let me = Unmanaged<PlaybackStream>.fromOpaque(userdata!).takeUnretainedValue()
+            me.stateChanged()
+        }, me)
+        pa_stream_set_write_callback(s, { _, _, userdata in
+            Unmanaged<PlaybackStream>.fromOpaque(userdata!).takeUnretainedValue().pump()
+        }, me)
+        pa_stream_set_underflow_callback(s, { _, userdata in
+            Unmanaged<PlaybackStream>.fromOpaque(userdata!).takeUnretainedValue().underflows += 1
+        }, me)
+        let latencyBytes = UInt32(max(0.005, Double(output.options.targetLatency.components.seconds) + Double(output.options.targetLatency.components.attoseconds) / 1e18) * Double(sampleRate)) * 2
+        var attr = pa_buffer_attr(
+            maxlength: UInt32.max, tlength: latencyBytes, prebuf: UInt32.max, minreq: UInt32.max, fragsize: UInt32.max)
+        let flags = pa_stream_flags_t(rawValue:
+            PA_STREAM_INTERPOLATE_TIMING.rawValue | PA_STREAM_AUTO_TIMING_UPDATE.rawValue | PA_STREAM_ADJUST_LATENCY.rawValue)
+        if pa_stream_connect_playback(s, output.options.device, &attr, flags, nil, nil) < 0 {
+            let reason = output.errorText(pa_context_errno(context))
+            detach()
+            throw .audioFailure(reason)
+        }
+    }
+
+    /// Lock held (callback).
+    private func stateChanged() {
+        guard let s = stream else { return }
+        let state = pa_stream_get_state(s)
+        if state == PA_STREAM_READY {
+            pump()
+        } else if state == PA_STREAM_FAILED || state == PA_STREAM_TERMINATED {
+            let ctx = pa_stream_get_context(s)
+            let code = ctx.map { pa_context_errno($0) } ?? 0
+            let contextAlive = ctx.map { pa_context_get_state($0) == PA_CONTEXT_READY } ?? false
+            if case .active = status {
+                if code == Int32(PA_ERR_NOENTITY.rawValue), let device = output.options.device, contextAlive {
+                    status = .failed(.audioDeviceNotFound(device))
+                } else if contextAlive {
+                    status = .failed(.audioFailure(output.errorText(code)))
+                } else {
+                    status = .failed(.audioServerLost(reason: output.errorText(code)))
+                }
+            }
+        }
+        pa_threaded_mainloop_signal(output.mainloop, 0)
+    }
+
+    /// Sends as much pending audio as the server asks for. Lock held.
+    private func pump() {
+        guard let s = stream, case .active = status, pa_stream_get_state(s) == PA_STREAM_READY else { return }
+        var room = pa_stream_writable_size(s)
+        if room == Int.max || room == -1 { return }
+        while room >= 2 && pendingOffset < pending.count {
+            let count = min(room / 2, pending.count - pendingOffset)
+            let rc = pending.withUnsafeBufferPointer { buf in
+                pa_stream_write(s, buf.baseAddress! + pendingOffset, count * 2, nil, 0, PA_SEEK_RELATIVE)
+            }
+            if rc < 0 { break }
+            pendingOffset += count
+            sentSamples += count
+            room -= count * 2
+        }
+        if pendingOffset > 65536 && pendingOffset * 2 > pending.count {
+            pending.removeFirst(pendingOffset)
+            pendingOffset = 0
+        }
+        if inputFinished && pendingOffset == pending.count && !drainRequested {
+            drainRequested = true
+            let me = Unmanaged.passUnretained(self).toOpaque()
+            drainOperation = pa_stream_drain(s, { _, success, userdata in
+                let me = Unmanaged<PlaybackStream>.fromOpaque(userdata!).takeUnretainedValue()
+                if success != 0, case .active = me.status { me.status = .drained }
+                pa_threaded_mainloop_signal(me.output.mainloop, 0)
+            }, me)
+        }
+    }
+
+    /// Queues `samples` for playback.
+    /// - Throws: the stream's failure, if it has failed.
+    public func write(_ samples: [Int16]) throws(ParlaError) {
+        try output.locked { () throws(ParlaError) in
+            if case .failed(let e) = status { throw e }
+            guard case .active = status else { return }
+            pending.append(contentsOf: samples)
+            pump()
+        }
+    }
+
+    /// Says that no more audio follows: what is queued plays to the end (the stream starts
+    /// even if less than its buffer was written), then the status becomes ``Status/drained``.
+    public func finishInput() {
+        output.lock()
+        defer { output.unlock() }
+        inputFinished = true
+        pump()
+    }
+
+    /// The stream's state.
+    public var currentStatus: Status {
+        output.lock()
+        defer { output.unlock() }
+        return status
+    }
+
+    /// How many samples the listener has heard: the server's played position, corrected by the
+    /// sink's latency and interpolated between timing updates. Nil until the server has reported
+    /// its first timing.
+    public func playedSamples() -> Int? {
+        output.lock()
+        defer { output.unlock() }
+        guard let s = stream, case .active = status else {
+            if case .drained = status { return sentSamples }
+            return nil
+        }
+        var usec: pa_usec_t = 0
+        guard pa_stream_get_time(s, &usec) == 0 else { return nil }
+        return min(Int(usec) * sampleRate / 1_000_000, sentSamples + pending.count - pendingOffset)
+    }
+
+    /// Samples written so far.
+    public var writtenSamples: Int {
+        output.lock()
+        defer { output.unlock() }
+        return sentSamples + pending.count - pendingOffset
+    }
+
+    /// Pauses (true) or resumes (false) playback where it is: the buffered audio is kept.
+    public func setCorked(_ corked: Bool) {
+        output.lock()
+        defer { output.unlock() }
+        guard let s = stream, corked != isCorked else { return }
+        isCorked = corked
+        if let op = pa_stream_cork(s, corked ? 1 : 0, nil, nil) { pa_operation_unref(op) }
+        if let op = pa_stream_update_timing_info(s, nil, nil) { pa_operation_unref(op) }
+    }
+
+    /// Whether playback is paused.
+    public var corked: Bool {
+        output.lock()
+        defer { output.unlock() }
+        return isCorked
+    }
+
+    /// Stops at once: the server drops the stream and everything buffered in it.
+    public func close() {
+        output.lock()
+        defer { output.unlock() }
+        if case .active = status { status = .closed }
+        if case .drained = status { status = .closed }
+        detach()
+    }
+
+    /// Disconnects and releases the stream. Lock held.
+    private func detach() {
+        guard let s = stream else { return }
+        stream = nil
+        if let op = drainOperation {
+            pa_operation_cancel(op)
+            pa_operation_unref(op)
+            drainOperation = nil
+        }
+        pa_stream_set_state_callback(s, nil, nil)
+        pa_stream_set_write_callback(s, nil, nil)
+        pa_stream_set_underflow_callback(s, nil, nil)
+        pa_stream_disconnect(s)
+        pa_stream_unref(s)
+        pending = []
+        pendingOffset = 0
+        Unmanaged.passUnretained(self).release()
+    }
+}

@@ -1,0 +1,125 @@
+internal import CPulseAudio
+import ParlaCore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Records a PulseAudio source (typically a sink's monitor, `SINK.monitor`) and stamps every
+/// sample with the CLOCK_MONOTONIC time it arrived, so tests and benchmarks can prove that sound
+/// really reached the server, and when.
+public final class PulseAudioRecorder: @unchecked Sendable {
+    /// A block of recorded samples; the last sample arrived at `arrivalNanoseconds`.
+    public struct Block: Sendable {
+        /// The samples (16-bit mono).
+        public var samples: [Int16]
+        /// CLOCK_MONOTONIC nanoseconds when the block was read.
+        public var arrivalNanoseconds: UInt64
+    }
+
+    private let output: PulseAudioOutput
+    private var stream: OpaquePointer?
+    /// Samples per second of the recording.
+    public let sampleRate: Int
+    private var blocks: [Block] = []
+    private var failure: ParlaError?
+
+    /// Starts recording `source` (e.g. `parla_test.monitor`) at `sampleRate`, in blocks of
+    /// about `blockDuration`.
+    public init(source: String, sampleRate: Int = 22050, blockDuration: Duration = .milliseconds(2), server: String? = nil) throws(ParlaError) {
+        output = PulseAudioOutput(options: AudioOutputOptions(server: server, applicationName: "Parla monitor"))
+        self.sampleRate = sampleRate
+        try output.locked { () throws(ParlaError) in
+            let ctx = try output.readyContext()
+            var spec = pa_sample_spec(format: PA_SAMPLE_S16LE, rate: UInt32(sampleRate), channels: 1)
+            guard let s = pa_stream_new(ctx, "monitor", &spec, nil) else {
+                throw .audioFailure(output.errorText(pa_context_errno(ctx)))
+            }
+            stream = s
+            let me = Unmanaged.passUnretained(self).toOpaque()
+            pa_stream_set_state_callback(s, { _, userdata in
+                let me = Unmanaged<PulseAudioRecorder>.fromOpaque(userdata!).takeUnretainedValue()
+                pa_threaded_mainloop_signal(me.output.mainloop, 0)
+            }, me)
+            pa_stream_set_read_callback(s, { s, _, userdata in
+                let me = Unmanaged<PulseAudioRecorder>.fromOpaque(userdata!).takeUnretainedValue()
+                me.read(s!)
+            }, me)
+            let ms = Double(blockDuration.components.attoseconds) / 1e15 + Double(blockDuration.components.seconds) * 1000
+            var attr = pa_buffer_attr(
+                maxlength: UInt32.max, tlength: UInt32.max, prebuf: UInt32.max, minreq: UInt32.max,
+                fragsize: UInt32(max(1, ms * Double(sampleRate) / 1000)) * 2)
+            let flags = pa_stream_flags_t(rawValue: PA_STREAM_ADJUST_LATENCY.rawValue | PA_STREAM_DONT_MOVE.rawValue)
+            guard pa_stream_connect_record(s, source, &attr, flags) == 0 else {
+                throw .audioFailure(output.errorText(pa_context_errno(ctx)))
+            }
+            while true {
+                let state = pa_stream_get_state(s)
+                if state == PA_STREAM_READY { break }
+                if state == PA_STREAM_FAILED || state == PA_STREAM_TERMINATED {
+                    throw .audioDeviceNotFound(source)
+                }
+                pa_threaded_mainloop_wait(output.mainloop)
+            }
+        }
+    }
+
+    deinit { stop() }
+
+    /// Lock held (callback).
+    private func read(_ s: OpaquePointer) {
+        while pa_stream_readable_size(s) > 0 {
+            var data: UnsafeRawPointer?
+            var bytes = 0
+            guard pa_stream_peek(s, &data, &bytes) == 0 else { return }
+            if bytes == 0 { return }
+            let now = monotonicNanoseconds()
+            if let data {
+                let count = bytes / 2
+                let samples = Array(UnsafeBufferPointer(start: data.assumingMemoryBound(to: Int16.self), count: count))
+                blocks.append(Block(samples: samples, arrivalNanoseconds: now))
+            } else {
+                blocks.append(Block(samples: Array(repeating: 0, count: bytes / 2), arrivalNanoseconds: now))
+            }
+            pa_stream_drop(s)
+        }
+    }
+
+    /// Stops recording (idempotent).
+    public func stop() {
+        output.lock()
+        defer { output.unlock() }
+        guard let s = stream else { return }
+        stream = nil
+        pa_stream_set_read_callback(s, nil, nil)
+        pa_stream_set_state_callback(s, nil, nil)
+        pa_stream_disconnect(s)
+        pa_stream_unref(s)
+    }
+
+    /// Forgets everything recorded so far.
+    public func reset() {
+        output.lock()
+        defer { output.unlock() }
+        blocks = []
+    }
+
+    /// Everything recorded so far.
+    public func recorded() -> [Block] {
+        output.lock()
+        defer { output.unlock() }
+        return blocks
+    }
+
+    /// The arrival time of every sample whose magnitude is at least `threshold`, in order
+    /// (a sample's time is its block's arrival minus the samples after it in the block).
+    public func loudSampleTimes(threshold: Int16 = 300, after: UInt64 = 0) -> [UInt64] {
+        var times: [UInt64] = []
+        for block in recorded() where block.arrivalNanoseconds >= after {
+            let n = block.samples.count
+            for (i, s) in block.samples.enumerated() where s.magnitude >= threshold.magnitude {
+                times.append(block.arrivalNanoseconds - UInt64(n - 1 - i) * 1_000_000_000 / UInt64(sampleRate))
+            }
+        }
+        return times
+    }
+}
