@@ -54,7 +54,7 @@ let package = Package(
 
         // MARK: Tests
         .testTarget(name: "ParlaCoreTests", dependencies: ["ParlaCore"], swiftSettings: swiftSettings),
-        .target(name: "ParlaTestSupport", path: "Tests/ParlaTestSupport", swiftSettings: swiftSettings),
+        .target(name: "ParlaTestSupport", dependencies: ["ParlaPulseAudio"], path: "Tests/ParlaTestSupport", swiftSettings: swiftSettings),
         .testTarget(name: "ParlaTests", dependencies: ["Parla", "ParlaTestSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "ParlaCLITests", dependencies: ["parla", "ParlaTestSupport"], swiftSettings: swiftSettings),
     ]

@@ -1,4 +1,8 @@
 import Foundation
+import ParlaPulseAudio
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The result of running a program: exit status and what it printed.
 public struct ProcessResult: Sendable {
@@ -41,4 +45,101 @@ public func makeTemporaryDirectory() throws -> URL {
 /// Every file in `dir`, hidden temporaries included, sorted.
 public func leftovers(in dir: URL) throws -> [String] {
     try FileManager.default.contentsOfDirectory(atPath: dir.path).sorted()
+}
+
+/// A private PulseAudio daemon with one null sink, for tests that must prove sound really
+/// arrived: ``recorder`` listens to the sink's monitor from the start.
+///
+/// The daemon runs in its own runtime directory (nothing of the user's sound setup is touched)
+/// and is killed when the value is released. A new null sink renders its first two seconds in
+/// one block before it follows the latency its clients ask for, so `start()` waits that out.
+public final class TestAudioServer: @unchecked Sendable {
+    /// The runtime directory holding the socket.
+    public let directory: URL
+    /// The server address for libpulse (`unix:…/native`).
+    public let server: String
+    /// The null sink's name.
+    public let sink = "parla_test"
+    private var process: Process?
+    /// Records the sink's monitor.
+    public private(set) var recorder: PulseAudioRecorder!
+
+    /// Starts a daemon (reusing `directory` when given, so a restarted server has the same address).
+    public static func start() async throws -> TestAudioServer {
+        let server = TestAudioServer(directory: try makeTemporaryDirectory())
+        try await server.launch()
+        return server
+    }
+
+    private init(directory: URL) {
+        self.directory = directory
+        self.server = "unix:" + directory.appendingPathComponent("native").path
+    }
+
+    private func launch() async throws {
+        let socket = directory.appendingPathComponent("native").path
+        try? FileManager.default.removeItem(atPath: socket)
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/pulseaudio")
+        p.arguments = [
+            "-n", "--daemonize=no", "--exit-idle-time=-1", "--use-pid-file=no", "--system=no", "--disallow-exit",
+            "--disable-shm=yes", "--log-level=error",
+            "-L", "module-native-protocol-unix socket=\(socket) auth-anonymous=1",
+            "-L", "module-null-sink sink_name=\(sink) rate=22050 channels=1",
+        ]
+        var env = ProcessInfo.processInfo.environment
+        env["XDG_RUNTIME_DIR"] = directory.path
+        env["HOME"] = directory.path
+        env.removeValue(forKey: "PULSE_SERVER")
+        p.environment = env
+        p.standardOutput = FileHandle.nullDevice
+        p.standardError = FileHandle.nullDevice
+        let launched = Date()
+        try p.run()
+        process = p
+        var recorder: PulseAudioRecorder?
+        while recorder == nil {
+            if Date().timeIntervalSince(launched) > 10 { throw TestAudioServerError(message: "pulseaudio did not start within 10 s") }
+            if FileManager.default.fileExists(atPath: socket) {
+                recorder = try? PulseAudioRecorder(source: sink + ".monitor", server: server)
+            }
+            if recorder == nil { try await Task.sleep(for: .milliseconds(20)) }
+        }
+        self.recorder = recorder
+        let settled = 2.3 - Date().timeIntervalSince(launched)
+        if settled > 0 { try await Task.sleep(for: .milliseconds(Int(settled * 1000))) }
+        recorder?.reset()
+    }
+
+    /// Kills the daemon at once (SIGKILL), as a crash would.
+    public func kill() {
+        recorder?.stop()
+        if let p = process {
+            // Not Process.waitUntilExit: it would hold a thread of the small cooperative pool.
+            let pid = p.processIdentifier
+            Glibc.kill(pid, SIGKILL)
+            var status: Int32 = 0
+            for _ in 0..<400 where p.isRunning {
+                if waitpid(pid, &status, WNOHANG) != 0 { break }
+                usleep(5_000)
+            }
+        }
+        process = nil
+    }
+
+    /// Starts the daemon again at the same address.
+    public func restart() async throws {
+        kill()
+        try await launch()
+    }
+
+    deinit {
+        kill()
+        try? FileManager.default.removeItem(at: directory)
+    }
+}
+
+struct TestAudioServerError: Error, CustomStringConvertible {
+    var message: String
+    var description: String { message }
 }

@@ -1,0 +1,190 @@
+import ParlaCore
+import Testing
+
+/// The scheduling rules, checked on every sequence of requests up to a length, with no audio.
+@Suite("Speech scheduler")
+struct SchedulerTests {
+    enum Op: Hashable, CustomStringConvertible {
+        case submit(SpeechRequestKind)
+        case stop(SpeechBoundary)
+        case endCurrent
+
+        var description: String {
+            switch self {
+            case .submit(.speech): return "speak"
+            case .submit(.announcement(let p, let q)): return "announce(\(p)\(q ? ",queued" : ""))"
+            case .stop(let b): return "stop(\(b))"
+            case .endCurrent: return "end"
+            }
+        }
+    }
+
+    static let kinds: [SpeechRequestKind] = [.speech] + AnnouncementPriority.allCases.flatMap { p in
+        [SpeechRequestKind.announcement(priority: p, queued: false), .announcement(priority: p, queued: true)]
+    }
+    static let ops: [Op] = kinds.map { .submit($0) } + [.stop(.immediate), .stop(.word), .endCurrent]
+
+    static func rank(_ k: SpeechRequestKind) -> Int {
+        switch k {
+        case .speech: return 2
+        case .announcement(.high, _): return 0
+        case .announcement(.default, let q): return q ? 2 : 1
+        case .announcement(.low, _): return 3
+        }
+    }
+
+    enum Status: Equatable { case waiting, playing, stopping, ended }
+
+    /// Replays `ops` against the scheduler and a model of what a player does with its actions,
+    /// checking every rule; returns a failure description or nil.
+    static func check(_ ops: [Op]) -> String? {
+        var s = SpeechScheduler()
+        var status: [UtteranceID: Status] = [:]
+        var kind: [UtteranceID: SpeechRequestKind] = [:]
+        var order: [UtteranceID] = []  // submission order
+        var next = 0
+        func playing() -> [UtteranceID] { status.filter { $0.value == .playing || $0.value == .stopping }.map(\.key) }
+
+        func apply(_ actions: [SpeechScheduler.Action], cause: Op) -> String? {
+            for a in actions {
+                switch a {
+                case .start(let id):
+                    guard status[id] == .waiting else { return "start of \(id) which is \(String(describing: status[id]))" }
+                    // The one started is the first waiting by rank, then submission order.
+                    let waiting = order.filter { status[$0] == .waiting }
+                    let best = waiting.min { (rank(kind[$0]!), $0) < (rank(kind[$1]!), $1) }!
+                    if case .submit = cause, id == order.last {
+                        // a new request starting at once: fine if it interrupts or nothing else was there
+                    } else if best != id {
+                        return "started \(id) before \(best)"
+                    }
+                    if case .announcement(.low, _) = kind[id]!, waiting.contains(where: { rank(kind[$0]!) < 3 }) {
+                        return "low \(id) started while others wait"
+                    }
+                    status[id] = .playing
+                case .interrupt(let id, let boundary):
+                    guard status[id] == .playing || status[id] == .stopping else { return "interrupt of \(id) which is not playing" }
+                    if case .submit = cause, case .announcement(.high, _) = kind[id]!, status[id] == .playing {
+                        return "high announcement \(id) was interrupted by a request"
+                    }
+                    status[id] = boundary == .immediate ? .ended : .stopping
+                case .drop(let id):
+                    guard status[id] == .waiting else { return "drop of \(id) which is not waiting" }
+                    status[id] = .ended
+                }
+                if playing().count > 1 { return "two utterances playing: \(playing())" }
+            }
+            return nil
+        }
+
+        for op in ops + [.stop(.immediate)] {
+            let actions: [SpeechScheduler.Action]
+            switch op {
+            case .submit(let k):
+                next += 1
+                let id = UtteranceID(next)
+                let wasIdle = playing().isEmpty
+                let current = playing().first
+                status[id] = .waiting
+                kind[id] = k
+                order.append(id)
+                actions = s.submit(.init(id: id, kind: k))
+                if wasIdle && actions != [.start(id)] { return "\(ops): idle scheduler did not start \(id) at once: \(actions)" }
+                if let current, case .announcement(let p, false) = k, p != .low {
+                    let protected: Bool
+                    if case .announcement(.high, _) = kind[current]! { protected = status[current] == .playing } else { protected = false }
+                    if !protected && !actions.contains(.start(id)) { return "\(ops): interrupting announcement \(id) did not start" }
+                    if protected && !actions.isEmpty { return "\(ops): high announcement \(current) was disturbed: \(actions)" }
+                }
+                if case .speech = k, !wasIdle, !actions.isEmpty { return "\(ops): speech \(id) disturbed others: \(actions)" }
+            case .stop(let b):
+                actions = s.stop(at: b)
+            case .endCurrent:
+                guard let current = s.current?.id else { continue }
+                status[current] = .ended
+                actions = s.ended(current)
+            }
+            if let failure = apply(actions, cause: op) { return "\(ops): \(failure)" }
+            if s.current.map({ status[$0.id] == .playing || status[$0.id] == .stopping }) == false {
+                return "\(ops): the scheduler's current request is not playing"
+            }
+        }
+        // After the final stop(.immediate) every request has ended exactly once.
+        if let open = status.first(where: { $0.value != .ended }) { return "\(ops): \(open.key) never ended" }
+        if s.isBusy { return "\(ops): busy after stop" }
+        return nil
+    }
+
+    @Test func everySequenceUpToFiveRequestsFollowsTheRules() {
+        var failures: [String] = []
+        var count = 0
+        func walk(_ prefix: [Op]) {
+            if let f = Self.check(prefix) { failures.append(f); return }
+            count += 1
+            guard prefix.count < 5, failures.count < 5 else { return }
+            for op in Self.ops { walk(prefix + [op]) }
+        }
+        walk([])
+        #expect(failures == [])
+        var expected = 0, layer = 1
+        for _ in 0...5 { expected += layer; layer *= Self.ops.count }
+        #expect(count == expected)
+    }
+
+    @Test func longRandomSequencesFollowTheRules() {
+        var rng = SplitMix(seed: 7)
+        for _ in 0..<3000 {
+            let ops = (0..<40).map { _ in Self.ops[Int(rng.next() % UInt64(Self.ops.count))] }
+            let failure = Self.check(ops)
+            #expect(failure == nil)
+            if failure != nil { break }
+        }
+    }
+
+    @Test func namedScenarios() {
+        var s = SpeechScheduler()
+        let a = UtteranceID(1), b = UtteranceID(2), c = UtteranceID(3), d = UtteranceID(4), e = UtteranceID(5)
+        #expect(s.submit(.init(id: a, kind: .speech)) == [.start(a)])
+        #expect(s.submit(.init(id: b, kind: .speech)) == [])
+        // A default announcement interrupts a; b still waits.
+        #expect(s.submit(.init(id: c, kind: .announcement(priority: .default, queued: false))) == [.interrupt(a, at: .immediate), .start(c)])
+        // Low waits for everything; a queued announcement waits behind b.
+        #expect(s.submit(.init(id: d, kind: .announcement(priority: .low, queued: false))) == [])
+        #expect(s.submit(.init(id: e, kind: .announcement(priority: .default, queued: true))) == [])
+        #expect(s.waiting.map(\.id) == [b, e, d])
+        #expect(s.ended(c) == [.start(b)])
+        #expect(s.ended(b) == [.start(e)])
+        #expect(s.ended(e) == [.start(d)])
+        #expect(s.ended(d) == [])
+        #expect(!s.isBusy)
+
+        // High is not interrupted once started; a default announcement waits first in line.
+        let h = UtteranceID(6), x = UtteranceID(7), y = UtteranceID(8)
+        #expect(s.submit(.init(id: h, kind: .announcement(priority: .high, queued: false))) == [.start(h)])
+        #expect(s.submit(.init(id: x, kind: .speech)) == [])
+        #expect(s.submit(.init(id: y, kind: .announcement(priority: .default, queued: false))) == [])
+        #expect(s.waiting.map(\.id) == [y, x])
+        // stop cuts off even a high announcement, and drops the queue.
+        #expect(s.stop(at: .immediate) == [.interrupt(h, at: .immediate), .drop(y), .drop(x)])
+
+        // stop(at: .word) keeps the request until it reports its end; nothing starts over it.
+        let p = UtteranceID(9), q = UtteranceID(10)
+        #expect(s.submit(.init(id: p, kind: .speech)) == [.start(p)])
+        #expect(s.stop(at: .word) == [.interrupt(p, at: .word)])
+        #expect(s.submit(.init(id: q, kind: .speech)) == [])
+        #expect(s.ended(p) == [.start(q)])
+    }
+}
+
+/// A small deterministic random generator.
+struct SplitMix {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}

@@ -1,0 +1,301 @@
+import Foundation
+import Parla
+import ParlaTestSupport
+import Testing
+
+/// Collects every event of a synthesizer from the moment it is created.
+final class EventLog: @unchecked Sendable {
+    private let lock = NSLock()
+    private var storage: [SpeechEvent] = []
+    private var task: Task<Void, Never>?
+
+    init(_ synth: SpeechSynthesizer) {
+        let stream = synth.events()
+        task = Task { [weak self] in
+            for await e in stream { self?.append(e) }
+        }
+    }
+
+    deinit { task?.cancel() }
+
+    private func append(_ e: SpeechEvent) { lock.withLock { storage.append(e) } }
+    var events: [SpeechEvent] { lock.withLock { storage } }
+
+    func of(_ id: UtteranceID) -> [SpeechEvent] { events.filter { $0.utterance == id } }
+    func words(_ id: UtteranceID) -> [SpokenRange] {
+        of(id).compactMap { if case .willSpeakWord(let r) = $0.kind { return r } else { return nil } }
+    }
+    func terminal(_ id: UtteranceID) -> SpeechEvent? { of(id).first { $0.kind.isTerminal } }
+
+    /// Waits (up to `timeout` seconds) until `condition` holds.
+    @discardableResult
+    func wait(timeout: Double = 15, _ condition: () -> Bool) async -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if condition() { return true }
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        return condition()
+    }
+}
+
+let longText = "One two three four five six seven eight nine ten. Eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen nineteen twenty."
+
+func liveSynth(_ server: TestAudioServer, device: String? = nil) -> SpeechSynthesizer {
+    SpeechSynthesizer(audioOutput: AudioOutputOptions(device: device ?? server.sink, server: server.server))
+}
+
+func isCancelled(_ e: SpeechEvent?, _ reason: CancellationReason) -> Bool {
+    if case .cancelled(let r)? = e?.kind { return r == reason }
+    return false
+}
+
+@Suite("Live speech through a private PulseAudio server")
+struct LiveSpeechTests {
+    @Test func utterancePlaysToTheEndWithWordEventsInOrder() async throws {
+        let server = try await TestAudioServer.start()
+        let synth = liveSynth(server)
+        let log = EventLog(synth)
+        let text = "Hello world, Καλημέρα κόσμε 👋🏽 done."
+        let end = await synth.speakAndWait(Utterance(string: text))
+        guard case .finished = end.kind else { Issue.record("ended with \(end.kind)"); return }
+        let events = log.of(end.utterance)
+        #expect(events.first.map { if case .started = $0.kind { true } else { false } } == true)
+        #expect(events.filter(\.kind.isTerminal).count == 1)
+        let words = log.words(end.utterance)
+        #expect(words.map(\.text) == ["Hello", "world", "Καλημέρα", "κόσμε", "👋🏽", "done"])
+        for w in words {
+            #expect(String(text[w.range]) == w.text)
+            #expect(text.utf16.distance(from: text.startIndex, to: w.range.lowerBound) == w.utf16Range.lowerBound)
+        }
+        #expect(zip(words, words.dropFirst()).allSatisfy { $0.audioSample < $1.audioSample })
+        // Sound really reached the sink, and `finished` came after its last sample.
+        let loud = server.recorder.loudSampleTimes()
+        #expect(loud.count > 5000)
+        #expect(end.time >= loud.last ?? .max)
+        #expect(!synth.isSpeaking)
+    }
+
+    @Test func stopSilencesTheSinkAtOnce() async throws {
+        let server = try await TestAudioServer.start()
+        let synth = liveSynth(server)
+        let log = EventLog(synth)
+        let id = synth.speak(longText)
+        let queued = synth.speak("This never starts.")
+        #expect(await log.wait { log.words(id).count >= 3 })
+        let stopped = monotonicNanoseconds()
+        synth.stop()
+        #expect(await log.wait { log.terminal(queued) != nil })
+        try await Task.sleep(for: .milliseconds(400))
+        #expect(isCancelled(log.terminal(id), .interrupted))
+        #expect(isCancelled(log.terminal(queued), .dropped))
+        #expect(log.of(queued).count == 1)
+        let loud = server.recorder.loudSampleTimes()
+        #expect(loud.contains { $0 < stopped })
+        let late = loud.filter { $0 > stopped + 50_000_000 }
+        #expect(late.isEmpty, "sound \(late.count) samples after stop, the last \(Double((late.last ?? stopped) - stopped) / 1e6) ms after")
+    }
+
+    @Test func announcementInterruptsAndQueuedSpeechFollows() async throws {
+        let server = try await TestAudioServer.start()
+        let synth = liveSynth(server)
+        let log = EventLog(synth)
+        let first = synth.speak(longText)
+        let waiting = synth.speak("Then this.")
+        #expect(await log.wait { log.words(first).count >= 2 })
+        let result = await synth.announce("Battery low")
+        #expect(result == AnnouncementResult(string: "Battery low", wasSuccessful: true))
+        #expect(isCancelled(log.terminal(first), .interrupted))
+        #expect(await log.wait { log.terminal(waiting) != nil })
+        guard case .finished = log.terminal(waiting)?.kind else { Issue.record("queued speech did not finish"); return }
+        // Order of starts: the interrupted speech, the announcement, then the queued speech.
+        let starts = log.events.filter { if case .started = $0.kind { true } else { false } }.map(\.utterance)
+        #expect(starts.count == 3 && starts.first == first && starts.last == waiting)
+        let announcementEnd = log.events.first { $0.announcement != nil }
+        #expect(announcementEnd?.announcement?.wasSuccessful == true)
+        #expect(announcementEnd.map { $0.time < (log.of(waiting).first?.time ?? 0) } == true)
+    }
+
+    @Test func queuedAndPrioritizedAnnouncementsWait() async throws {
+        let server = try await TestAudioServer.start()
+        let synth = liveSynth(server)
+        let log = EventLog(synth)
+        let speech = synth.speak("Speech before the announcement.")
+        #expect(await log.wait { log.words(speech).count >= 1 })
+        var queued = AttributedString("Queued announcement")
+        queued.speechQueueAnnouncement = true
+        let r1 = await synth.announce(queued)
+        #expect(r1.wasSuccessful)
+        guard case .finished = log.terminal(speech)?.kind else { Issue.record("speech was interrupted by a queued announcement"); return }
+
+        // A high announcement is not cut off by a default one, which then plays after it.
+        var high = AttributedString("High priority announcement, which must not be cut off.")
+        high.speechAnnouncementPriority = .high
+        async let h = synth.announce(high)
+        #expect(await log.wait { log.events.contains { if case .willSpeakWord(let w) = $0.kind { w.text == "High" } else { false } } })
+        let d = await synth.announce("Default")
+        let hr = await h
+        #expect(hr.wasSuccessful)
+        #expect(d.wasSuccessful)
+        #expect(await log.wait { log.events.compactMap(\.announcement).count == 3 })
+        let ends = log.events.compactMap(\.announcement).map(\.string)
+        #expect(ends == ["Queued announcement", "High priority announcement, which must not be cut off.", "Default"])
+    }
+
+    @Test func pauseAndContinueResumeTheSameWord() async throws {
+        let server = try await TestAudioServer.start()
+        let synth = liveSynth(server)
+        let log = EventLog(synth)
+        let id = synth.speak(longText)
+        #expect(await log.wait { log.words(id).count >= 3 })
+        #expect(synth.pause())
+        let paused = monotonicNanoseconds()
+        #expect(synth.isPaused)
+        let heardBefore = log.words(id).count
+        try await Task.sleep(for: .milliseconds(700))
+        #expect(log.words(id).count == heardBefore)
+        let resumed = monotonicNanoseconds()
+        #expect(synth.continue())
+        #expect(await log.wait { log.words(id).count >= heardBefore + 3 })
+        synth.stop()
+        #expect(await log.wait { log.terminal(id) != nil })
+        let kinds = log.of(id).map(\.kind.name)
+        #expect(kinds.contains("paused") && kinds.contains("continued"))
+        // No word repeated or skipped: the events are the first words of the text, in order.
+        let expected = longText.split(whereSeparator: { $0 == " " || $0 == "." }).map(String.init)
+        let heard = log.words(id).map(\.text)
+        #expect(heard == Array(expected.prefix(heard.count)))
+        // The sink was silent while paused.
+        let loud = server.recorder.loudSampleTimes()
+        #expect(loud.filter { $0 > paused + 50_000_000 && $0 < resumed }.isEmpty)
+        #expect(loud.contains { $0 > resumed })
+    }
+
+    @Test func pauseAtWordBoundaryWaitsForTheWordToEnd() async throws {
+        let server = try await TestAudioServer.start()
+        let synth = liveSynth(server)
+        let log = EventLog(synth)
+        let id = synth.speak(longText)
+        #expect(await log.wait { log.words(id).count >= 2 })
+        #expect(synth.pause(at: .word))
+        #expect(await log.wait { log.of(id).contains { $0.kind.name == "paused" } })
+        let count = log.words(id).count
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(log.words(id).count == count)
+        synth.continue()
+        synth.stop(at: .word)
+        #expect(await log.wait { log.terminal(id) != nil })
+        #expect(isCancelled(log.terminal(id), .interrupted))
+    }
+
+    @Test func serverKilledMidUtteranceFailsItAndTheNextReconnects() async throws {
+        let server = try await TestAudioServer.start()
+        let synth = liveSynth(server)
+        let log = EventLog(synth)
+        let id = synth.speak(longText)
+        #expect(await log.wait { log.words(id).count >= 2 })
+        server.kill()
+        #expect(await log.wait(timeout: 5) { log.terminal(id) != nil })
+        guard case .failed(.audioServerLost)? = log.terminal(id)?.kind else {
+            Issue.record("expected audioServerLost, got \(String(describing: log.terminal(id)?.kind))")
+            return
+        }
+        // Nothing hangs: with no server, the next utterance fails quickly with a clear error.
+        let none = await synth.speakAndWait(Utterance(string: "Nobody is listening"))
+        guard case .failed(.audioServerUnavailable) = none.kind else { Issue.record("got \(none.kind)"); return }
+        try await server.restart()
+        let again = await synth.speakAndWait(Utterance(string: "Back again"))
+        guard case .finished = again.kind else { Issue.record("after restart: \(again.kind)"); return }
+        #expect(server.recorder.loudSampleTimes().count > 1000)
+    }
+
+    @Test func missingDeviceAndMissingServerFailWithClearErrors() async throws {
+        let server = try await TestAudioServer.start()
+        let wrong = await liveSynth(server, device: "no_such_sink").speakAndWait(Utterance(string: "Hello"))
+        guard case .failed(let e) = wrong.kind else { Issue.record("got \(wrong.kind)"); return }
+        #expect(e == .audioDeviceNotFound("no_such_sink"))
+        #expect(e.description.contains("pactl list short sinks"))
+
+        let nowhere = SpeechSynthesizer(audioOutput: AudioOutputOptions(server: "unix:/nonexistent/parla/native"))
+        let r = await nowhere.speakAndWait(Utterance(string: "Hello"))
+        guard case .failed(let e2) = r.kind, case .audioServerUnavailable = e2 else { Issue.record("got \(r.kind)"); return }
+        #expect(e2.description.contains("-o FILE.wav"))
+        // Bad input fails its utterance, not the synthesizer.
+        let empty = await liveSynth(server).speakAndWait(Utterance(string: "   "))
+        guard case .failed(.emptyText) = empty.kind else { Issue.record("got \(empty.kind)"); return }
+    }
+
+    /// Several tasks speak, announce, pause and stop at random for 30 s: every utterance ends
+    /// with exactly one terminal event, and nothing follows it.
+    @Test func exactlyOneTerminalEventUnderStress() async throws {
+        let server = try await TestAudioServer.start()
+        let synth = liveSynth(server)
+        let log = EventLog(synth)
+        let submitted = NSLock()
+        nonisolated(unsafe) var ids: [UtteranceID] = []
+        let texts = ["Hello.", "One two three.", "Καλημέρα.", "مرحبا بالعالم", "A somewhat longer sentence to be cut off."]
+        let deadline = Date().addingTimeInterval(30)
+        await withTaskGroup(of: Void.self) { group in
+            for worker in 0..<4 {
+                group.addTask {
+                    var rng = SplitMix64(seed: UInt64(worker + 1))
+                    var announcements: [Task<AnnouncementResult, Never>] = []
+                    while Date() < deadline {
+                        let text = texts[Int(rng.next() % UInt64(texts.count))]
+                        switch rng.next() % 10 {
+                        case 0...3:
+                            let id = synth.speak(text)
+                            submitted.withLock { ids.append(id) }
+                        case 4...5:
+                            var a = AttributedString(text)
+                            a.speechAnnouncementPriority = AnnouncementPriority.allCases[Int(rng.next() % 3)]
+                            a.speechQueueAnnouncement = rng.next() % 2 == 0
+                            let value = a
+                            announcements.append(Task { await synth.announce(value) })
+                        case 6:
+                            synth.stop(at: rng.next() % 2 == 0 ? .immediate : .word)
+                        case 7:
+                            synth.pause(at: rng.next() % 2 == 0 ? .immediate : .word)
+                        case 8:
+                            synth.continue()
+                        default:
+                            break
+                        }
+                        try? await Task.sleep(for: .milliseconds(Int(rng.next() % 150)))
+                    }
+                    synth.continue()
+                    for a in announcements { _ = await a.value }
+                }
+            }
+        }
+        synth.stop()
+        let all = submitted.withLock { ids }
+        #expect(await log.wait(timeout: 20) { all.allSatisfy { log.terminal($0) != nil } })
+        let events = log.events
+        var terminals: [UtteranceID: Int] = [:]
+        var afterTerminal = 0
+        for e in events {
+            if terminals[e.utterance] != nil { afterTerminal += 1 }
+            if e.kind.isTerminal { terminals[e.utterance, default: 0] += 1 }
+        }
+        let seen = Set(events.map(\.utterance))
+        #expect(seen.count > 50)
+        #expect(seen.allSatisfy { terminals[$0] == 1 }, "utterances without exactly one terminal event: \(seen.filter { terminals[$0] != 1 })")
+        #expect(afterTerminal == 0)
+        #expect(Set(all).isSubset(of: seen))
+        #expect(!synth.isSpeaking)
+    }
+}
+
+/// A small deterministic random generator.
+struct SplitMix64: Sendable {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
