@@ -56,6 +56,6 @@ let package = Package(
         .testTarget(name: "ParlaCoreTests", dependencies: ["ParlaCore"], swiftSettings: swiftSettings),
         .target(name: "ParlaTestSupport", dependencies: ["ParlaPulseAudio"], path: "Tests/ParlaTestSupport", swiftSettings: swiftSettings),
         .testTarget(name: "ParlaTests", dependencies: ["Parla", "ParlaTestSupport"], swiftSettings: swiftSettings),
-        .testTarget(name: "ParlaCLITests", dependencies: ["parla", "ParlaTestSupport"], swiftSettings: swiftSettings),
+        .testTarget(name: "ParlaCLITests", dependencies: ["parla", "ParlaCore", "ParlaTestSupport"], swiftSettings: swiftSettings),
     ]
 )

@@ -110,14 +110,29 @@ public final class PulseAudioRecorder: @unchecked Sendable {
         return blocks
     }
 
-    /// The arrival time of every sample whose magnitude is at least `threshold`, in order
-    /// (a sample's time is its block's arrival minus the samples after it in the block).
+    /// The time every sample whose magnitude is at least `threshold` reached the source, in order.
+    ///
+    /// A monitor delivers an unbroken stream of samples, so sample `i` reached it at
+    /// `t0 + i / rate`. `t0` is estimated from the block that arrived soonest after its last
+    /// sample (the smallest `arrival − end / rate`), so a reader thread that was late to wake
+    /// (a busy machine) does not make samples look late.
     public func loudSampleTimes(threshold: Int16 = 300, after: UInt64 = 0) -> [UInt64] {
+        let blocks = recorded()
+        var end = 0
+        var origin = Int64.max
+        for block in blocks {
+            end += block.samples.count
+            origin = min(origin, Int64(block.arrivalNanoseconds) - Int64(end) * 1_000_000_000 / Int64(sampleRate))
+        }
         var times: [UInt64] = []
-        for block in recorded() where block.arrivalNanoseconds >= after {
-            let n = block.samples.count
-            for (i, s) in block.samples.enumerated() where s.magnitude >= threshold.magnitude {
-                times.append(block.arrivalNanoseconds - UInt64(n - 1 - i) * 1_000_000_000 / UInt64(sampleRate))
+        var index = 0
+        for block in blocks {
+            for s in block.samples {
+                if s.magnitude >= threshold.magnitude {
+                    let t = UInt64(origin + Int64(index) * 1_000_000_000 / Int64(sampleRate))
+                    if t >= after { times.append(t) }
+                }
+                index += 1
             }
         }
         return times

@@ -67,10 +67,14 @@ struct HighlightView {
         }
         current = target
         out += "\r\u{1B}[K"
+        var inside = false
         for c in rows[target].characters {
             let on = c.scalars.lowerBound < range.upperBound && c.scalars.upperBound > range.lowerBound
-            out += on ? "\u{1B}[7m" + c.text + "\u{1B}[27m" : c.text
+            if on != inside { out += on ? "\u{1B}[7m" : "\u{1B}[27m" }
+            inside = on
+            out += c.text
         }
+        if inside { out += "\u{1B}[27m" }
         return out
     }
 

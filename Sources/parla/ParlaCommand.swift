@@ -15,7 +15,7 @@ struct ParlaCommand: AsyncParsableCommand {
               parla voices --language de
             """,
         version: "0.1.0",
-        subcommands: [Say.self, Detect.self, Voices.self]
+        subcommands: [Say.self, Detect.self, Voices.self, BenchLive.self]
     )
 }
 

@@ -77,9 +77,9 @@ struct DetectCLITests {
         #expect(answer(to: "Bonjour tout le monde, comment allez-vous ?") == "fr\n")
         #expect(answer(to: "Доброе утро, как дела?") == "ru\n")
         try input.fileHandleForWriting.close()
-        p.waitUntilExit()
+        let status = waitForExit(p)
         watchdog.cancel()
-        #expect(p.terminationStatus == 0)
+        #expect(status == 0)
     }
 
     @Test func preferAndOnly() throws {

@@ -31,8 +31,23 @@ public func runProcess(_ executable: String, _ arguments: [String], stdin: Data?
     try inp.fileHandleForWriting.close()
     let o = out.fileHandleForReading.readDataToEndOfFile()
     let e = err.fileHandleForReading.readDataToEndOfFile()
-    p.waitUntilExit()
-    return ProcessResult(status: p.terminationStatus, output: String(decoding: o, as: UTF8.self), error: String(decoding: e, as: UTF8.self))
+    return ProcessResult(status: waitForExit(p), output: String(decoding: o, as: UTF8.self), error: String(decoding: e, as: UTF8.self))
+}
+
+/// Waits for `p` to exit and returns its exit status (128 + the signal if a signal killed it).
+///
+/// Not `Process.waitUntilExit()`: under Swift Testing's parallel tests it can wait forever
+/// (the child stays a zombie), and it holds a thread of the small cooperative pool.
+public func waitForExit(_ p: Process) -> Int32 {
+    var status: Int32 = 0
+    let pid = p.processIdentifier
+    var r: pid_t
+    repeat { r = waitpid(pid, &status, 0) } while r < 0 && errno == EINTR
+    if r == pid {
+        return status & 0x7F == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
+    }
+    while p.isRunning { usleep(1_000) }  // Foundation reaped it first
+    return p.terminationReason == .uncaughtSignal ? 128 + p.terminationStatus : p.terminationStatus
 }
 
 /// A new empty directory under the system's temporary directory.

@@ -59,6 +59,7 @@ struct LiveSpeechTests {
         let text = "Hello world, Καλημέρα κόσμε 👋🏽 done."
         let end = await synth.speakAndWait(Utterance(string: text))
         guard case .finished = end.kind else { Issue.record("ended with \(end.kind)"); return }
+        #expect(await log.wait { log.terminal(end.utterance) != nil })
         let events = log.of(end.utterance)
         #expect(events.first.map { if case .started = $0.kind { true } else { false } } == true)
         #expect(events.filter(\.kind.isTerminal).count == 1)

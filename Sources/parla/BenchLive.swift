@@ -1,0 +1,254 @@
+import ArgumentParser
+import FoundationEssentials
+import Parla
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `parla bench-live` (hidden; run through `scripts/bench-live`): onset, stop, word-event drift
+/// and voice-switch gap of live speech, measured at a null sink's monitor, next to
+/// speech-dispatcher (`spd-say`) and the `espeak-ng` command in the same run.
+struct BenchLive: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "bench-live", abstract: "Benchmark live playback at a PulseAudio sink's monitor (see scripts/bench-live).",
+        shouldDisplay: false)
+
+    @Option(help: "PulseAudio server to use (default: PULSE_SERVER).") var server: String?
+    @Option(help: "The null sink to play to; its monitor is recorded.") var sink: String = "parla_bench"
+    @Option(help: "Runs per measurement.") var runs: Int = 20
+    @Flag(help: "Skip speech-dispatcher and espeak-ng.") var parlaOnly = false
+
+    static let mixed = "Hello there, how are you today. Καλημέρα σας, τι κάνετε;"
+    static let english = "Hello there, how are you today."
+    static let greek = "Καλημέρα σας, τι κάνετε;"
+    static let long = "One two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen."
+
+    func run() async throws {
+        let recorder = try PulseAudioRecorder(source: sink + ".monitor", server: server)
+        try await Task.sleep(for: .milliseconds(2300))  // a new null sink's first block
+        var table: [(String, String, [Double], [Double], [Double], [Double])] = []
+
+        let parla = try await measureParla(recorder)
+        table.append(("parla (in-process)", "", parla.onset, parla.stop, parla.drift, parla.gap))
+        if !parlaOnly {
+            let pcmGap = try await naturalGap()
+            if which("espeak-ng") {
+                let e = try await measureCommand(recorder, speak: { ["espeak-ng", "-v", $0, $1] }, stop: nil, pcmGap: pcmGap)
+                table.append(("espeak-ng command", "kill", e.onset, e.stop, [], e.gap))
+            }
+            if which("spd-say") {
+                let s = try await measureCommand(recorder, speak: { ["spd-say", "-w", "-l", $0, $1] }, stop: ["spd-say", "-C"], pcmGap: pcmGap)
+                table.append(("speech-dispatcher (spd-say)", "spd-say -C", s.onset, s.stop, [], s.gap))
+            }
+        }
+        print("")
+        print("Live playback at the null sink's monitor, \(runs) runs each; median / p95 in ms")
+        print("system".padding(30) + "onset".padding(16, left: true) + "stop".padding(16, left: true)
+            + "word drift".padding(16, left: true) + "|drift| p95".padding(13, left: true) + "switch gap".padding(16, left: true))
+        for (name, _, onset, stop, drift, gap) in table {
+            let absDrift = drift.map(abs)
+            print(name.padding(30) + cell(onset) + cell(stop)
+                + (drift.isEmpty ? "n/a".padding(16, left: true) : cell(drift))
+                + (drift.isEmpty ? "n/a" : fmt(percentile(absDrift, 0.95))).padding(13, left: true) + cell(gap))
+        }
+        print("targets: onset ≤ 15, stop ≤ 10, |drift median| ≤ 15 and p95 ≤ 30, gap ≤ 20")
+        print("espeak-ng and spd-say are separate processes: their onset includes process start (and, for spd-say, the round trip to its daemon); their stop is 'kill' / 'spd-say -C' to silence.")
+    }
+
+    // MARK: Parla
+
+    struct Figures { var onset: [Double] = []; var stop: [Double] = []; var drift: [Double] = []; var gap: [Double] = [] }
+
+    func measureParla(_ recorder: PulseAudioRecorder) async throws -> Figures {
+        let synth = SpeechSynthesizer(audioOutput: AudioOutputOptions(device: sink, server: server))
+        try await synth.prepareToSpeak()
+        var f = Figures()
+        // The synthesized audio, to know where each word and the language boundary lie in it.
+        let box = SampleBox()
+        let timeline = try await synth.write(Utterance(string: Self.mixed)) { e in
+            if case .audio(let b) = e { box.append(b.samples) }
+        }
+        let pcm = box.samples
+        let firstLoudPCM = pcm.firstIndex { $0.magnitude >= 300 } ?? 0
+        let boundary = timeline.segments.count > 1 ? timeline.segments[1].startSample : pcm.count / 2
+        let pcmSilence = silence(in: pcm, around: boundary)
+
+        _ = await synth.speakAndWait(Utterance(string: "Warm up."))
+        for run in 0..<runs {
+            recorder.reset()
+            let events = synth.events()
+            let t0 = monotonicNanoseconds()
+            let id = synth.speak(Utterance(string: Self.mixed))
+            var words: [(UInt64, Int)] = []
+            for await e in events where e.utterance == id {
+                if case .willSpeakWord(let r) = e.kind { words.append((e.time, r.audioSample)) }
+                if e.kind.isTerminal { break }
+            }
+            try await Task.sleep(for: .milliseconds(150))
+            let loud = recorder.loudSampleTimes(after: t0)
+            guard let first = loud.first else { continue }
+            f.onset.append(ms(first - t0))
+            // Sample s of the utterance reached the monitor at first + (s - firstLoudPCM) / rate.
+            var line: [String] = []
+            for (time, sample) in words {
+                let heard = Double(first) + Double(sample - firstLoudPCM) * 1e9 / 22050
+                f.drift.append((Double(time) - heard) / 1e6)
+                line.append("\(sample):\(fmt(f.drift.last!))")
+            }
+            if getenv("PARLA_BENCH_VERBOSE") != nil { FileHandleErr.write("drift " + line.joined(separator: " ") + "\n") }
+            let boundaryTime = Double(first) + Double(boundary - firstLoudPCM) * 1e9 / 22050
+            f.gap.append(longestSilence(loud, near: boundaryTime) - pcmSilence)
+            FileHandleErr.write("parla run \(run + 1)/\(runs): onset \(fmt(f.onset.last!)) ms\n")
+        }
+        for run in 0..<runs {
+            recorder.reset()
+            let events = synth.events()
+            let id = synth.speak(Utterance(string: Self.long))
+            var n = 0
+            for await e in events where e.utterance == id {
+                if case .willSpeakWord = e.kind { n += 1 }
+                if n == 3 { break }
+            }
+            let t0 = monotonicNanoseconds()
+            synth.stop()
+            try await Task.sleep(for: .milliseconds(300))
+            let last = recorder.loudSampleTimes().last ?? t0
+            f.stop.append(last > t0 ? ms(last - t0) : 0)
+            FileHandleErr.write("parla stop \(run + 1)/\(runs): \(fmt(f.stop.last!)) ms\n")
+        }
+        return f
+    }
+
+    func render(_ synth: SpeechSynthesizer, _ text: String) async throws -> [Int16] {
+        let box = SampleBox()
+        try await synth.write(Utterance(string: text)) { e in
+            if case .audio(let b) = e { box.append(b.samples) }
+        }
+        return box.samples
+    }
+
+    /// Silence the engine itself puts between the English and the Greek sentence, rendering them
+    /// separately as the command-line tools do.
+    func naturalGap() async throws -> Double {
+        let synth = SpeechSynthesizer()
+        let a = try await render(synth, Self.english)
+        let b = try await render(synth, Self.greek)
+        let tail = a.count - 1 - (a.lastIndex { $0.magnitude >= 300 } ?? a.count - 1)
+        let head = b.firstIndex { $0.magnitude >= 300 } ?? 0
+        return Double(tail + head) * 1000 / 22050
+    }
+
+    // MARK: Other systems
+
+    func measureCommand(_ recorder: PulseAudioRecorder, speak: (String, String) -> [String], stop: [String]?, pcmGap: Double) async throws -> Figures {
+        var f = Figures()
+        _ = waitExit(spawn(speak("en", "Warm up.")))  // spd-say starts its daemon on first use
+        for run in 0..<runs {
+            recorder.reset()
+            let t0 = monotonicNanoseconds()
+            let a = spawn(speak("en", Self.english))
+            _ = waitExit(a)
+            let b = spawn(speak("el", Self.greek))
+            _ = waitExit(b)
+            try await Task.sleep(for: .milliseconds(300))
+            let loud = recorder.loudSampleTimes(after: t0)
+            guard let first = loud.first else { continue }
+            f.onset.append(ms(first - t0))
+            f.gap.append(longestSilence(loud, near: nil) - pcmGap)
+            FileHandleErr.write("\(speak("en", "")[0]) run \(run + 1)/\(runs): onset \(fmt(f.onset.last!)) ms\n")
+        }
+        for _ in 0..<runs {
+            recorder.reset()
+            let p = spawn(speak("en", Self.long))
+            // Wait until it is audible, then let it speak a little.
+            let start = monotonicNanoseconds()
+            while recorder.loudSampleTimes(after: start).isEmpty && monotonicNanoseconds() - start < 5_000_000_000 {
+                try await Task.sleep(for: .milliseconds(5))
+            }
+            try await Task.sleep(for: .milliseconds(400))
+            let t0 = monotonicNanoseconds()
+            if let stop {
+                _ = waitExit(spawn(stop))
+            } else {
+                kill(p, SIGKILL)
+            }
+            _ = waitExit(p)
+            try await Task.sleep(for: .milliseconds(400))
+            let last = recorder.loudSampleTimes().last ?? t0
+            f.stop.append(last > t0 ? ms(last - t0) : 0)
+        }
+        return f
+    }
+
+    // MARK: Helpers
+
+    func ms(_ ns: UInt64) -> Double { Double(ns) / 1e6 }
+
+    /// The longest run of silence (ms) between loud samples, near `center` (within 1.5 s) or anywhere.
+    func longestSilence(_ loud: [UInt64], near center: Double?) -> Double {
+        var best = 0.0
+        for (a, b) in zip(loud, loud.dropFirst()) {
+            if let center, abs(Double(a) - center) > 1.5e9 { continue }
+            best = max(best, Double(b - a) / 1e6)
+        }
+        return best
+    }
+
+    /// The longest silence (ms) within 1.5 s of `boundary` in the synthesized audio.
+    func silence(in pcm: [Int16], around boundary: Int) -> Double {
+        let lo = max(0, boundary - 33075), hi = min(pcm.count, boundary + 33075)
+        var best = 0, run = 0
+        for i in lo..<hi {
+            if pcm[i].magnitude >= 300 { best = max(best, run); run = 0 } else { run += 1 }
+        }
+        return Double(best) * 1000 / 22050
+    }
+
+    func cell(_ values: [Double]) -> String {
+        guard !values.isEmpty else { return "n/a".padding(16, left: true) }
+        return "\(fmt(percentile(values, 0.5))) / \(fmt(percentile(values, 0.95)))".padding(16, left: true)
+    }
+
+    func fmt(_ v: Double) -> String { String(format1: v) }
+
+    func percentile(_ values: [Double], _ p: Double) -> Double {
+        let s = values.sorted()
+        guard !s.isEmpty else { return .nan }
+        return s[min(s.count - 1, Int((Double(s.count - 1) * p).rounded()))]
+    }
+
+    func which(_ tool: String) -> Bool {
+        (getenv("PATH").map { String(cString: $0) } ?? "/usr/bin").split(separator: ":").contains { access("\($0)/\(tool)", X_OK) == 0 }
+    }
+
+    func spawn(_ argv: [String]) -> pid_t {
+        var pid = pid_t()
+        var cArgs = argv.map { strdup($0) } + [nil]
+        defer { cArgs.forEach { free($0) } }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        _ = posix_spawnp(&pid, argv[0], &actions, nil, &cArgs, environ)
+        return pid
+    }
+
+    func waitExit(_ pid: pid_t) -> Int32 {
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        return status
+    }
+}
+
+private final class SampleBox: @unchecked Sendable {
+    var samples: [Int16] = []
+    func append(_ s: [Int16]) { samples += s }
+}
+
+enum FileHandleErr {
+    static func write(_ s: String) {
+        var line = s
+        line.withUTF8 { _ = Glibc.write(2, $0.baseAddress, $0.count) }
+    }
+}
