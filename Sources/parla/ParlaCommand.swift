@@ -1,7 +1,7 @@
 import ArgumentParser
 import Parla
 
-/// `parla`: speak text in the right language, render it to WAV with word timings, list voices.
+/// `parla`: speak text in the right language aloud or to WAV with word timings, detect languages, list voices.
 @main
 struct ParlaCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -9,10 +9,14 @@ struct ParlaCommand: AsyncParsableCommand {
         abstract: "Speak text in the right language for every part of it, with word timings.",
         discussion: """
             Examples:
+              parla say "Hello world, Καλημέρα"          (plays through PulseAudio)
+              parla say --highlight -f story.txt
+              parla say --events json "Hello world"
               parla say "Hello world" -o hello.wav
               parla say -f story.txt -o story.wav --timings story.json
               echo "Bonjour" | parla say -l fr -o bonjour.wav
               parla voices --language de
+              parla detect "Hello, Καλημέρα, مرحبا"
             """,
         version: "0.1.0",
         subcommands: [Say.self, Detect.self, Voices.self, BenchLive.self]

@@ -11,23 +11,25 @@ struct Say: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Speak text aloud through PulseAudio, or render it to a WAV file with word timings.",
         discussion: """
-            The text comes from the arguments, from -f FILE, or from standard input ('-' or a pipe).
+            The text comes from the arguments, from -f FILE, or from standard input ('-' or a pipe). \
             Plain text is spoken literally ('<' and '&' are text); use --ssml for SSML markup.
-            Text is split by language automatically (see 'parla detect'): every part is spoken by
-            a voice of its language. -l LANG (or an xml:lang in SSML) makes the language explicit;
-            --no-detect turns detection off; --prefer fr,de breaks ties the text cannot.
-            Without -o the text plays through PulseAudio (or PipeWire's pulse server): --device picks
-            the sink, --highlight shows the text with the word being heard highlighted, and
-            --events json prints one JSON object per line for every event, e.g.
-              {"event": "word", "t_ns": 123, "utterance": 1, "start": 0, "end": 5, "text": "Hello", "audio_ms": 42.1}
-            (event: started, sentence, word, finished, interrupted or failed; t_ns: CLOCK_MONOTONIC
-            when delivered; start/end: Unicode-scalar offsets into the input; audio_ms: the word's
-            offset in the utterance's audio). Ctrl-C or SIGTERM silences the audio at once and exits
-            with 130 (143 for SIGTERM).
 
-            The --timings file lists every segment (language, voice), sentence and word with its
-            range in the input (Unicode-scalar offsets, end exclusive) and its start and end in
-            milliseconds of the audio. See README.md for the schema.
+            Text is split by language automatically (see 'parla detect'): every part is spoken by a voice \
+            of its language. -l LANG (or an xml:lang in SSML) makes the language explicit; --no-detect turns \
+            detection off; --prefer fr,de breaks ties the text cannot.
+
+            Without -o the text plays through PulseAudio (or PipeWire's pulse server). --device picks the \
+            sink; --highlight shows the text with the word being heard highlighted; --events json prints \
+            one JSON object per line for every event, such as \
+            {"event": "word", "t_ns": 123, "utterance": 1, "start": 0, "end": 5, "text": "Hello", "audio_ms": 42.1} \
+            (event: started, sentence, word, paused, continued, finished, interrupted or failed; t_ns: \
+            CLOCK_MONOTONIC when delivered; start/end: Unicode-scalar offsets into the input; audio_ms: the \
+            word's offset in the utterance's audio). Ctrl-C or SIGTERM silences the audio at once and exits \
+            with status 130. With no sound server, it says so: render with -o FILE.wav instead.
+
+            The --timings file lists every segment (language, voice), sentence and word with its range in \
+            the input (Unicode-scalar offsets, end exclusive) and its start and end in milliseconds of the \
+            audio. See README.md for the schema.
             """
     )
 
@@ -143,11 +145,13 @@ struct Say: AsyncParsableCommand {
 
     /// Plays `utterance` live, printing events or the highlighted text, until it ends.
     private func play(_ utterance: Utterance, with synth: SpeechSynthesizer) async throws {
-        try await synth.prepareToSpeak()
-        let events = synth.events()
-        let id = synth.speak(utterance)
         let signals = Interrupt.onSignal { synth.stop(at: .immediate) }
         defer { signals.forEach { $0.cancel() } }
+        try await synth.prepareToSpeak()
+        if let code = Interrupt.signalled { throw ExitCode(code) }
+        let events = synth.events()
+        let id = synth.speak(utterance)
+        if Interrupt.signalled != nil { synth.stop(at: .immediate) }  // a signal just before speak
         var view = highlight ? HighlightView(text: utterance.inputText, width: HighlightView.terminalWidth()) : nil
         for await event in events where event.utterance == id {
             if self.events == .json { writeStandardOutput(Self.json(event)) }
@@ -202,7 +206,7 @@ extension String {
     /// `value` with one decimal.
     init(format1 value: Double) {
         let tenths = Int((value * 10).rounded())
-        self = "\(tenths / 10).\(abs(tenths % 10))"
+        self = (tenths < 0 ? "-" : "") + "\(abs(tenths) / 10).\(abs(tenths) % 10)"
     }
 }
 
@@ -226,14 +230,14 @@ func writeStandardOutput(_ text: String) {
 
 /// Turns Ctrl-C and SIGTERM into task cancellation, so work stops cleanly and leaves no partial files.
 enum Interrupt {
-    /// The exit status for the signal received so far (130 for SIGINT, 143 for SIGTERM).
+    /// The exit status once SIGINT or SIGTERM has been received: 130 (interrupted) for both.
     static var signalled: Int32? { Signalled.code.withLock { $0 } }
 
     /// Calls `handler` on SIGINT or SIGTERM (instead of dying), remembering which came.
     static func onSignal(_ handler: @escaping @Sendable () -> Void) -> [any DispatchSourceSignal] {
         signal(SIGINT, SIG_IGN)
         signal(SIGTERM, SIG_IGN)
-        return [(SIGINT, Int32(130)), (SIGTERM, Int32(143))].map { sig, code in
+        return [(SIGINT, Int32(130)), (SIGTERM, Int32(130))].map { sig, code in
             let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
             source.setEventHandler {
                 Signalled.code.withLock { $0 = code }
@@ -244,12 +248,12 @@ enum Interrupt {
         }
     }
 
-    /// Runs `body`; on SIGINT or SIGTERM it is cancelled and the process exits with 130 (SIGINT) or 143.
+    /// Runs `body`; on SIGINT or SIGTERM it is cancelled and the process exits with 130.
     static func cancellingOnSignal<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
         let task = Task { try await body() }
         signal(SIGINT, SIG_IGN)
         signal(SIGTERM, SIG_IGN)
-        let sources = [(SIGINT, Int32(130)), (SIGTERM, Int32(143))].map { sig, code in
+        let sources = [(SIGINT, Int32(130)), (SIGTERM, Int32(130))].map { sig, code in
             let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
             source.setEventHandler {
                 task.cancel()
