@@ -96,6 +96,27 @@ public final class PulseAudioRecorder: @unchecked Sendable {
         pa_stream_unref(s)
     }
 
+    /// Samples recorded so far.
+    public var recordedSampleCount: Int {
+        output.lock()
+        defer { output.unlock() }
+        return blocks.reduce(0) { $0 + $1.samples.count }
+    }
+
+    /// Waits until the source delivers audio as it is rendered, then forgets what was recorded.
+    ///
+    /// A newly loaded `module-null-sink` renders its first two seconds in one block, before it
+    /// follows the latency its clients ask for: its monitor delivers nothing during that block,
+    /// and audio played then can miss the monitor and see its played position stall. Once
+    /// 100 ms of samples have arrived, that block is over.
+    public func settle(timeout: Duration = .seconds(15)) async throws {
+        let start = ContinuousClock.now
+        while recordedSampleCount < sampleRate / 10 && ContinuousClock.now - start < timeout {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        reset()
+    }
+
     /// Forgets everything recorded so far.
     public func reset() {
         output.lock()

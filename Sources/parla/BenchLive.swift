@@ -24,8 +24,13 @@ struct BenchLive: AsyncParsableCommand {
     static let long = "One two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen."
 
     func run() async throws {
-        let recorder = try PulseAudioRecorder(source: sink + ".monitor", server: server)
-        try await Task.sleep(for: .milliseconds(2300))  // a new null sink's first block
+        var recorder: PulseAudioRecorder?
+        for _ in 0..<250 where recorder == nil {  // the sink is loaded just after the socket appears
+            recorder = try? PulseAudioRecorder(source: sink + ".monitor", server: server)
+            if recorder == nil { try await Task.sleep(for: .milliseconds(20)) }
+        }
+        guard let recorder else { throw ParlaError.audioDeviceNotFound(sink + ".monitor") }
+        try await recorder.settle()  // a new null sink's first block
         var table: [(String, String, [Double], [Double], [Double], [Double])] = []
 
         let parla = try await measureParla(recorder)

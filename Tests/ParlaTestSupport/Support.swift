@@ -67,7 +67,8 @@ public func leftovers(in dir: URL) throws -> [String] {
 ///
 /// The daemon runs in its own runtime directory (nothing of the user's sound setup is touched)
 /// and is killed when the value is released. A new null sink renders its first two seconds in
-/// one block before it follows the latency its clients ask for, so `start()` waits that out.
+/// one block before it follows the latency its clients ask for, so `start()` waits that out
+/// (``PulseAudioRecorder/settle(timeout:)``).
 public final class TestAudioServer: @unchecked Sendable {
     /// The runtime directory holding the socket.
     public let directory: URL
@@ -112,18 +113,17 @@ public final class TestAudioServer: @unchecked Sendable {
         let launched = Date()
         try p.run()
         process = p
+        // The socket appears before the null sink is loaded: retry until the monitor exists.
         var recorder: PulseAudioRecorder?
         while recorder == nil {
-            if Date().timeIntervalSince(launched) > 10 { throw TestAudioServerError(message: "pulseaudio did not start within 10 s") }
+            if Date().timeIntervalSince(launched) > 15 { throw TestAudioServerError(message: "pulseaudio did not start within 15 s") }
             if FileManager.default.fileExists(atPath: socket) {
                 recorder = try? PulseAudioRecorder(source: sink + ".monitor", server: server)
             }
             if recorder == nil { try await Task.sleep(for: .milliseconds(20)) }
         }
         self.recorder = recorder
-        let settled = 2.3 - Date().timeIntervalSince(launched)
-        if settled > 0 { try await Task.sleep(for: .milliseconds(Int(settled * 1000))) }
-        recorder?.reset()
+        try await recorder?.settle()
     }
 
     /// Kills the daemon at once (SIGKILL), as a crash would.
