@@ -198,10 +198,13 @@ final class LiveSpeech: @unchecked Sendable {
                 return
             }
             wake.signal()
+            let ahead = output.options.maxBufferedAhead.components
+            let aheadLimit = max(rate, Int(ahead.seconds) * rate + Int(Double(ahead.attoseconds) / 1e18 * Double(rate)))
             let total = try await ESpeakEngine.shared.synthesize(plan, stop: pb.stop) { event in
                 switch event {
                 case .audio(let buffer):
                     do { try stream.write(buffer.samples) } catch { pb.stop.raise() }
+                    stream.waitWhileAhead(by: aheadLimit) { pb.stop.isRaised }
                 case .word(let w):
                     self.state.withLock { _ in pb.words.append(w) }
                 case .sentence(let m):

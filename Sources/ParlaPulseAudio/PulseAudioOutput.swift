@@ -18,12 +18,16 @@ public struct AudioOutputOptions: Sendable, Hashable {
     public var role: String
     /// The client name desktop volume controls show.
     public var applicationName: String
+    /// How far synthesis may run ahead of the listener. Audio beyond this waits in the engine,
+    /// so a book-length text does not sit in memory (22050 Hz mono: 2.6 MB per minute).
+    public var maxBufferedAhead: Duration
 
     /// Creates options; the defaults suit spoken announcements on a desktop.
     public init(
         device: String? = nil, server: String? = nil, targetLatency: Duration = .milliseconds(30),
-        role: String = "a11y", applicationName: String = "Parla"
+        role: String = "a11y", applicationName: String = "Parla", maxBufferedAhead: Duration = .seconds(30)
     ) {
+        self.maxBufferedAhead = maxBufferedAhead
         self.device = device
         self.server = server
         self.targetLatency = targetLatency
@@ -294,6 +298,24 @@ public final class PlaybackStream: @unchecked Sendable {
         var usec: pa_usec_t = 0
         guard pa_stream_get_time(s, &usec) == 0 else { return nil }
         return min(Int(usec) * sampleRate / 1_000_000, sentSamples + pending.count - pendingOffset)
+    }
+
+    /// Blocks the calling thread while more than `limit` samples are written but not yet
+    /// played, until the listener catches up, the stream stops being active, or `stop()`
+    /// returns true (checked every 10 ms).
+    public func waitWhileAhead(by limit: Int, stop: () -> Bool) {
+        while !stop() {
+            output.lock()
+            var ahead = 0
+            if let s = stream, case .active = status {
+                var usec: pa_usec_t = 0
+                let played = pa_stream_get_time(s, &usec) == 0 ? Int(usec) * sampleRate / 1_000_000 : 0
+                ahead = sentSamples + pending.count - pendingOffset - played
+            }
+            output.unlock()
+            if ahead <= limit { return }
+            usleep(10_000)
+        }
     }
 
     /// Samples written so far.

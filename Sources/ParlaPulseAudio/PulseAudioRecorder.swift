@@ -133,21 +133,28 @@ public final class PulseAudioRecorder: @unchecked Sendable {
 
     /// The time every sample whose magnitude is at least `threshold` reached the source, in order.
     ///
-    /// A monitor delivers an unbroken stream of samples, so sample `i` reached it at
-    /// `t0 + i / rate`. `t0` is estimated from the block that arrived soonest after its last
-    /// sample (the smallest `arrival − end / rate`), so a reader thread that was late to wake
-    /// (a busy machine) does not make samples look late.
+    /// A monitor delivers an unbroken stream of samples, so within a stretch of it sample `i`
+    /// reached it at `t0 + i / rate`. For each block, `t0` is estimated from the blocks that
+    /// arrived within 250 ms of it: the one that arrived soonest after its last sample (the
+    /// smallest `arrival − end / rate`). A reader thread that was late to wake (a busy machine)
+    /// therefore does not make samples look late, and audio the server re-renders after a
+    /// rewind (cork, stream removal) shifts the estimate only locally.
     public func loudSampleTimes(threshold: Int16 = 300, after: UInt64 = 0) -> [UInt64] {
         let blocks = recorded()
+        var offsets: [Int64] = []
         var end = 0
-        var origin = Int64.max
         for block in blocks {
             end += block.samples.count
-            origin = min(origin, Int64(block.arrivalNanoseconds) - Int64(end) * 1_000_000_000 / Int64(sampleRate))
+            offsets.append(Int64(block.arrivalNanoseconds) - Int64(end) * 1_000_000_000 / Int64(sampleRate))
         }
         var times: [UInt64] = []
         var index = 0
-        for block in blocks {
+        var lo = 0, hi = 0
+        for (k, block) in blocks.enumerated() {
+            let arrival = block.arrivalNanoseconds
+            while blocks[lo].arrivalNanoseconds + 250_000_000 < arrival { lo += 1 }
+            while hi + 1 < blocks.count && blocks[hi + 1].arrivalNanoseconds <= arrival + 250_000_000 { hi += 1 }
+            let origin = offsets[lo...max(hi, k)].min()!
             for s in block.samples {
                 if s.magnitude >= threshold.magnitude {
                     let t = UInt64(origin + Int64(index) * 1_000_000_000 / Int64(sampleRate))
