@@ -17,8 +17,9 @@ extension SpeechSynthesizer {
     var live: LiveSpeech {
         liveSpeechStorage.withLock { stored in
             if let stored { return stored }
-            let made = LiveSpeech(output: PulseAudioOutput(options: audioOutput)) { [unowned self] u throws(ParlaError) in
-                try self.plan(u)
+            let made = LiveSpeech(output: PulseAudioOutput(options: audioOutput)) { [weak self] u throws(ParlaError) in
+                guard let self else { throw .cancelled }
+                return try self.plan(u)
             }
             stored = made
             return made

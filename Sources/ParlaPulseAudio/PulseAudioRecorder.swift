@@ -138,7 +138,7 @@ public final class PulseAudioRecorder: @unchecked Sendable {
     /// arrived within 250 ms of it: the one that arrived soonest after its last sample (the
     /// smallest `arrival − end / rate`). A reader thread that was late to wake (a busy machine)
     /// therefore does not make samples look late, and audio the server re-renders after a
-    /// rewind (cork, stream removal) shifts the estimate only locally.
+    /// rewind (cork, stream removal) shifts the estimate only locally. Times never decrease.
     public func loudSampleTimes(threshold: Int16 = 300, after: UInt64 = 0) -> [UInt64] {
         let blocks = recorded()
         var offsets: [Int64] = []
@@ -150,6 +150,7 @@ public final class PulseAudioRecorder: @unchecked Sendable {
         var times: [UInt64] = []
         var index = 0
         var lo = 0, hi = 0
+        var previous: UInt64 = 0
         for (k, block) in blocks.enumerated() {
             let arrival = block.arrivalNanoseconds
             while blocks[lo].arrivalNanoseconds + 250_000_000 < arrival { lo += 1 }
@@ -157,7 +158,9 @@ public final class PulseAudioRecorder: @unchecked Sendable {
             let origin = offsets[lo...max(hi, k)].min()!
             for s in block.samples {
                 if s.magnitude >= threshold.magnitude {
-                    let t = UInt64(origin + Int64(index) * 1_000_000_000 / Int64(sampleRate))
+                    // Never before an earlier sample (the estimate may step back between blocks).
+                    let t = max(UInt64(origin + Int64(index) * 1_000_000_000 / Int64(sampleRate)), previous)
+                    previous = t
                     if t >= after { times.append(t) }
                 }
                 index += 1

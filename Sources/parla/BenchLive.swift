@@ -194,7 +194,7 @@ struct BenchLive: AsyncParsableCommand {
         var best = 0.0
         for (a, b) in zip(loud, loud.dropFirst()) {
             if let center, abs(Double(a) - center) > 1.5e9 { continue }
-            best = max(best, Double(b - a) / 1e6)
+            best = max(best, (Double(b) - Double(a)) / 1e6)
         }
         return best
     }

@@ -97,6 +97,20 @@ struct LiveSpeechTests {
         #expect(late.isEmpty, "sound \(late.count) samples after stop, the last \(Double((late.last ?? stopped) - stopped) / 1e6) ms after")
     }
 
+    @Test func releasingTheSynthesizerStopsItsSpeech() async throws {
+        let server = try await TestAudioServer.start()
+        var synth: SpeechSynthesizer? = liveSynth(server)
+        let log = EventLog(synth!)
+        let id = synth!.speak(longText)
+        #expect(await log.wait { log.words(id).count >= 2 })
+        let released = monotonicNanoseconds()
+        synth = nil
+        #expect(await log.wait { log.terminal(id) != nil })
+        #expect(isCancelled(log.terminal(id), .interrupted))
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(server.recorder.loudSampleTimes(after: released + 150_000_000).isEmpty)
+    }
+
     @Test func announcementInterruptsAndQueuedSpeechFollows() async throws {
         let server = try await TestAudioServer.start()
         let synth = liveSynth(server)
