@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import ParlaCore
+import ParlaTestSupport
 
 /// The detector with the shipped model and catalog defaults, and no user preferences.
 let sharedDetector: LanguageDetector = {
@@ -241,18 +242,6 @@ struct DetectionTests {
     }
 }
 
-/// SplitMix64, so the random text is the same on every run.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 @Suite("detection in speech plans")
 struct DetectionPlanTests {

