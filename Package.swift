@@ -14,6 +14,7 @@ let package = Package(
     products: [
         .library(name: "Parla", targets: ["Parla"]),
         .executable(name: "parla", targets: ["parla"]),
+        .executable(name: "speak-selection", targets: ["speak-selection"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -38,9 +39,19 @@ let package = Package(
         .target(name: "Parla", dependencies: ["ParlaCore", "ParlaESpeak", "ParlaPulseAudio"], swiftSettings: swiftSettings),
 
         // MARK: Command-line tool
+        .target(
+            name: "ParlaCommands",
+            dependencies: ["Parla", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            swiftSettings: swiftSettings
+        ),
         .executableTarget(
             name: "parla",
-            dependencies: ["Parla", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: ["ParlaCommands", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "speak-selection",
+            dependencies: ["ParlaCommands", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             swiftSettings: swiftSettings
         ),
 
@@ -56,6 +67,6 @@ let package = Package(
         .testTarget(name: "ParlaCoreTests", dependencies: ["ParlaCore", "ParlaTestSupport"], swiftSettings: swiftSettings),
         .target(name: "ParlaTestSupport", dependencies: ["ParlaPulseAudio"], path: "Tests/ParlaTestSupport", swiftSettings: swiftSettings),
         .testTarget(name: "ParlaTests", dependencies: ["Parla", "ParlaTestSupport"], swiftSettings: swiftSettings),
-        .testTarget(name: "ParlaCLITests", dependencies: ["parla", "ParlaCore", "ParlaTestSupport"], swiftSettings: swiftSettings),
+        .testTarget(name: "ParlaCLITests", dependencies: ["parla", "speak-selection", "ParlaCore", "ParlaTestSupport"], swiftSettings: swiftSettings),
     ]
 )

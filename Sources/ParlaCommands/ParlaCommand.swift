@@ -2,9 +2,10 @@ import ArgumentParser
 import Parla
 
 /// `parla`: speak text in the right language aloud or to WAV with word timings, detect languages, list voices.
-@main
-struct ParlaCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
+public struct ParlaCommand: AsyncParsableCommand {
+    public init() {}
+
+    public static let configuration = CommandConfiguration(
         commandName: "parla",
         abstract: "Speak text in the right language for every part of it, with word timings.",
         discussion: """
@@ -19,7 +20,7 @@ struct ParlaCommand: AsyncParsableCommand {
               parla detect "Hello, Καλημέρα, مرحبا"
             """,
         version: "0.1.0",
-        subcommands: [Say.self, Detect.self, Voices.self, BenchLive.self]
+        subcommands: [Say.self, Detect.self, Voices.self, SelectionCommand.self, BenchLive.self]
     )
 }
 
@@ -36,5 +37,21 @@ struct CatalogOptions: ParsableArguments {
         return try VoiceCatalog.load(
             from: VoiceCatalog.locateDirectory(explicit: voicesDirectory),
             userDirectory: VoiceCatalog.userPresetDirectory)
+    }
+}
+
+/// Parses the process's arguments for `Command` and runs it, as `AsyncParsableCommand.main()`
+/// does. (Called from an executable's top-level code, `Command.main()` resolves to the
+/// synchronous overload, which refuses to run an asynchronous command.)
+public func runAsRoot<Command: AsyncParsableCommand>(_: Command.Type) async {
+    do {
+        var command = try Command.parseAsRoot()
+        if var asyncCommand = command as? any AsyncParsableCommand {
+            try await asyncCommand.run()
+        } else {
+            try command.run()
+        }
+    } catch {
+        Command.exit(withError: error)
     }
 }
