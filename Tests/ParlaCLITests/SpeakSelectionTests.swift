@@ -1,0 +1,226 @@
+import Foundation
+import ParlaCore
+import ParlaPulseAudio
+import ParlaTestSupport
+import Testing
+
+/// A private X server (Xvfb) for selection tests.
+final class TestDisplay: @unchecked Sendable {
+    let display: String
+    private let process: Process
+
+    init() async throws {
+        // -displayfd: Xvfb picks a free display number and writes it to standard output.
+        process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/Xvfb")
+        process.arguments = ["-displayfd", "1", "-nolisten", "tcp", "-screen", "0", "640x480x24"]
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        var text = ""
+        while !text.contains("\n") {
+            let chunk = out.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            text += String(decoding: chunk, as: UTF8.self)
+        }
+        display = ":" + text.filter(\.isNumber)
+    }
+
+    /// Makes `text` the PRIMARY selection (xclip keeps serving it in the background).
+    func select(_ text: String, selection: String = "primary") throws {
+        let file = try makeTemporaryDirectory().appendingPathComponent("selection.txt")
+        try Data(text.utf8).write(to: file)
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/xclip")
+        p.arguments = ["-selection", selection, "-i", file.path]
+        p.environment = ["DISPLAY": display, "PATH": "/usr/bin:/bin"]
+        p.standardOutput = FileHandle.nullDevice
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        _ = waitForExit(p)
+    }
+
+    deinit {
+        kill(process.processIdentifier, SIGKILL)
+        var status: Int32 = 0
+        waitpid(process.processIdentifier, &status, 0)
+    }
+}
+
+@Suite("speak-selection")
+struct SpeakSelectionTests {
+    static var binary: String {
+        URL(fileURLWithPath: CLITests.binary).deletingLastPathComponent().appendingPathComponent("speak-selection").path
+    }
+
+    /// The environment of one user session: its display, sound server, runtime and config dirs.
+    struct Session {
+        var server: TestAudioServer
+        var display: TestDisplay?
+        var home: URL
+
+        var environment: [String: String?] {
+            [
+                "DISPLAY": display?.display, "WAYLAND_DISPLAY": nil, "PULSE_SERVER": server.server,
+                "XDG_RUNTIME_DIR": home.path, "XDG_CONFIG_HOME": home.appendingPathComponent("config").path,
+                "LANG": "C.UTF-8", "LANGUAGE": nil,
+            ]
+        }
+
+        static func start(display: Bool = true) async throws -> Session {
+            Session(server: try await TestAudioServer.start(), display: display ? try await TestDisplay() : nil, home: try makeTemporaryDirectory())
+        }
+
+        func run(_ args: [String] = [], stdin: Data? = nil) throws -> ProcessResult {
+            try runProcess(SpeakSelectionTests.binary, args, stdin: stdin, environment: environment)
+        }
+
+        /// Starts speak-selection without waiting for it.
+        func launch(_ args: [String] = []) throws -> Process {
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: SpeakSelectionTests.binary)
+            p.arguments = args
+            var env = ProcessInfo.processInfo.environment
+            for (k, v) in environment { env[k] = v }
+            p.environment = env
+            p.standardInput = FileHandle.nullDevice
+            p.standardOutput = FileHandle.nullDevice
+            p.standardError = FileHandle.nullDevice
+            try p.run()
+            return p
+        }
+
+        /// Waits until the monitor has heard something after `time`.
+        func waitForSound(after time: UInt64, timeout: Double = 10) async throws -> Bool {
+            let deadline = Date().addingTimeInterval(timeout)
+            while Date() < deadline {
+                if server.recorder.loudSampleTimes(after: time).count > 500 { return true }
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            return false
+        }
+    }
+
+    @Test func threeLanguageSelectionIsSpokenWithThreeVoices() async throws {
+        let s = try await Session.start()
+        try s.display!.select("Hello world. مرحبا بالعالم. Καλημέρα κόσμε.")
+        let r = try s.run()
+        #expect(r.status == 0, "\(r.error)")
+        #expect(r.error.contains("Languages: en, ar, el"))
+        // Three stretches of speech (one per language), separated by the sentence pauses.
+        let loud = s.server.recorder.loudSampleTimes()
+        #expect(loud.count > 10_000)
+        let pauses = zip(loud, loud.dropFirst()).filter { $1 - $0 > 150_000_000 }.count
+        #expect(pauses >= 2)
+        // The settings file was created with every setting commented out.
+        let conf = try String(contentsOf: s.home.appendingPathComponent("config/parla/speak-selection.conf"), encoding: .utf8)
+        #expect(conf.contains("# rate = 175"))
+    }
+
+    @Test func secondInvocationStopsTheFirst() async throws {
+        let s = try await Session.start()
+        try s.display!.select("One two three four five six seven eight nine ten eleven twelve thirteen fourteen.")
+        let started = monotonicNanoseconds()
+        let first = try s.launch()
+        #expect(try await s.waitForSound(after: started))
+        let second = monotonicNanoseconds()
+        let r = try s.run()
+        #expect(r.status == 0)
+        #expect(r.error.contains("Stopped the speech in progress"))
+        #expect(waitForExit(first) == 130)
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(s.server.recorder.loudSampleTimes(after: second + 150_000_000).count < 50)
+        // No stale lock: the next invocation speaks.
+        try s.display!.select("Again.")
+        let again = try s.run()
+        #expect(again.status == 0)
+        #expect(again.error.contains("Languages: en"))
+    }
+
+    @Test func queueWaitsForTheFirstAndKillNineLeavesNoStaleLock() async throws {
+        let s = try await Session.start()
+        try s.display!.select("First sentence here.")
+        let first = try s.launch()
+        #expect(try await s.waitForSound(after: 0))
+        try s.display!.select("Second one.")
+        let r = try s.run(["--queue"])
+        let firstStatus = waitForExit(first)
+        #expect(r.status == 0, "\(r.error)")
+        #expect(firstStatus == 0)  // it was not stopped: the second waited its turn
+
+        // kill -9 while speaking, then --stop finds nothing speaking (the kernel dropped the lock).
+        try s.display!.select("One two three four five six seven eight nine ten eleven twelve.")
+        let t = monotonicNanoseconds()
+        let victim = try s.launch()
+        #expect(try await s.waitForSound(after: t))
+        kill(victim.processIdentifier, SIGKILL)
+        _ = waitForExit(victim)
+        let stop = try s.run(["--stop"])
+        #expect(stop.status == 0)
+        #expect(stop.error.contains("Nothing is speaking"))
+    }
+
+    @Test func nothingSelected() async throws {
+        let s = try await Session.start()
+        let r = try s.run()
+        #expect(r.status == 1)
+        #expect(r.error.contains("Nothing selected"))
+        #expect(s.server.recorder.loudSampleTimes().count > 1000)  // it says so, too
+    }
+
+    @Test func withoutADisplayStandardInputOrAClearError() async throws {
+        let s = try await Session.start(display: false)
+        let piped = try s.run([], stdin: Data("Piped text is spoken.".utf8))
+        #expect(piped.status == 0, "\(piped.error)")
+        #expect(piped.error.contains("Languages: en"))
+        let p = try s.launch()  // standard input is /dev/null: not piped
+        #expect(waitForExit(p) != 0)
+        let r = try runProcess("/bin/sh", ["-c", "\(SpeakSelectionTests.binary) </dev/null"], environment: s.environment)
+        #expect(r.status != 0)
+        #expect(r.error.contains("no X display or Wayland session"))
+        #expect(!r.error.contains("Usage:"))
+    }
+
+    @Test func brokenSettingsNameTheLine() async throws {
+        let s = try await Session.start()
+        try s.display!.select("Hello")
+        let conf = s.home.appendingPathComponent("bad.conf")
+        try "rate = 175\nlanguages = en, el\nspeed = fast\n".write(to: conf, atomically: true, encoding: .utf8)
+        let r = try s.run(["--config", conf.path])
+        #expect(r.status != 0)
+        #expect(r.error.contains("bad.conf, line 3: unknown setting 'speed'"))
+        try "rate = 9000\n".write(to: conf, atomically: true, encoding: .utf8)
+        let r2 = try s.run(["--config", conf.path])
+        #expect(r2.error.contains("line 1: rate must be a number from 80 to 450"))
+    }
+
+    @Test func terminalHighlightSeenThroughTmux() async throws {
+        let s = try await Session.start()
+        try s.display!.select("Highlight every word of this sentence please.")
+        let session = "parla-\(getpid())-\(Int.random(in: 0..<1_000_000))"
+        // Slow speech, so a loaded machine's capture loop sees several words.
+        let conf = s.home.appendingPathComponent("slow.conf")
+        try "rate = 100\n".write(to: conf, atomically: true, encoding: .utf8)
+        var env = ""
+        for (k, v) in s.environment { env += v.map { "\(k)='\($0)' " } ?? "" }
+        let start = try runProcess("/usr/bin/tmux", ["new-session", "-d", "-s", session, "-x", "100", "-y", "10", "env \(env) \(SpeakSelectionTests.binary) --config \(conf.path); sleep 5"])
+        #expect(start.status == 0, "\(start.error)")
+        defer { _ = try? runProcess("/usr/bin/tmux", ["kill-session", "-t", session]) }
+        var highlighted: Set<String> = []
+        var lastCapture = ""
+        let deadline = Date().addingTimeInterval(15)
+        while Date() < deadline && highlighted.count < 3 {
+            let cap = try runProcess("/usr/bin/tmux", ["capture-pane", "-p", "-e", "-t", session])
+            if !cap.output.isEmpty && !lastCapture.hasSuffix(cap.output) { lastCapture += "\n---\n" + cap.output }
+            // Reverse video in tmux's escape output: ESC[7m before the word.
+            if let r = cap.output.range(of: "\u{1B}[7m") {
+                let word = cap.output[r.upperBound...].prefix { $0.isLetter }
+                if !word.isEmpty { highlighted.insert(String(word)) }
+            }
+            try await Task.sleep(for: .milliseconds(30))
+        }
+        #expect(highlighted.count >= 3, "highlighted: \(highlighted); the pane: \(lastCapture)")
+        #expect(highlighted.isSubset(of: ["Highlight", "every", "word", "of", "this", "sentence", "please"]))
+    }
+}
