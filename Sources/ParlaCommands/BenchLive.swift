@@ -17,6 +17,8 @@ struct BenchLive: AsyncParsableCommand {
     @Option(help: "The null sink to play to; its monitor is recorded.") var sink: String = "parla_bench"
     @Option(help: "Runs per measurement.") var runs: Int = 20
     @Flag(help: "Skip speech-dispatcher and espeak-ng.") var parlaOnly = false
+    @Option(help: "Benchmark this speak-selection binary instead (hotkey to first sound, toggle stop); the PRIMARY selection must hold a long text.")
+    var selection: String?
 
     static let mixed = "Hello there, how are you today. Καλημέρα σας, τι κάνετε;"
     static let english = "Hello there, how are you today."
@@ -31,6 +33,10 @@ struct BenchLive: AsyncParsableCommand {
         }
         guard let recorder else { throw ParlaError.audioDeviceNotFound(sink + ".monitor") }
         try await recorder.settle()  // a new null sink's first block
+        if let selection {
+            try await benchSelection(recorder, binary: selection)
+            return
+        }
         var table: [(String, String, [Double], [Double], [Double], [Double])] = []
 
         let parla = try await measureParla(recorder)
@@ -58,6 +64,62 @@ struct BenchLive: AsyncParsableCommand {
         }
         print("targets: onset ≤ 15, stop ≤ 10, |drift median| ≤ 15 and p95 ≤ 30, gap ≤ 20")
         print("espeak-ng and spd-say are separate processes: their onset includes process start (and, for spd-say, the round trip to its daemon); their stop is 'kill' / 'spd-say -C' to silence.")
+    }
+
+    // MARK: speak-selection
+
+    /// Process start to first audible sample, and a second process's start to silence.
+    func benchSelection(_ recorder: PulseAudioRecorder, binary: String) async throws {
+        var rows: [(String, [Double], [Double])] = []
+        var first: [Double] = [], toggle: [Double] = []
+        _ = try await hotkey(recorder, start: [binary], stop: [binary])  // page the binary and voices in
+        for run in 0..<runs {
+            guard let (a, b) = try await hotkey(recorder, start: [binary], stop: [binary]) else { continue }
+            first.append(a)
+            toggle.append(b)
+            FileHandleErr.write("speak-selection run \(run + 1)/\(runs): first sound \(fmt(a)) ms, toggle stop \(fmt(b)) ms\n")
+        }
+        rows.append(("speak-selection", first, toggle))
+        if !parlaOnly && which("spd-say") {
+            var sf: [Double] = [], ss: [Double] = []
+            _ = try await hotkey(recorder, start: ["spd-say", Self.long], stop: ["spd-say", "-C"])  // starts its daemon
+            for run in 0..<runs {
+                guard let (a, b) = try await hotkey(recorder, start: ["spd-say", Self.long], stop: ["spd-say", "-C"]) else { continue }
+                sf.append(a)
+                ss.append(b)
+                FileHandleErr.write("spd-say run \(run + 1)/\(runs): first sound \(fmt(a)) ms, stop \(fmt(b)) ms\n")
+            }
+            rows.append(("spd-say / spd-say -C (running daemon)", sf, ss))
+        }
+        print("")
+        print("Hotkey commands at the null sink's monitor, \(runs) runs each; median / p95 in ms")
+        print("command".padding(40) + "first sound".padding(18, left: true) + "stop".padding(18, left: true))
+        for (name, a, b) in rows {
+            print(name.padding(40) + cell(a).padding(18, left: true) + cell(b).padding(18, left: true))
+        }
+        print("targets: first sound ≤ 60 (process start and engine loading included), toggle stop ≤ 20")
+    }
+
+    /// Starts `start`, measures until its first loud sample, lets it speak 300 ms, starts `stop`
+    /// and measures until the last loud sample. Both processes are waited for.
+    func hotkey(_ recorder: PulseAudioRecorder, start: [String], stop: [String]) async throws -> (Double, Double)? {
+        recorder.reset()
+        let t0 = monotonicNanoseconds()
+        let speaker = spawn(start)
+        var heard: UInt64?
+        while heard == nil && monotonicNanoseconds() - t0 < 5_000_000_000 {
+            heard = recorder.loudSampleTimes(after: t0).first
+            if heard == nil { try await Task.sleep(for: .milliseconds(2)) }
+        }
+        try await Task.sleep(for: .milliseconds(300))
+        let t1 = monotonicNanoseconds()
+        let stopper = spawn(stop)
+        _ = waitExit(stopper)
+        _ = waitExit(speaker)
+        try await Task.sleep(for: .milliseconds(300))
+        guard let heard else { return nil }
+        let last = recorder.loudSampleTimes(after: t0).last ?? t1
+        return (ms(heard - t0), last > t1 ? ms(last - t1) : 0)
     }
 
     // MARK: Parla

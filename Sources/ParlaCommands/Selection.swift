@@ -50,18 +50,18 @@ struct SelectionCommand: AsyncParsableCommand {
 
 struct SelectionRun {
     static let discussion = """
-        Reads the PRIMARY selection (Wayland: wl-paste --primary; X11: xclip or xsel), falling back to \\
-        the clipboard, and to standard input when text is piped in. Each part is spoken by a voice of \\
-        its language, with your rate, voice and preferred languages from the settings file. In a \\
+        Reads the PRIMARY selection (Wayland: wl-paste --primary; X11: xclip or xsel), falling back to \
+        the clipboard, and to standard input when text is piped in. Each part is spoken by a voice of \
+        its language, with your rate, voice and preferred languages from the settings file. In a \
         terminal the word being heard is highlighted; the languages found are printed on standard error.
 
-        Run it while a previous speak-selection of yours is speaking and it stops that one at once and \\
-        exits (--queue waits and speaks after it; --stop only stops). Nothing selected: it says \\
+        Run it while a previous speak-selection of yours is speaking and it stops that one at once and \
+        exits (--queue waits and speaks after it; --stop only stops). Nothing selected: it says \
         "Nothing selected" and exits with status 1.
 
-        The settings file ($XDG_CONFIG_HOME/parla/speak-selection.conf, default ~/.config/parla/...) \\
-        is created with every setting commented out on first use. Lines are "key = value"; keys: rate \\
-        (80–450 words per minute), voice (an identifier from 'parla voices'), languages (preferred, \\
+        The settings file ($XDG_CONFIG_HOME/parla/speak-selection.conf, default ~/.config/parla/...) \
+        is created with every setting commented out on first use. Lines are "key = value"; keys: rate \
+        (80–450 words per minute), voice (an identifier from 'parla voices'), languages (preferred, \
         e.g. "en, el"), device (a PulseAudio sink), notify (true/false).
         """
 

@@ -195,6 +195,16 @@ struct SpeakSelectionTests {
         #expect(r2.error.contains("line 1: rate must be a number from 80 to 450"))
     }
 
+    @Test func desktopFileLaunchesTheShippedCommand() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let text = try String(contentsOf: root.appendingPathComponent("share/applications/parla-speak-selection.desktop"), encoding: .utf8)
+        let lines = text.split(separator: "\n").map(String.init)
+        #expect(lines.first == "[Desktop Entry]")
+        for required in ["Type=Application", "Exec=speak-selection", "Terminal=false"] { #expect(lines.contains(required)) }
+        #expect(lines.contains { $0.hasPrefix("Name=") })
+        #expect(FileManager.default.isExecutableFile(atPath: SpeakSelectionTests.binary))
+    }
+
     @Test func terminalHighlightSeenThroughTmux() async throws {
         let s = try await Session.start()
         try s.display!.select("Highlight every word of this sentence please.")
