@@ -3,7 +3,7 @@ import Testing
 import ParlaTestSupport
 
 /// `parla detect` and detection in `parla say`, through the built binary.
-@Suite("parla detect")
+@Suite("parla detect", .serialized)
 struct DetectCLITests {
     let cli = CLITests()
 

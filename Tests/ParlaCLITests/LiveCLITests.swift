@@ -7,8 +7,8 @@ import Testing
 /// `parla say` playing through a private PulseAudio daemon, checked at the null sink's monitor.
 @Suite("parla say: live playback")
 struct LiveCLITests {
-    func say(_ args: [String], server: String) throws -> ProcessResult {
-        try runProcess(CLITests.binary, ["say"] + args, environment: ["PULSE_SERVER": server, "LANG": "C.UTF-8", "LANGUAGE": nil])
+    func say(_ args: [String], server: String) async throws -> ProcessResult {
+        try await offPool { try runProcess(CLITests.binary, ["say"] + args, environment: ["PULSE_SERVER": server, "LANG": "C.UTF-8", "LANGUAGE": nil]) }
     }
 
     func lines(_ output: String) throws -> [[String: Any]] {
@@ -17,7 +17,7 @@ struct LiveCLITests {
 
     @Test func eventsJSONFollowsThePlayback() async throws {
         let server = try await TestAudioServer.start()
-        let r = try say(["--events", "json", "--device", server.sink, "Hello world"], server: server.server)
+        let r = try await say(["--events", "json", "--device", server.sink, "Hello world"], server: server.server)
         #expect(r.status == 0, "\(r.error)")
         let events = try lines(r.output)
         #expect(events.map { $0["event"] as! String } == ["started", "word", "sentence", "word", "finished"]
@@ -57,7 +57,7 @@ struct LiveCLITests {
         let signalled = monotonicNanoseconds()
         kill(p.processIdentifier, SIGINT)
         received += out.fileHandleForReading.readDataToEndOfFile()
-        #expect(waitForExit(p) == 130)
+        #expect(await exitStatus(p) == 130)
         let last = try lines(String(decoding: received, as: UTF8.self)).last
         #expect(last?["event"] as? String == "interrupted")
         try await Task.sleep(for: .milliseconds(300))
@@ -68,7 +68,7 @@ struct LiveCLITests {
 
     @Test func highlightShowsTheWordBeingHeard() async throws {
         let server = try await TestAudioServer.start()
-        let r = try say(["--highlight", "Hello brave world"], server: server.server)
+        let r = try await say(["--highlight", "Hello brave world"], server: server.server)
         #expect(r.status == 0, "\(r.error)")
         for word in ["Hello", "brave", "world"] {
             #expect(r.output.contains("\u{1B}[7m\(word)\u{1B}[27m"))
@@ -77,12 +77,12 @@ struct LiveCLITests {
     }
 
     @Test func noServerOrNoDeviceSaysWhatToDo() async throws {
-        let none = try say(["Hello"], server: "unix:/nonexistent/parla/native")
+        let none = try await say(["Hello"], server: "unix:/nonexistent/parla/native")
         #expect(none.status != 0)
         #expect(none.error.contains("No sound server is available"))
         #expect(none.error.contains("-o FILE.wav"))
         let server = try await TestAudioServer.start()
-        let wrong = try say(["--device", "no_such_sink", "Hello"], server: server.server)
+        let wrong = try await say(["--device", "no_such_sink", "Hello"], server: server.server)
         #expect(wrong.status != 0)
         #expect(wrong.error.contains("no_such_sink"))
         #expect(wrong.error.contains("pactl list short sinks"))

@@ -171,3 +171,12 @@ public struct SeededGenerator: RandomNumberGenerator, Sendable {
         return z ^ (z >> 31)
     }
 }
+
+/// Runs blocking work (waiting for a process) on a thread of its own, so that tests running in
+/// parallel do not starve Swift's small cooperative thread pool (2 threads on a 2-core machine)
+/// and stall each other's timing.
+public func offPool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread.detachNewThread { continuation.resume(with: Result { try body() }) }
+    }
+}
