@@ -1,0 +1,132 @@
+import FoundationEssentials
+
+/// One text to render in a batch, with its per-item overrides.
+public struct BatchItem: Sendable, Hashable {
+    /// The item's identifier: its output files are `ID.wav` and `ID.json`.
+    public var id: String
+    /// The text (SSML markup when ``isSSML``).
+    public var text: String
+    /// The language of text without an explicit language.
+    public var language: String?
+    /// A voice identifier.
+    public var voice: String?
+    /// Words per minute.
+    public var rate: Double?
+    /// Pitch, 0–99 (50 is normal).
+    public var pitch: Double?
+    /// Whether ``text`` is SSML.
+    public var isSSML = false
+    /// 1-based line in the input.
+    public var line: Int
+
+    /// Creates an item.
+    public init(id: String, text: String, language: String? = nil, voice: String? = nil, rate: Double? = nil, pitch: Double? = nil, isSSML: Bool = false, line: Int) {
+        self.id = id
+        self.text = text
+        self.language = language
+        self.voice = voice
+        self.rate = rate
+        self.pitch = pitch
+        self.isSSML = isSSML
+        self.line = line
+    }
+}
+
+/// Reading batch inputs: one utterance per line of text, TSV or JSONL.
+public enum BatchInput {
+    /// How the lines of an input are read.
+    public enum Format: String, Sendable, CaseIterable {
+        /// One utterance per line; the id is the line number, zero-padded to 6 digits.
+        case text
+        /// `id<TAB>text` or `id<TAB>language<TAB>text`.
+        case tsv
+        /// `{"id", "text", "language"?, "voice"?, "rate"?, "pitch"?, "ssml"?}` per line.
+        case jsonl
+
+        /// The format a file name suggests (`.tsv`, `.jsonl`/`.ndjson`, anything else: text).
+        public static func guess(path: String) -> Format {
+            let lower = path.lowercased()
+            if lower.hasSuffix(".tsv") { return .tsv }
+            if lower.hasSuffix(".jsonl") || lower.hasSuffix(".ndjson") { return .jsonl }
+            return .text
+        }
+    }
+
+    /// A line that could not be read as an item: reported, and the batch goes on.
+    public struct LineError: Error, Sendable, Hashable {
+        /// The item's id when it could be read, else `line-N`.
+        public var id: String
+        /// 1-based line number.
+        public var line: Int
+        /// What is wrong, and what to do.
+        public var reason: String
+    }
+
+    private struct JSONItem: Decodable {
+        var id: String?
+        var text: String?
+        var language: String?
+        var voice: String?
+        var rate: Double?
+        var pitch: Double?
+        var ssml: Bool?
+    }
+
+    /// Reads line `number` (1-based) of an input in `format`. Blank lines give nil.
+    public static func item(fromLine raw: Substring, number: Int, format: Format) -> Result<BatchItem, LineError>? {
+        let line = raw.hasSuffix("\r") ? raw.dropLast() : raw
+        if line.allSatisfy(\.isWhitespace) { return nil }
+        let fallbackID = "line-\(number)"
+        switch format {
+        case .text:
+            let digits = String(number)
+            let id = String(repeating: "0", count: max(0, 6 - digits.count)) + digits
+            return .success(BatchItem(id: id, text: String(line), line: number))
+        case .tsv:
+            let fields = line.split(separator: "\t", maxSplits: 2, omittingEmptySubsequences: false)
+            guard fields.count >= 2 else {
+                return .failure(LineError(id: fallbackID, line: number, reason: "expected 'id<TAB>text' or 'id<TAB>language<TAB>text'"))
+            }
+            let id = String(fields[0])
+            if let problem = invalidID(id) { return .failure(LineError(id: fallbackID, line: number, reason: problem)) }
+            if fields.count == 3 {
+                return .success(BatchItem(id: id, text: String(fields[2]), language: String(fields[1]), line: number))
+            }
+            return .success(BatchItem(id: id, text: String(fields[1]), line: number))
+        case .jsonl:
+            let decoded: JSONItem
+            do {
+                decoded = try JSONDecoder().decode(JSONItem.self, from: Data(line.utf8))
+            } catch {
+                return .failure(LineError(id: fallbackID, line: number, reason: "not a JSON object with string \"id\" and \"text\" (check the quoting and commas)"))
+            }
+            guard let id = decoded.id, let text = decoded.text else {
+                return .failure(LineError(id: decoded.id ?? fallbackID, line: number, reason: "a JSONL item needs \"id\" and \"text\""))
+            }
+            if let problem = invalidID(id) { return .failure(LineError(id: fallbackID, line: number, reason: problem)) }
+            return .success(BatchItem(
+                id: id, text: text, language: decoded.language, voice: decoded.voice, rate: decoded.rate,
+                pitch: decoded.pitch, isSSML: decoded.ssml ?? false, line: number))
+        }
+    }
+
+    /// Why `id` cannot name output files, or nil if it can.
+    public static func invalidID(_ id: String) -> String? {
+        if id.isEmpty { return "the id is empty" }
+        if id.utf8.count > 200 { return "the id is longer than 200 bytes" }
+        if id.hasPrefix(".") { return "the id '\(id)' starts with '.'" }
+        if id.contains("/") || id.contains("\0") { return "the id '\(id)' contains '/' or a NUL byte" }
+        return nil
+    }
+
+    /// Whether `id` belongs to shard `index` of `count`: a 64-bit FNV-1a hash of its UTF-8 bytes,
+    /// modulo `count`. The same on every machine and run.
+    public static func shard(of id: String, count: Int) -> Int {
+        var hash: UInt64 = 0xCBF2_9CE4_8422_2325
+        for byte in id.utf8 {
+            hash ^= UInt64(byte)
+            hash &*= 0x100_0000_01B3
+        }
+        return Int(hash % UInt64(count))
+    }
+}
