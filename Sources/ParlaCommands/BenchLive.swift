@@ -43,11 +43,11 @@ struct BenchLive: AsyncParsableCommand {
         table.append(("parla (in-process)", "", parla.onset, parla.stop, parla.drift, parla.gap))
         if !parlaOnly {
             let pcmGap = try await naturalGap()
-            if which("espeak-ng") {
+            if Processes.have("espeak-ng") {
                 let e = try await measureCommand(recorder, speak: { ["espeak-ng", "-v", $0, $1] }, stop: nil, pcmGap: pcmGap)
                 table.append(("espeak-ng command", "kill", e.onset, e.stop, [], e.gap))
             }
-            if which("spd-say") {
+            if Processes.have("spd-say") {
                 let s = try await measureCommand(recorder, speak: { ["spd-say", "-w", "-l", $0, $1] }, stop: ["spd-say", "-C"], pcmGap: pcmGap)
                 table.append(("speech-dispatcher (spd-say)", "spd-say -C", s.onset, s.stop, [], s.gap))
             }
@@ -80,7 +80,7 @@ struct BenchLive: AsyncParsableCommand {
             FileHandleErr.write("speak-selection run \(run + 1)/\(runs): first sound \(fmt(a)) ms, toggle stop \(fmt(b)) ms\n")
         }
         rows.append(("speak-selection", first, toggle))
-        if !parlaOnly && which("spd-say") {
+        if !parlaOnly && Processes.have("spd-say") {
             var sf: [Double] = [], ss: [Double] = []
             _ = try await hotkey(recorder, start: ["spd-say", Self.long], stop: ["spd-say", "-C"])  // starts its daemon
             for run in 0..<runs {
@@ -105,7 +105,7 @@ struct BenchLive: AsyncParsableCommand {
     func hotkey(_ recorder: PulseAudioRecorder, start: [String], stop: [String]) async throws -> (Double, Double)? {
         recorder.reset()
         let t0 = monotonicNanoseconds()
-        let speaker = spawn(start)
+        let speaker = Processes.spawn(start)
         var heard: UInt64?
         while heard == nil && monotonicNanoseconds() - t0 < 5_000_000_000 {
             heard = recorder.loudSampleTimes(after: t0).first
@@ -113,9 +113,9 @@ struct BenchLive: AsyncParsableCommand {
         }
         try await Task.sleep(for: .milliseconds(300))
         let t1 = monotonicNanoseconds()
-        let stopper = spawn(stop)
-        _ = waitExit(stopper)
-        _ = waitExit(speaker)
+        let stopper = Processes.spawn(stop)
+        _ = Processes.wait(stopper)
+        _ = Processes.wait(speaker)
         try await Task.sleep(for: .milliseconds(300))
         guard let heard else { return nil }
         let last = recorder.loudSampleTimes(after: t0).last ?? t1
@@ -209,14 +209,14 @@ struct BenchLive: AsyncParsableCommand {
 
     func measureCommand(_ recorder: PulseAudioRecorder, speak: (String, String) -> [String], stop: [String]?, pcmGap: Double) async throws -> Figures {
         var f = Figures()
-        _ = waitExit(spawn(speak("en", "Warm up.")))  // spd-say starts its daemon on first use
+        _ = Processes.wait(Processes.spawn(speak("en", "Warm up.")))  // spd-say starts its daemon on first use
         for run in 0..<runs {
             recorder.reset()
             let t0 = monotonicNanoseconds()
-            let a = spawn(speak("en", Self.english))
-            _ = waitExit(a)
-            let b = spawn(speak("el", Self.greek))
-            _ = waitExit(b)
+            let a = Processes.spawn(speak("en", Self.english))
+            _ = Processes.wait(a)
+            let b = Processes.spawn(speak("el", Self.greek))
+            _ = Processes.wait(b)
             try await Task.sleep(for: .milliseconds(300))
             let loud = recorder.loudSampleTimes(after: t0)
             guard let first = loud.first else { continue }
@@ -226,7 +226,7 @@ struct BenchLive: AsyncParsableCommand {
         }
         for _ in 0..<runs {
             recorder.reset()
-            let p = spawn(speak("en", Self.long))
+            let p = Processes.spawn(speak("en", Self.long))
             // Wait until it is audible, then let it speak a little.
             let start = monotonicNanoseconds()
             while recorder.loudSampleTimes(after: start).isEmpty && monotonicNanoseconds() - start < 5_000_000_000 {
@@ -235,11 +235,11 @@ struct BenchLive: AsyncParsableCommand {
             try await Task.sleep(for: .milliseconds(400))
             let t0 = monotonicNanoseconds()
             if let stop {
-                _ = waitExit(spawn(stop))
+                _ = Processes.wait(Processes.spawn(stop))
             } else {
-                kill(p, SIGKILL)
+                if let p { kill(p, SIGKILL) }
             }
-            _ = waitExit(p)
+            _ = Processes.wait(p)
             try await Task.sleep(for: .milliseconds(400))
             let last = recorder.loudSampleTimes().last ?? t0
             f.stop.append(last > t0 ? ms(last - t0) : 0)
@@ -282,29 +282,6 @@ struct BenchLive: AsyncParsableCommand {
         let s = values.sorted()
         guard !s.isEmpty else { return .nan }
         return s[min(s.count - 1, Int((Double(s.count - 1) * p).rounded()))]
-    }
-
-    func which(_ tool: String) -> Bool {
-        (getenv("PATH").map { String(cString: $0) } ?? "/usr/bin").split(separator: ":").contains { access("\($0)/\(tool)", X_OK) == 0 }
-    }
-
-    func spawn(_ argv: [String]) -> pid_t {
-        var pid = pid_t()
-        var cArgs = argv.map { strdup($0) } + [nil]
-        defer { cArgs.forEach { free($0) } }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        _ = posix_spawnp(&pid, argv[0], &actions, nil, &cArgs, environ)
-        return pid
-    }
-
-    func waitExit(_ pid: pid_t) -> Int32 {
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        return status
     }
 }
 

@@ -202,12 +202,8 @@ struct Render: AsyncParsableCommand {
     }
 
     func makeDirectory(_ path: String) throws {
-        var prefix = path.hasPrefix("/") ? "" : "."
-        for part in path.split(separator: "/") {
-            prefix += "/" + part
-            if mkdir(prefix, 0o755) != 0 && errno != EEXIST {
-                throw ParlaError.unwritableOutput(path: path, reason: String(cString: strerror(errno)))
-            }
+        if let code = Processes.makeDirectories(path) {
+            throw ParlaError.unwritableOutput(path: path, reason: String(cString: strerror(code)))
         }
     }
 }

@@ -174,16 +174,16 @@ enum Selection {
         let env = { (name: String) in getenv(name).map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 } }
         var missingTool: String?
         if env("WAYLAND_DISPLAY") != nil {
-            if have("wl-paste") {
+            if Processes.have("wl-paste") {
                 commands += [["wl-paste", "--primary", "--no-newline"], ["wl-paste", "--no-newline"]]
             } else {
                 missingTool = "wl-paste (apt-get install wl-clipboard)"
             }
         }
         if env("DISPLAY") != nil {
-            if have("xclip") {
+            if Processes.have("xclip") {
                 commands += [["xclip", "-o", "-selection", "primary"], ["xclip", "-o", "-selection", "clipboard"]]
-            } else if have("xsel") {
+            } else if Processes.have("xsel") {
                 commands += [["xsel", "-o", "-p"], ["xsel", "-o", "-b"]]
             } else {
                 missingTool = "xclip or xsel (apt-get install xclip)"
@@ -208,12 +208,12 @@ enum Selection {
 
     /// Shows `text` in a desktop notification (best effort, without waiting).
     static func notify(_ text: String) {
-        guard have("notify-send") else {
+        guard Processes.have("notify-send") else {
             printError("--notify needs notify-send (apt-get install libnotify-bin); continuing without it.")
             return
         }
         let body = text.count > 300 ? String(text.prefix(300)) + "…" : text
-        _ = spawn(["notify-send", "--app-name=Parla", "Parla", body], stdout: nil)
+        _ = Processes.spawn(["notify-send", "--app-name=Parla", "Parla", body], stdout: nil)
     }
 
     static func stdinIsPiped() -> Bool {
@@ -223,16 +223,11 @@ enum Selection {
         return kind == S_IFIFO || kind == S_IFREG || kind == S_IFSOCK
     }
 
-    static func have(_ tool: String) -> Bool {
-        let path = getenv("PATH").map { String(cString: $0) } ?? "/usr/bin:/bin"
-        return path.split(separator: ":").contains { access("\($0)/\(tool)", X_OK) == 0 }
-    }
-
     /// Runs `argv` and returns its standard output, or nil if it failed or took over 2 s.
     static func capture(_ argv: [String]) -> [UInt8]? {
         var fds: [Int32] = [0, 0]
         guard pipe(&fds) == 0 else { return nil }
-        let pid = spawn(argv, stdout: fds[1])
+        let pid = Processes.spawn(argv, stdout: fds[1])
         close(fds[1])
         defer { close(fds[0]) }
         guard let pid else { return nil }
@@ -254,25 +249,6 @@ enum Selection {
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
         return status == 0 ? out : nil
-    }
-
-    /// Starts `argv` with standard input from /dev/null, standard error discarded and standard
-    /// output to `stdout` (or discarded).
-    static func spawn(_ argv: [String], stdout: Int32?) -> pid_t? {
-        var pid = pid_t()
-        var cArgs = argv.map { strdup($0) } + [nil]
-        defer { cArgs.forEach { free($0) } }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        if let stdout {
-            posix_spawn_file_actions_adddup2(&actions, stdout, 1)
-        } else {
-            posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-        }
-        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-        return posix_spawnp(&pid, argv[0], &actions, nil, &cArgs, environ) == 0 ? pid : nil
     }
 }
 
@@ -326,12 +302,7 @@ struct SelectionSettings {
     }
 
     static func create(_ path: String) {
-        let dir = String(path[..<(path.lastIndex(of: "/") ?? path.endIndex)])
-        var prefix = ""
-        for part in dir.split(separator: "/") {
-            prefix += "/" + part
-            mkdir(prefix, 0o755)
-        }
+        _ = Processes.makeDirectories(String(path[..<(path.lastIndex(of: "/") ?? path.endIndex)]))
         guard let file = fopen(path, "wx") else { return }  // never overwrite
         fputs(template, file)
         fclose(file)

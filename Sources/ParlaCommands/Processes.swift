@@ -1,0 +1,54 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Small process helpers the commands share (posix_spawn, not Foundation's Process, which the
+/// commands do not link).
+enum Processes {
+    /// Whether `tool` is an executable on $PATH.
+    static func have(_ tool: String) -> Bool {
+        let path = getenv("PATH").map { String(cString: $0) } ?? "/usr/bin:/bin"
+        return path.split(separator: ":").contains { access("\($0)/\(tool)", X_OK) == 0 }
+    }
+
+    /// Starts `argv` with standard input from /dev/null, standard error discarded and standard
+    /// output to `stdout` (or discarded). Nil if it could not be started.
+    static func spawn(_ argv: [String], stdout: Int32? = nil) -> pid_t? {
+        var pid = pid_t()
+        var cArgs = argv.map { strdup($0) } + [nil]
+        defer { cArgs.forEach { free($0) } }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        if let stdout {
+            posix_spawn_file_actions_adddup2(&actions, stdout, 1)
+        } else {
+            posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        }
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        return posix_spawnp(&pid, argv[0], &actions, nil, &cArgs, environ) == 0 ? pid : nil
+    }
+
+    /// Waits for `pid` and returns its raw wait status (-1 if there is no such child).
+    @discardableResult
+    static func wait(_ pid: pid_t?) -> Int32 {
+        guard let pid else { return -1 }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 {
+            if errno != EINTR { return -1 }
+        }
+        return status
+    }
+
+    /// Creates `path` and its missing parents (mode 755).
+    /// - Returns: the errno of the first failure other than "exists", or nil.
+    static func makeDirectories(_ path: String) -> Int32? {
+        var prefix = path.hasPrefix("/") ? "" : "."
+        for part in path.split(separator: "/") {
+            prefix += "/" + part
+            if mkdir(prefix, 0o755) != 0 && errno != EEXIST { return errno }
+        }
+        return nil
+    }
+}
