@@ -25,22 +25,6 @@ public struct SpokenRange: Sendable, Hashable {
         self.audioSample = audioSample
         self.sampleRate = sampleRate
     }
-
-    /// Locates `scalarRange` of `text` (which must lie on grapheme-cluster boundaries, as every
-    /// mark's range does).
-    public init(scalarRange: Range<Int>, in input: String, text spoken: String, audioSample: Int, sampleRate: Int) {
-        let scalars = input.unicodeScalars
-        let lo = scalars.index(scalars.startIndex, offsetBy: scalarRange.lowerBound)
-        let hi = scalars.index(lo, offsetBy: scalarRange.count)
-        let u16lo = input.utf16.distance(from: input.utf16.startIndex, to: lo)
-        let u16hi = u16lo + input.utf16.distance(from: lo, to: hi)
-        self.range = lo..<hi
-        self.utf16Range = u16lo..<u16hi
-        self.scalarRange = scalarRange
-        self.text = spoken
-        self.audioSample = audioSample
-        self.sampleRate = sampleRate
-    }
 }
 
 /// How an announcement ended: the AnnouncementDidFinish notification of the accessibility world.
