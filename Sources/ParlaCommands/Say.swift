@@ -148,29 +148,7 @@ struct Say: AsyncParsableCommand {
         let signals = Interrupt.onSignal { synth.stop(at: .immediate) }
         defer { signals.forEach { $0.cancel() } }
         try await synth.prepareToSpeak()
-        if let code = Interrupt.signalled { throw ExitCode(code) }
-        let events = synth.events()
-        let id = synth.speak(utterance)
-        if Interrupt.signalled != nil { synth.stop(at: .immediate) }  // a signal just before speak
-        var view = highlight ? HighlightView(text: utterance.inputText, width: HighlightView.terminalWidth()) : nil
-        for await event in events where event.utterance == id {
-            if self.events == .json { writeStandardOutput(Self.json(event)) }
-            if var v = view {
-                if case .willSpeakWord(let r) = event.kind { writeStandardOutput(v.highlight(r.scalarRange)) }
-                if event.kind.isTerminal { writeStandardOutput(v.finish()) }
-                view = v
-            }
-            switch event.kind {
-            case .finished:
-                return
-            case .cancelled:
-                throw ExitCode(Interrupt.signalled ?? 1)
-            case .failed(let error):
-                throw error
-            default:
-                continue
-            }
-        }
+        try await playToEnd(utterance, with: synth, highlight: highlight, eventsJSON: events == .json)
     }
 
     /// One `--events json` line.
@@ -216,6 +194,31 @@ func printError(_ message: String) {
     line.withUTF8 { _ = write(2, $0.baseAddress, $0.count) }
 }
 
+/// Speaks `utterance` live and waits for its end, showing the highlighted text or printing
+/// `--events json` lines; the caller has installed `Interrupt.onSignal` to stop `synth`.
+/// - Throws: `ExitCode(130)` when a signal cut it off, the error it failed with.
+func playToEnd(_ utterance: Utterance, with synth: SpeechSynthesizer, highlight: Bool, eventsJSON: Bool) async throws {
+    if let code = Interrupt.signalled { throw ExitCode(code) }
+    let events = synth.events()
+    let id = synth.speak(utterance)
+    if Interrupt.signalled != nil { synth.stop(at: .immediate) }  // a signal just before speak
+    var view = highlight ? HighlightView(text: utterance.inputText, width: HighlightView.terminalWidth()) : nil
+    for await event in events where event.utterance == id {
+        if eventsJSON { writeStandardOutput(Say.json(event)) }
+        if var v = view {
+            if case .willSpeakWord(let r) = event.kind { writeStandardOutput(v.highlight(r.scalarRange)) }
+            if event.kind.isTerminal { writeStandardOutput(v.finish()) }
+            view = v
+        }
+        switch event.kind {
+        case .finished: return
+        case .cancelled: throw ExitCode(Interrupt.signalled ?? 1)
+        case .failed(let error): throw error
+        default: continue
+        }
+    }
+}
+
 /// Writes `text` to standard output at once (unbuffered, so events arrive when they happen).
 func writeStandardOutput(_ text: String) {
     var bytes = Array(text.utf8)
@@ -233,14 +236,14 @@ enum Interrupt {
     /// The exit status once SIGINT or SIGTERM has been received: 130 (interrupted) for both.
     static var signalled: Int32? { Signalled.code.withLock { $0 } }
 
-    /// Calls `handler` on SIGINT or SIGTERM (instead of dying), remembering which came.
+    /// Calls `handler` on SIGINT or SIGTERM (instead of dying), remembering that one came.
     static func onSignal(_ handler: @escaping @Sendable () -> Void) -> [any DispatchSourceSignal] {
         signal(SIGINT, SIG_IGN)
         signal(SIGTERM, SIG_IGN)
-        return [(SIGINT, Int32(130)), (SIGTERM, Int32(130))].map { sig, code in
+        return [SIGINT, SIGTERM].map { sig in
             let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
             source.setEventHandler {
-                Signalled.code.withLock { $0 = code }
+                Signalled.code.withLock { $0 = 130 }
                 handler()
             }
             source.resume()
@@ -251,22 +254,12 @@ enum Interrupt {
     /// Runs `body`; on SIGINT or SIGTERM it is cancelled and the process exits with 130.
     static func cancellingOnSignal<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
         let task = Task { try await body() }
-        signal(SIGINT, SIG_IGN)
-        signal(SIGTERM, SIG_IGN)
-        let sources = [(SIGINT, Int32(130)), (SIGTERM, Int32(130))].map { sig, code in
-            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
-            source.setEventHandler {
-                task.cancel()
-                Signalled.code.withLock { $0 = code }
-            }
-            source.resume()
-            return source
-        }
+        let sources = onSignal { task.cancel() }
         defer { sources.forEach { $0.cancel() } }
         do {
             return try await task.value
         } catch {
-            if let code = Signalled.code.withLock({ $0 }) {
+            if let code = signalled {
                 printError("Interrupted; no output was written.")
                 throw ExitCode(code)
             }

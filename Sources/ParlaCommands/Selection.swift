@@ -106,24 +106,7 @@ struct SelectionRun {
         printError("Languages: \(languages.joined(separator: ", "))")
         if options.notify || settings.notify { Selection.notify(text) }
         try await ready
-        if let code = Interrupt.signalled { throw ExitCode(code) }
-
-        let events = synth.events()
-        let id = synth.speak(utterance)
-        var view = isatty(1) != 0 ? HighlightView(text: text, width: HighlightView.terminalWidth()) : nil
-        for await event in events where event.utterance == id {
-            if var v = view {
-                if case .willSpeakWord(let r) = event.kind { writeStandardOutput(v.highlight(r.scalarRange)) }
-                if event.kind.isTerminal { writeStandardOutput(v.finish()) }
-                view = v
-            }
-            switch event.kind {
-            case .finished: return
-            case .cancelled: throw ExitCode(Interrupt.signalled ?? 1)
-            case .failed(let error): throw error
-            default: continue
-            }
-        }
+        try await playToEnd(utterance, with: synth, highlight: isatty(1) != 0, eventsJSON: false)
     }
 }
 

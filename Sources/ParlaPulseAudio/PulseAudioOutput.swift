@@ -291,10 +291,14 @@ public final class PlaybackStream: @unchecked Sendable {
     public func playedSamples() -> Int? {
         output.lock()
         defer { output.unlock() }
-        guard let s = stream, case .active = status else {
-            if case .drained = status { return sentSamples }
-            return nil
-        }
+        if case .drained = status { return sentSamples }
+        return playedLocked()
+    }
+
+    /// The server's played position in samples, nil before its first timing report or when the
+    /// stream is not active. Lock held.
+    private func playedLocked() -> Int? {
+        guard let s = stream, case .active = status else { return nil }
         var usec: pa_usec_t = 0
         guard pa_stream_get_time(s, &usec) == 0 else { return nil }
         return min(Int(usec) * sampleRate / 1_000_000, sentSamples + pending.count - pendingOffset)
@@ -307,10 +311,8 @@ public final class PlaybackStream: @unchecked Sendable {
         while !stop() {
             output.lock()
             var ahead = 0
-            if let s = stream, case .active = status {
-                var usec: pa_usec_t = 0
-                let played = pa_stream_get_time(s, &usec) == 0 ? Int(usec) * sampleRate / 1_000_000 : 0
-                ahead = sentSamples + pending.count - pendingOffset - played
+            if stream != nil, case .active = status {
+                ahead = sentSamples + pending.count - pendingOffset - (playedLocked() ?? 0)
             }
             output.unlock()
             if ahead <= limit { return }

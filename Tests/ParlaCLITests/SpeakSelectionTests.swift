@@ -48,11 +48,6 @@ final class TestDisplay: @unchecked Sendable {
     }
 }
 
-/// The exit status of `p`, waited for off the cooperative pool.
-func exitStatus(_ p: Process) async -> Int32 {
-    (try? await offPool { waitForExit(p) }) ?? -1
-}
-
 @Suite("speak-selection")
 struct SpeakSelectionTests {
     static var binary: String {

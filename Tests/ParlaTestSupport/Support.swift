@@ -180,3 +180,8 @@ public func offPool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) asy
         Thread.detachNewThread { continuation.resume(with: Result { try body() }) }
     }
 }
+
+/// The exit status of `p` (see ``waitForExit(_:)``), waited for off the cooperative pool.
+public func exitStatus(_ p: Process) async -> Int32 {
+    (try? await offPool { waitForExit(p) }) ?? -1
+}
