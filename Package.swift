@@ -33,10 +33,11 @@ let package = Package(
         ),
 
         // MARK: Library
+        .target(name: "CParlaWorker"),
         .target(name: "ParlaCore", swiftSettings: swiftSettings),
         .target(name: "ParlaESpeak", dependencies: ["ParlaCore", "CESpeakNG"], swiftSettings: swiftSettings),
         .target(name: "ParlaPulseAudio", dependencies: ["ParlaCore", "CPulseAudio"], swiftSettings: swiftSettings),
-        .target(name: "Parla", dependencies: ["ParlaCore", "ParlaESpeak", "ParlaPulseAudio"], swiftSettings: swiftSettings),
+        .target(name: "Parla", dependencies: ["ParlaCore", "ParlaESpeak", "ParlaPulseAudio", "CParlaWorker"], swiftSettings: swiftSettings),
 
         // MARK: Command-line tool
         .target(

@@ -204,46 +204,6 @@ func parseTagList(_ list: String, option: String) throws -> [LanguageTag] {
     return tags
 }
 
-/// Reads lines from a file descriptor as they arrive.
-struct LineReader {
-    let fd: Int32
-    private var buffer: [UInt8] = []
-    private var start = 0
-    private var eof = false
-
-    init(fd: Int32) { self.fd = fd }
-
-    /// Whether a complete line is already buffered (more input is waiting).
-    var hasBufferedLine: Bool { buffer[start...].contains(0x0A) }
-
-    mutating func next() throws -> [UInt8]? {
-        while true {
-            if let nl = buffer[start...].firstIndex(of: 0x0A) {
-                let line = Array(buffer[start..<nl])
-                start = nl + 1
-                return line
-            }
-            if eof {
-                guard start < buffer.count else { return nil }
-                let line = Array(buffer[start...])
-                start = buffer.count
-                return line
-            }
-            if start > 0 {
-                buffer.removeFirst(start)
-                start = 0
-            }
-            var chunk = [UInt8](repeating: 0, count: 65536)
-            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, 65536) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw ValidationError("Cannot read standard input: \(String(cString: strerror(errno))).")
-            }
-            if n == 0 { eof = true } else { buffer += chunk[0..<n] }
-        }
-    }
-}
-
 /// Standard output written in blocks, flushed on demand.
 struct OutputBuffer {
     private var bytes: [UInt8] = []

@@ -7,39 +7,52 @@ import Synchronization
 import Glibc
 #endif
 
-/// `parla render`: many texts to WAV files, resumable, shardable. (Renders in this process,
-/// one item after another; worker processes for every core are not built yet.)
+/// `parla render`: many texts to WAV files, in worker processes on every core, resumable,
+/// shardable. The work is done by ``BatchRenderer``; this command reads the input, shows
+/// progress and handles Ctrl-C.
 struct Render: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Render many texts to WAV files: one per line of a text, TSV or JSONL file.",
+        abstract: "Render many texts to WAV files, on every core: one per line of a text, TSV or JSONL file, or one per .txt file of a directory.",
         discussion: """
             Each line of INPUT is one utterance: a plain text line (its id is the line number, \
             zero-padded: 000001), 'id<TAB>text' or 'id<TAB>language<TAB>text' (.tsv), or a JSON object \
             {"id", "text", "language"?, "voice"?, "rate"?, "pitch"?, "ssml"?} (.jsonl). Blank lines are \
-            skipped. '-' reads standard input.
+            skipped. '-' reads standard input. If INPUT is a directory, each of its .txt files is one \
+            utterance (id: the file name without .txt), read and spoken paragraph by paragraph, so a \
+            file may be of any length.
 
-            Writes DIR/ID.wav (and DIR/ID.json with --timings), each under a temporary name renamed \
-            into place when complete, and appends one line per item to DIR/results.jsonl: id, status \
-            (ok or failed), files, duration, languages and voices, or the error. A bad item is \
-            reported there and on standard error, and the batch goes on; the exit status is 1 if any \
-            item failed. Run the same command again to resume: items whose WAV file is complete are \
-            skipped (--force renders them again). Ctrl-C stops after the item being rendered.
+            Writes DIR/ID.wav (and DIR/ID.json with --timings, DIR/ID.vtt with --vtt), each under a \
+            temporary name renamed into place when complete, and appends one line per item to \
+            DIR/results.jsonl: id, status (ok or failed), files, duration, languages and voices, or the \
+            error. A bad item is reported there and on standard error, and the batch goes on; the exit \
+            status is 1 if any item failed. Run the same command again to resume: items already done \
+            are skipped (--force renders them again). Ctrl-C stops after the items being rendered.
+
+            --jobs N worker processes render in parallel (default: one per core). Every item starts \
+            from the same engine state, so the files are byte-identical for any --jobs, any order and \
+            after a resume.
 
             --shard K/N renders only the items whose id hashes to K (0-based) of N, the same on every \
             machine: run shards 0..N-1 anywhere and concatenate their results.jsonl files.
             """)
 
-    @Argument(help: ArgumentHelp("The input file ('-' for standard input).", valueName: "input"))
+    @Argument(help: ArgumentHelp("The input file, a directory of .txt files, or '-' for standard input.", valueName: "input"))
     var input: String
 
     @Option(name: [.customShort("o"), .customLong("output")], help: ArgumentHelp("The output directory (created if needed).", valueName: "dir"))
     var output: String
 
-    @Option(name: .customLong("format"), help: ArgumentHelp("How to read the input: text, tsv or jsonl (default: from the file name; text for standard input).", valueName: "format"))
+    @Option(name: .customLong("format"), help: ArgumentHelp("How to read an input file: text, tsv or jsonl (default: from the file name; text for standard input).", valueName: "format"))
     var format: BatchInput.Format?
+
+    @Option(name: [.customShort("j"), .customLong("jobs")], help: ArgumentHelp("Worker processes (default: the number of cores, \(BatchRenderOptions.cores) here).", valueName: "n"))
+    var jobs: Int?
 
     @Flag(name: .customLong("timings"), help: "Also write ID.json word timings (the schema of 'parla say --timings').")
     var timings = false
+
+    @Flag(name: .customLong("vtt"), help: "Also write ID.vtt WebVTT captions, one cue per sentence.")
+    var vtt = false
 
     @Flag(name: .customLong("force"), help: "Render every item again, even those already done.")
     var force = false
@@ -47,7 +60,7 @@ struct Render: AsyncParsableCommand {
     @Option(name: .customLong("shard"), help: ArgumentHelp("Render only shard K of N (0-based), e.g. 0/4 or $(JOB_COMPLETION_INDEX)/4 in a Kubernetes Indexed Job.", valueName: "K/N"))
     var shard: String?
 
-    @Option(name: .customLong("progress"), help: ArgumentHelp("Progress on standard error: 'bar' (default on a terminal), 'json' (one object per item) or 'none'.", valueName: "mode"))
+    @Option(name: .customLong("progress"), help: ArgumentHelp("Progress on standard error: 'bar' (default on a terminal), 'json' (one object per item) or 'none' (default otherwise).", valueName: "mode"))
     var progress: ProgressMode?
 
     @Option(name: [.customShort("l"), .customLong("language")], help: ArgumentHelp("Language of items that give none (default: detected).", valueName: "tag"))
@@ -62,149 +75,197 @@ struct Render: AsyncParsableCommand {
 
     func validate() throws {
         if let shard { _ = try Self.parseShard(shard) }
+        if let jobs, jobs < 1 { throw ValidationError("--jobs needs a number of worker processes of at least 1 (got \(jobs)).") }
     }
 
-    static func parseShard(_ text: String) throws -> (index: Int, count: Int) {
+    static func parseShard(_ text: String) throws -> BatchShard {
         let parts = text.split(separator: "/")
-        guard parts.count == 2, let k = Int(parts[0]), let n = Int(parts[1]), n > 0, (0..<n).contains(k) else {
+        guard parts.count == 2, let k = Int(parts[0]), let n = Int(parts[1]), let shard = BatchShard(index: k, count: n) else {
             throw ValidationError("--shard needs K/N with 0 ≤ K < N, e.g. 0/4 (got '\(text)').")
         }
-        return (k, n)
+        return shard
     }
 
     func run() async throws {
         let catalog = try catalogOptions.load()
-        let detector = language == nil ? try LanguageDetector.load(catalog: catalog) : nil
-        let synth = SpeechSynthesizer(catalog: catalog, detectsLanguages: detector != nil, detector: detector)
-        let shard = try self.shard.map(Self.parseShard)
-        let format = self.format ?? (input == "-" ? .text : BatchInput.Format.guess(path: input))
-        let defaultLanguage = try language.map { try LanguageTag(parsing: $0) }
-        let defaultVoice = try voice.map { try catalog.voice(identifier: $0) }
+        var options = BatchRenderOptions(outputDirectory: output, jobs: jobs)
+        options.timings = timings
+        options.captions = vtt
+        options.force = force
+        options.shard = try shard.map(Self.parseShard)
+        options.language = try language.map { try LanguageTag(parsing: $0) }
+        options.voice = try voice.map { try catalog.voice(identifier: $0).identifier }
+        options.voicesDirectory = try VoiceCatalog.locateDirectory(explicit: catalogOptions.voicesDirectory)
 
-        let fd: Int32 = input == "-" ? 0 : open(input, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw ParlaError.unreadableInput(path: input, reason: String(cString: strerror(errno))) }
-        try makeDirectory(output)
-        let results = try ResultsLog(directory: output)
-        var counts = Counts()
+        let (source, total) = try openInput()
         let mode = progress ?? (isatty(2) != 0 ? .bar : .none)
-        let stopping = Atomic<Bool>(false)
-        let signals = Interrupt.onSignal { stopping.store(true, ordering: .relaxed) }
-        defer { signals.forEach { $0.cancel() } }
-        let started = monotonicNanoseconds()
-
-        var reader = LineReader(fd: fd)
-        var number = 0
-        while !stopping.load(ordering: .relaxed), let bytes = try reader.next() {
-            number += 1
-            guard let text = String(validating: bytes, as: UTF8.self) else {
-                let offset = TextInput.firstInvalidUTF8Offset(bytes) ?? 0
-                let id = "line-\(number)"
-                if shard.map({ BatchInput.shard(of: id, count: $0.count) == $0.index }) ?? true {
-                    record(.failed(id: id, line: number, error: "line \(number) is not valid UTF-8 (byte \(offset) of the line); convert the input to UTF-8"), results, &counts, mode)
-                }
-                continue
-            }
-            guard let parsed = BatchInput.item(fromLine: Substring(text), number: number, format: format) else { continue }
-            let id = (try? parsed.get().id) ?? { if case .failure(let e) = parsed { return e.id } else { return "" } }()
-            if let shard, BatchInput.shard(of: id, count: shard.count) != shard.index { continue }
-            switch parsed {
-            case .failure(let e):
-                record(.failed(id: e.id, line: e.line, error: "line \(e.line): \(e.reason)"), results, &counts, mode)
-            case .success(let item):
-                if !force && results.isDone(item.id) {
-                    counts.skipped += 1
-                    continue
-                }
-                let outcome = await renderItem(item, synth: synth, catalog: catalog, language: defaultLanguage, voice: defaultVoice)
-                record(outcome, results, &counts, mode)
-            }
-            if mode == .bar { printBar(counts, since: started) }
+        let renderer = BatchRenderer(options: options)
+        let signals = Interrupt.onSignal {
+            renderer.stop()
+            printError("\nStopping after the items being rendered…")
         }
-        if input != "-" { close(fd) }
-        if mode == .bar { printError("") }
-        let summary = "\(counts.ok) rendered, \(counts.failed) failed, \(counts.skipped) already done; \(String(format1: counts.audioSeconds / 60)) min of audio; results in \(output)/results.jsonl"
-        if stopping.load(ordering: .relaxed) {
-            printError("Interrupted after \(counts.ok + counts.failed) items (\(summary)). Run the same command again to resume.")
+        defer { signals.forEach { $0.cancel() } }
+        let expected = total.map { Double($0) / Double(options.shard?.count ?? 1) }
+        var display = ProgressDisplay(mode: mode, expected: expected)
+        var final = BatchProgress()
+        for try await p in renderer.render(source) {
+            if p.isFinal {
+                final = p
+                break
+            }
+            if case .failed(let message) = p.latest?.status {
+                display.clearLine()
+                printError("error: item \(p.latest!.id): \(message)")
+            }
+            display.show(p)
+        }
+        display.clearLine()
+        let mb = { (bytes: Int?) in String(format1: Double(bytes ?? 0) / 1_048_576) }
+        let peak = "; peak memory \(mb(final.peakBytes)) MB here, \(mb(final.workerPeakBytes)) MB per worker"
+        let summary = "\(final.rendered) rendered, \(final.failed) failed, \(final.skipped) already done; \(String(format1: final.audioSeconds / 60)) min of audio in \(String(format1: final.elapsedSeconds)) s with \(options.jobs) worker(s)\(peak); results in \(output)/results.jsonl"
+        if final.stopped {
+            printError("Interrupted (\(summary)). Run the same command again to resume.")
             throw ExitCode(130)
         }
         printError(summary)
-        if counts.failed > 0 { throw ExitCode(1) }
+        if final.failed > 0 { throw ExitCode(1) }
     }
 
-    struct Counts {
-        var ok = 0
-        var failed = 0
-        var skipped = 0
-        var audioSeconds = 0.0
-    }
-
-    enum Outcome {
-        case ok(id: String, line: Int, seconds: Double, languages: [String], voices: [String], timings: Bool)
-        case failed(id: String, line: Int, error: String)
-    }
-
-    func renderItem(_ item: BatchItem, synth: SpeechSynthesizer, catalog: VoiceCatalog, language: LanguageTag?, voice: SpeechVoice?) async -> Outcome {
-        do {
-            if item.text.utf8.count > 1_000_000 {
-                throw UserError("the text is longer than 1 MB: split it into several items")
+    /// The entries of the input, and how many there are when that is cheap to know.
+    func openInput() throws -> (@Sendable () throws -> BatchEntry?, Int?) {
+        var isDirectory = false
+        if input != "-", FileManager.default.fileExists(atPath: input, isDirectory: &isDirectory), isDirectory {
+            let files: [String]
+            do {
+                files = try FileManager.default.contentsOfDirectory(atPath: input).filter { $0.hasSuffix(".txt") }.sorted()
+            } catch {
+                throw ParlaError.unreadableInput(path: input, reason: "\(error)")
             }
-            var u = item.isSSML ? try Utterance(ssml: item.text) : Utterance(string: item.text)
-            if let l = item.language { u.language = try LanguageTag(parsing: l) } else if let language { u.language = language }
-            if let v = item.voice { u.voice = try catalog.voice(identifier: v) } else if let voice { u.voice = voice }
-            if let r = item.rate {
-                guard SpeechPlan.rateRange.contains(r) else { throw ParlaError.parameterOutOfRange(name: "rate", value: r, range: SpeechPlan.rateRange) }
-                u.rate = r
+            if files.isEmpty { throw ValidationError("The directory \(input) has no .txt files to render.") }
+            let entries = files.map { name -> BatchEntry in
+                let id = String(name.dropLast(4))
+                if let problem = BatchInput.invalidID(id) {
+                    return .invalid(BatchInput.LineError(id: name, line: 0, reason: "\(name): \(problem)"))
+                }
+                return .item(BatchItem(id: id, text: "", language: nil, line: 0, textFile: input + "/" + name))
             }
-            if let p = item.pitch {
-                guard (0...99).contains(p) else { throw ParlaError.parameterOutOfRange(name: "pitch", value: p, range: 0...99) }
-                u.pitchMultiplier = p / 50
+            let iterator = Locked(entries.makeIterator())
+            return ({ iterator.withValue { $0.next() } }, entries.count)
+        }
+        let format = self.format ?? (input == "-" ? .text : BatchInput.Format.guess(path: input))
+        let fd: Int32 = input == "-" ? 0 : open(input, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw ParlaError.unreadableInput(path: input, reason: String(cString: strerror(errno))) }
+        let total = input == "-" ? nil : Self.countLines(fd)
+        let reader = Locked(LineReader(fd: fd, name: input == "-" ? "standard input" : input))
+        let number = Locked(0)
+        return ({
+            while let bytes = try reader.withValue({ r throws(ParlaError) in try r.next() }) {
+                let n = number.withValue { $0 += 1; return $0 }
+                guard let text = String(validating: bytes, as: UTF8.self) else {
+                    let offset = TextInput.firstInvalidUTF8Offset(bytes) ?? 0
+                    return .invalid(BatchInput.LineError(id: "line-\(n)", line: n, reason: "not valid UTF-8 (byte \(offset) of the line); convert the input to UTF-8"))
+                }
+                switch BatchInput.item(fromLine: Substring(text), number: n, format: format) {
+                case nil: continue
+                case .success(let item): return .item(item)
+                case .failure(let e): return .invalid(e)
+                }
             }
-            let wav = URL(fileURLWithPath: output).appendingPathComponent(item.id + ".wav")
-            let json = timings ? URL(fileURLWithPath: output).appendingPathComponent(item.id + ".json") : nil
-            let timeline = try await synth.write(u, to: wav, timingsURL: json)
-            var seenL = Set<String>(), seenV = Set<String>()
-            return .ok(
-                id: item.id, line: item.line, seconds: Double(timeline.sampleCount) / Double(timeline.sampleRate),
-                languages: timeline.segments.map(\.language.identifier).filter { seenL.insert($0).inserted },
-                voices: timeline.segments.map(\.voice).filter { seenV.insert($0).inserted }, timings: timings)
-        } catch {
-            return .failed(id: item.id, line: item.line, error: "\(error)")
+            return nil
+        }, total)
+    }
+
+    /// Non-blank lines of a regular file (then rewinds it); nil for pipes.
+    static func countLines(_ fd: Int32) -> Int? {
+        var st = stat()
+        guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else { return nil }
+        var count = 0
+        var previous: UInt8 = 0x0A
+        var block = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let n = block.withUnsafeMutableBytes { read(fd, $0.baseAddress, 1 << 16) }
+            if n <= 0 { break }
+            for b in block[0..<n] {
+                if previous == 0x0A && b != 0x0A { count += 1 }
+                previous = b
+            }
+        }
+        lseek(fd, 0, SEEK_SET)
+        return count
+    }
+}
+
+/// The progress line on a terminal, or JSON progress lines.
+struct ProgressDisplay {
+    let mode: Render.ProgressMode
+    /// Items expected in this run (an estimate when sharded), if known.
+    let expected: Double?
+    private var lastDraw: UInt64 = 0
+    private var drawn = false
+
+    init(mode: Render.ProgressMode, expected: Double?) {
+        self.mode = mode
+        self.expected = expected
+    }
+
+    mutating func show(_ p: BatchProgress) {
+        let handled = Double(p.rendered + p.failed + p.skipped)
+        let worked = Double(p.rendered + p.failed)
+        let rate = worked / max(p.elapsedSeconds, 0.001)
+        let eta: Double? = expected.flatMap { e in rate > 0 ? max(0, e - handled) / rate : nil }
+        switch mode {
+        case .none:
+            return
+        case .json:
+            var line = "{\"id\": \(JSONText.quoted(p.latest?.id ?? "")), \"done\": \(p.rendered), \"failed\": \(p.failed), \"skipped\": \(p.skipped)"
+            if let expected { line += ", \"total\": \(Int(expected.rounded()))" }
+            line += ", \"audio_s\": \(String(format: p.audioSeconds)), \"elapsed_s\": \(String(format: p.elapsedSeconds)), \"items_per_s\": \(String(format: rate))"
+            if let eta { line += ", \"eta_s\": \(String(format: eta))" }
+            printError(line + "}")
+        case .bar:
+            let now = monotonicNanoseconds()
+            guard now - lastDraw > 100_000_000 else { return }  // at most 10 redraws a second
+            lastDraw = now
+            var line = "\r\u{1B}[K"
+            if let expected, expected > 0 {
+                let fraction = min(1, handled / expected)
+                let width = 24
+                let filled = Int((fraction * Double(width)).rounded(.down))
+                line += "[" + String(repeating: "█", count: filled) + String(repeating: "·", count: width - filled) + "] "
+                line += "\(Int(handled))/\(Int(expected.rounded())) "
+            } else {
+                line += "\(Int(handled)) items "
+            }
+            line += "· \(String(format1: p.audioSeconds / 3600)) h audio · \(String(format1: rate)) items/s"
+            if p.failed > 0 { line += " · \(p.failed) failed" }
+            if p.skipped > 0 { line += " · \(p.skipped) skipped" }
+            if let eta { line += " · ETA \(Self.clock(eta))" }
+            line.withUTF8 { _ = write(2, $0.baseAddress, $0.count) }
+            drawn = true
         }
     }
 
-    func record(_ outcome: Outcome, _ results: ResultsLog, _ counts: inout Counts, _ mode: ProgressMode) {
-        let line: String
-        switch outcome {
-        case .ok(let id, let n, let seconds, let languages, let voices, let withTimings):
-            counts.ok += 1
-            counts.audioSeconds += seconds
-            line = "{\"id\": \(JSONText.quoted(id)), \"status\": \"ok\", \"line\": \(n), \"wav\": \(JSONText.quoted(id + ".wav"))"
-                + (withTimings ? ", \"json\": \(JSONText.quoted(id + ".json"))" : "")
-                + ", \"duration_s\": \(String(format: seconds)), \"languages\": [\(languages.map(JSONText.quoted).joined(separator: ", "))]"
-                + ", \"voices\": [\(voices.map(JSONText.quoted).joined(separator: ", "))]}"
-        case .failed(let id, let n, let error):
-            counts.failed += 1
-            line = "{\"id\": \(JSONText.quoted(id)), \"status\": \"failed\", \"line\": \(n), \"error\": \(JSONText.quoted(error))}"
-            if mode == .bar { printError("") }
-            printError("error: item \(id): \(error)")
-        }
-        results.append(line)
-        if mode == .json {
-            printError("{\"done\": \(counts.ok), \"failed\": \(counts.failed), \"skipped\": \(counts.skipped), \"audio_s\": \(String(format: counts.audioSeconds))}")
-        }
+    mutating func clearLine() {
+        guard drawn else { return }
+        printError("\r\u{1B}[K", terminator: "")
+        drawn = false
     }
 
-    func printBar(_ c: Counts, since start: UInt64) {
-        let elapsed = Double(monotonicNanoseconds() - start) / 1e9
-        let rate = Double(c.ok + c.failed) / max(elapsed, 0.001)
-        var line = "\r\u{1B}[K\(c.ok) done, \(c.failed) failed, \(c.skipped) skipped · \(String(format1: c.audioSeconds / 60)) min of audio · \(String(format1: rate)) items/s"
-        line.withUTF8 { _ = write(2, $0.baseAddress, $0.count) }
+    /// `H:MM:SS` or `M:SS`.
+    static func clock(_ seconds: Double) -> String {
+        let s = Int(seconds.rounded())
+        let pad = { (v: Int) in v < 10 ? "0\(v)" : "\(v)" }
+        return s >= 3600 ? "\(s / 3600):\(pad(s / 60 % 60)):\(pad(s % 60))" : "\(s / 60):\(pad(s % 60))"
     }
+}
 
-    func makeDirectory(_ path: String) throws {
-        if let code = Processes.makeDirectories(path) {
-            throw ParlaError.unwritableOutput(path: path, reason: String(cString: strerror(code)))
-        }
+/// A value used by one thread at a time, behind a lock.
+final class Locked<Value>: @unchecked Sendable {
+    private var value: Value
+    private let lock = Mutex(())
+    init(_ value: Value) { self.value = value }
+    func withValue<R, E: Error>(_ body: (inout Value) throws(E) -> R) throws(E) -> R {
+        try lock.withLock { _ throws(E) in try body(&value) }
     }
 }
 
@@ -219,54 +280,3 @@ extension String {
     }
 }
 
-/// `results.jsonl`: read once to know what is done, then appended one whole line per write.
-final class ResultsLog {
-    let path: String
-    private let fd: Int32
-    private var done: Set<String> = []
-    private let directory: String
-
-    init(directory: String) throws {
-        self.directory = directory
-        path = directory + "/results.jsonl"
-        if let text = try? TextInput.read(path: path) {
-            // The last line for an id wins.
-            var status: [String: Bool] = [:]
-            for line in text.split(separator: "\n") {
-                guard let object = try? JSONDecoder().decode(Entry.self, from: Data(line.utf8)) else { continue }
-                status[object.id] = object.status == "ok"
-            }
-            done = Set(status.filter { $0.value }.keys)
-        }
-        fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw ParlaError.unwritableOutput(path: path, reason: String(cString: strerror(errno))) }
-    }
-
-    private struct Entry: Decodable {
-        var id: String
-        var status: String
-    }
-
-    deinit { close(fd) }
-
-    /// Whether `id` was rendered before and its WAV file is complete (its header's sizes match
-    /// the file's size).
-    func isDone(_ id: String) -> Bool {
-        guard done.contains(id) else { return false }
-        let wav = directory + "/" + id + ".wav"
-        let f = open(wav, O_RDONLY | O_CLOEXEC)
-        guard f >= 0 else { return false }
-        defer { close(f) }
-        var header = [UInt8](repeating: 0, count: 44)
-        guard read(f, &header, 44) == 44 else { return false }
-        var st = stat()
-        guard fstat(f, &st) == 0 else { return false }
-        let riff = Int(header[4]) | Int(header[5]) << 8 | Int(header[6]) << 16 | Int(header[7]) << 24
-        return header[0..<4] == [0x52, 0x49, 0x46, 0x46] && riff + 8 == Int(st.st_size)
-    }
-
-    func append(_ line: String) {
-        let bytes = Array((line + "\n").utf8)
-        _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-    }
-}

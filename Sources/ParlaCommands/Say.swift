@@ -189,8 +189,8 @@ extension String {
 }
 
 /// Writes a line to standard error.
-func printError(_ message: String) {
-    var line = message + "\n"
+func printError(_ message: String, terminator: String = "\n") {
+    var line = message + terminator
     line.withUTF8 { _ = write(2, $0.baseAddress, $0.count) }
 }
 

@@ -1,7 +1,7 @@
 import FoundationEssentials
 
 /// One text to render in a batch, with its per-item overrides.
-public struct BatchItem: Sendable, Hashable {
+public struct BatchItem: Sendable, Hashable, Codable {
     /// The item's identifier: its output files are `ID.wav` and `ID.json`.
     public var id: String
     /// The text (SSML markup when ``isSSML``).
@@ -16,11 +16,15 @@ public struct BatchItem: Sendable, Hashable {
     public var pitch: Double?
     /// Whether ``text`` is SSML.
     public var isSSML = false
-    /// 1-based line in the input.
+    /// 1-based line in the input (0 for an item read from its own file).
     public var line: Int
+    /// A UTF-8 text file to speak instead of ``text``: it is read and spoken paragraph by
+    /// paragraph (paragraphs end at blank lines), never whole, so it may be of any length.
+    public var textFile: String?
 
     /// Creates an item.
-    public init(id: String, text: String, language: String? = nil, voice: String? = nil, rate: Double? = nil, pitch: Double? = nil, isSSML: Bool = false, line: Int) {
+    public init(id: String, text: String, language: String? = nil, voice: String? = nil, rate: Double? = nil, pitch: Double? = nil, isSSML: Bool = false, line: Int = 0, textFile: String? = nil) {
+        self.textFile = textFile
         self.id = id
         self.text = text
         self.language = language
@@ -60,6 +64,12 @@ public enum BatchInput {
         public var line: Int
         /// What is wrong, and what to do.
         public var reason: String
+        /// An error for line `line` of item `id`.
+        public init(id: String, line: Int, reason: String) {
+            self.id = id
+            self.line = line
+            self.reason = reason
+        }
     }
 
     private struct JSONItem: Decodable {

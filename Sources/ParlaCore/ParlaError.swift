@@ -38,6 +38,8 @@ public enum ParlaError: Error, Sendable, Hashable, CustomStringConvertible {
     case audioDeviceNotFound(String)
     /// The sound server refused a request; `reason` is its message.
     case audioFailure(String)
+    /// An input that cannot be rendered as it is; the message says why and what to do.
+    case invalidInput(String)
 
     public var description: String {
         switch self {
@@ -77,6 +79,8 @@ public enum ParlaError: Error, Sendable, Hashable, CustomStringConvertible {
             return "There is no output device (PulseAudio sink) named '\(name)'. List the sinks with 'pactl list short sinks', or leave out --device to use the default."
         case .audioFailure(let reason):
             return "The sound server refused to play: \(reason)."
+        case .invalidInput(let message):
+            return message
         case .languageModelNotFound(let searched):
             return "The language model langid.bin was not found (looked in: \(searched.joined(separator: ", "))). Pass --voices DIR pointing at the 'voices' directory of a Parla checkout, or pass --no-detect and -l LANG."
         }

@@ -12,27 +12,53 @@
 extension SpeechTimeline {
     /// The timeline as the JSON document described above.
     public func json() -> String {
-        var out = "{\n  \"version\": 1,\n  \"sampleRate\": \(sampleRate),\n"
-        out += "  \"durationMs\": \(ms(sampleCount)),\n  \"offsetUnit\": \"unicode-scalar\",\n  \"segments\": ["
+        var out = TimelineJSON.header(sampleRate: sampleRate, sampleCount: sampleCount) + "  \"segments\": ["
+        let shift = TimelineJSON.Shift()
         for (i, s) in segments.enumerated() {
-            out += i == 0 ? "\n    " : ",\n    "
-            out += "{\"start\": \(s.range.lowerBound), \"end\": \(s.range.upperBound), \"language\": \(JSONText.quoted(s.language.identifier)), \"voice\": \(JSONText.quoted(s.voice)), \"startMs\": \(ms(s.startSample)), \"endMs\": \(ms(s.endSample))}"
+            out += (i == 0 ? "\n    " : ",\n    ") + TimelineJSON.entry(s, shift: shift, sampleRate: sampleRate)
         }
         out += segments.isEmpty ? "],\n  \"sentences\": [" : "\n  ],\n  \"sentences\": ["
         for (i, s) in sentences.enumerated() {
-            out += i == 0 ? "\n    " : ",\n    "
-            out += "{\"start\": \(s.range.lowerBound), \"end\": \(s.range.upperBound), \"startMs\": \(ms(s.startSample)), \"endMs\": \(ms(s.endSample))}"
+            out += (i == 0 ? "\n    " : ",\n    ") + TimelineJSON.entry(s, shift: shift, sampleRate: sampleRate)
         }
         out += sentences.isEmpty ? "],\n  \"words\": [" : "\n  ],\n  \"words\": ["
         for (i, w) in words.enumerated() {
-            out += i == 0 ? "\n    " : ",\n    "
-            out += "{\"start\": \(w.range.lowerBound), \"end\": \(w.range.upperBound), \"word\": \(JSONText.quoted(w.word)), \"startMs\": \(ms(w.startSample)), \"endMs\": \(ms(w.endSample)), \"segment\": \(w.segment), \"estimated\": \(w.isEstimated)}"
+            out += (i == 0 ? "\n    " : ",\n    ") + TimelineJSON.entry(w, shift: shift, sampleRate: sampleRate)
         }
         out += words.isEmpty ? "]\n}\n" : "\n  ]\n}\n"
         return out
     }
+}
 
-    private func ms(_ sample: Int) -> String {
+/// The pieces of the timings document, shared by ``SpeechTimeline/json()`` and the streaming
+/// ``TimingsFileWriter``.
+enum TimelineJSON {
+    /// Where a piece of a longer rendering sits: added to its offsets, samples and segment indices.
+    struct Shift {
+        var scalars = 0
+        var samples = 0
+        var segments = 0
+    }
+
+    static func header(sampleRate: Int, sampleCount: Int) -> String {
+        "{\n  \"version\": 1,\n  \"sampleRate\": \(sampleRate),\n"
+            + "  \"durationMs\": \(ms(sampleCount, sampleRate)),\n  \"offsetUnit\": \"unicode-scalar\",\n"
+    }
+
+    static func entry(_ s: SegmentMark, shift: Shift, sampleRate r: Int) -> String {
+        "{\"start\": \(s.range.lowerBound + shift.scalars), \"end\": \(s.range.upperBound + shift.scalars), \"language\": \(JSONText.quoted(s.language.identifier)), \"voice\": \(JSONText.quoted(s.voice)), \"startMs\": \(ms(s.startSample + shift.samples, r)), \"endMs\": \(ms(s.endSample + shift.samples, r))}"
+    }
+
+    static func entry(_ s: SentenceMark, shift: Shift, sampleRate r: Int) -> String {
+        "{\"start\": \(s.range.lowerBound + shift.scalars), \"end\": \(s.range.upperBound + shift.scalars), \"startMs\": \(ms(s.startSample + shift.samples, r)), \"endMs\": \(ms(s.endSample + shift.samples, r))}"
+    }
+
+    static func entry(_ w: WordMark, shift: Shift, sampleRate r: Int) -> String {
+        "{\"start\": \(w.range.lowerBound + shift.scalars), \"end\": \(w.range.upperBound + shift.scalars), \"word\": \(JSONText.quoted(w.word)), \"startMs\": \(ms(w.startSample + shift.samples, r)), \"endMs\": \(ms(w.endSample + shift.samples, r)), \"segment\": \(w.segment + shift.segments), \"estimated\": \(w.isEstimated)}"
+    }
+
+    /// Milliseconds with one decimal, rounded to the nearest tenth.
+    static func ms(_ sample: Int, _ sampleRate: Int) -> String {
         let tenths = (sample * 10_000 + sampleRate / 2) / sampleRate
         return "\(tenths / 10).\(tenths % 10)"
     }

@@ -41,11 +41,16 @@ public final class AtomicFile {
     private var fd: Int32
     private var buffer: [UInt8] = []
     private var written = 0
+    private let durable: Bool
 
     /// Creates the temporary file next to `path`.
+    /// - Parameter durable: flush the file to disk before renaming it (`fsync`); without it,
+    ///   a complete file still appears atomically, but a machine crash may lose it (batch
+    ///   rendering syncs whole groups of files at once instead).
     /// - Throws: ``ParlaError/unwritableOutput(path:reason:)`` if it cannot be created.
-    public init(path: String) throws(ParlaError) {
+    public init(path: String, durable: Bool = true) throws(ParlaError) {
         self.path = path
+        self.durable = durable
         let url = URL(fileURLWithPath: path)
         let dir = url.deletingLastPathComponent().path
         var isDir = false
@@ -119,7 +124,7 @@ public final class AtomicFile {
     /// - Throws: ``ParlaError/unwritableOutput(path:reason:)``; the temporary file is removed.
     public func commit() throws(ParlaError) {
         try flush()
-        guard fsync(fd) == 0 || errno == EINVAL else { throw failure() }
+        guard !durable || fsync(fd) == 0 || errno == EINVAL else { throw failure() }
         close(fd)
         fd = -1
         guard rename(temporaryPath, path) == 0 else {
@@ -162,10 +167,11 @@ public final class WAVFileWriter {
     /// Samples written so far.
     public private(set) var sampleCount = 0
 
-    /// Starts a WAV file destined for `path` (written under a temporary name until ``finish()``).
+    /// Starts a WAV file destined for `path` (written under a temporary name until ``finish()``;
+    /// `durable` as for ``AtomicFile``).
     /// - Throws: ``ParlaError/unwritableOutput(path:reason:)``.
-    public init(path: String, sampleRate: Int) throws(ParlaError) {
-        self.file = try AtomicFile(path: path)
+    public init(path: String, sampleRate: Int, durable: Bool = true) throws(ParlaError) {
+        self.file = try AtomicFile(path: path, durable: durable)
         self.sampleRate = sampleRate
         try file.write(WAVHeader.bytes(sampleRate: sampleRate, dataBytes: 0))
     }

@@ -24,14 +24,66 @@ public actor ESpeakEngine {
     /// Runs the actor on the engine's dedicated thread.
     public nonisolated var unownedExecutor: UnownedSerialExecutor { Self.executor.asUnownedSerialExecutor() }
 
-    private var sampleRate: Int?
-    private var currentVoice: String?
+    private let core = ESpeakCore()
 
     private init() {}
 
     /// Initialises espeak-ng once and returns its output sample rate (22050 Hz for the stock voices).
     /// - Throws: ``ParlaError/engineFailure(_:)`` if espeak-ng or its data cannot be loaded.
+    public func start() throws(ParlaError) -> Int { try core.start() }
+
+    /// Names of the voices the installed espeak-ng offers (its `--voices` list), as the engine
+    /// selects them: the voice file's name, e.g. `en-US`, `fr`, `cmn`.
+    public func installedVoices() throws(ParlaError) -> [String] { try core.installedVoices() }
+
+    /// Speaks `plan`, passing audio and timed marks to `emit` on the engine thread as they are
+    /// produced. Returns the number of samples produced.
+    /// - Throws: ``ParlaError/cancelled`` if `stop` was raised, ``ParlaError/engineFailure(_:)``
+    ///   if espeak-ng rejects a voice or the text.
+    public func synthesize(
+        _ plan: SpeechPlan, stop: StopFlag, emit: @escaping @Sendable (SynthesisEvent) -> Void
+    ) throws(ParlaError) -> Int {
+        try core.synthesize(plan, stop: stop, emit: emit)
+    }
+}
+
+/// espeak-ng driven directly from the calling thread, for a process that synthesizes on one
+/// thread only and never touches ``ESpeakEngine/shared``: Parla's render workers, which fork
+/// a copy of themselves per item so every item starts from the same engine state (espeak-ng
+/// keeps hidden state, such as its pitch flutter phase, from one synthesis to the next).
+public final class ESpeakDirectEngine {
+    private let core = ESpeakCore()
+
+    /// Creates the engine; call ``start()`` before forking so children share the loaded data.
+    public init() {}
+
+    /// Initialises espeak-ng and reads its list of voices, and returns its sample rate.
+    ///
+    /// Forked children inherit what is loaded here. The list of voices is read once so that
+    /// selecting a voice in a child does not scan espeak-ng's voice files again; no voice is
+    /// selected here, because selecting voices leaves state behind (a child of a process that
+    /// had selected other voices before speaks some texts differently).
+    /// - Throws: ``ParlaError/engineFailure(_:)``.
     public func start() throws(ParlaError) -> Int {
+        let rate = try core.start()
+        _ = try core.installedVoices()
+        return rate
+    }
+
+    /// Speaks `plan` on the calling thread, passing audio and marks to `emit`; returns the
+    /// number of samples produced.
+    /// - Throws: ``ParlaError/cancelled`` if `stop` was raised, ``ParlaError/engineFailure(_:)``.
+    public func synthesize(_ plan: SpeechPlan, stop: StopFlag, emit: @escaping (SynthesisEvent) -> Void) throws(ParlaError) -> Int {
+        try core.synthesize(plan, stop: stop, emit: emit)
+    }
+}
+
+/// The calls into espeak-ng, confined by its owner to one thread at a time.
+private final class ESpeakCore {
+    private var sampleRate: Int?
+    private var currentVoice: String?
+
+    func start() throws(ParlaError) -> Int {
         if let sampleRate { return sampleRate }
         let options: Int32 = 0x8000  // espeakINITIALIZE_DONT_EXIT: report errors instead of exiting
         let rate = espeak_Initialize(AUDIO_OUTPUT_SYNCHRONOUS, 100, nil, options)
@@ -46,9 +98,7 @@ public actor ESpeakEngine {
         return Int(rate)
     }
 
-    /// Names of the voices the installed espeak-ng offers (its `--voices` list), as the engine
-    /// selects them: the voice file's name, e.g. `en-US`, `fr`, `cmn`.
-    public func installedVoices() throws(ParlaError) -> [String] {
+    func installedVoices() throws(ParlaError) -> [String] {
         _ = try start()
         guard let list = espeak_ListVoices(nil) else { return [] }
         var names: [String] = []
@@ -62,13 +112,7 @@ public actor ESpeakEngine {
         return names
     }
 
-    /// Speaks `plan`, passing audio and timed marks to `emit` on the engine thread as they are
-    /// produced. Returns the number of samples produced.
-    /// - Throws: ``ParlaError/cancelled`` if `stop` was raised, ``ParlaError/engineFailure(_:)``
-    ///   if espeak-ng rejects a voice or the text.
-    public func synthesize(
-        _ plan: SpeechPlan, stop: StopFlag, emit: @escaping @Sendable (SynthesisEvent) -> Void
-    ) throws(ParlaError) -> Int {
+    func synthesize(_ plan: SpeechPlan, stop: StopFlag, emit: @escaping (SynthesisEvent) -> Void) throws(ParlaError) -> Int {
         let rate = try start()
         let context = SynthContext(builder: TimelineBuilder(plan: plan, sampleRate: rate, emit: emit), stop: stop)
         context.builder.silence(plan.leadingSilence)

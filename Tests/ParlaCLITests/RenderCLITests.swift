@@ -50,47 +50,176 @@ struct RenderCLITests {
         #expect(forced.error.contains("3 rendered, 1 failed, 0 already done"))
     }
 
-    @Test func interruptedRunResumesWhereItStopped() async throws {
-        let dir = try makeTemporaryDirectory()
-        let input = dir.appendingPathComponent("lines.txt")
-        let lines = (1...40).map { "Line number \($0) of the batch, with a few more words to say." }
-        try lines.joined(separator: "\n").write(to: input, atomically: true, encoding: .utf8)
-        let out = dir.appendingPathComponent("out")
+    /// Every file in `dir` (results.jsonl aside), name → contents.
+    func outputs(_ dir: URL) throws -> [String: Data] {
+        var files: [String: Data] = [:]
+        for name in try leftovers(in: dir) where name != "results.jsonl" {
+            files[name] = try Data(contentsOf: dir.appendingPathComponent(name))
+        }
+        return files
+    }
+
+    func isCompleteWAV(_ data: Data) -> Bool {
+        let riff = data.count >= 8 ? Int(data[4]) | Int(data[5]) << 8 | Int(data[6]) << 16 | Int(data[7]) << 24 : -1
+        return riff + 8 == data.count
+    }
+
+    /// Starts `parla render args`, waits until `count` WAV files exist in `out`, sends `sig`,
+    /// and returns the exit status and standard error.
+    func interrupt(_ args: [String], out: URL, after count: Int, with sig: Int32) async throws -> (Int32, String) {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: CLITests.binary)
-        p.arguments = ["render", input.path, "-o", out.path, "--progress", "none"]
+        p.arguments = ["render"] + args + ["--progress", "none"]
         let err = Pipe()
         p.standardError = err
         p.standardOutput = FileHandle.nullDevice
         try p.run()
-        // Interrupt once a few items are done.
-        let resultsPath = out.appendingPathComponent("results.jsonl").path
-        for _ in 0..<500 {
-            if let t = try? String(contentsOfFile: resultsPath, encoding: .utf8), t.split(separator: "\n").count >= 3 { break }
-            try await Task.sleep(for: .milliseconds(10))
+        for _ in 0..<1000 {
+            let wavs = (try? FileManager.default.contentsOfDirectory(atPath: out.path))?.filter { $0.hasSuffix(".wav") && !$0.hasPrefix(".") } ?? []
+            if wavs.count >= count { break }
+            try await Task.sleep(for: .milliseconds(5))
         }
-        kill(p.processIdentifier, SIGINT)
+        kill(p.processIdentifier, sig)
         let message = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        #expect(await exitStatus(p) == 130)
-        #expect(message.contains("Run the same command again to resume"))
-        let partial = try leftovers(in: out)
-        #expect(partial.count < 41)
-        #expect(partial.allSatisfy { $0 == "results.jsonl" || ($0.hasSuffix(".wav") && !$0.hasPrefix(".")) })
-        var before: [String: Data] = [:]
-        for name in partial where name.hasSuffix(".wav") { before[name] = try Data(contentsOf: out.appendingPathComponent(name)) }
-        let resumed = try await render([input.path, "-o", out.path])
-        #expect(resumed.status == 0, "\(resumed.error)")
-        #expect(resumed.error.contains("\(before.count) already done"))
-        // Every item is there once, as a complete WAV; what was done before was not redone.
-        let names = try leftovers(in: out).filter { $0.hasSuffix(".wav") }
-        #expect(names == (1...40).map { String(format: "%06d.wav", $0) })
-        for name in names {
-            let data = try Data(contentsOf: out.appendingPathComponent(name))
-            let riff = data.count >= 8 ? Int(data[4]) | Int(data[5]) << 8 | Int(data[6]) << 16 | Int(data[7]) << 24 : -1
-            #expect(riff + 8 == data.count, "\(name) is not a complete WAV")
-            if let old = before[name] { #expect(old == data, "\(name) was rendered again") }
+        return (await exitStatus(p), message)
+    }
+
+    @Test func interruptedAndKilledRunsResumeToTheSameFilesAsACleanRun() async throws {
+        let dir = try makeTemporaryDirectory()
+        let input = dir.appendingPathComponent("lines.txt")
+        let lines = (1...60).map { n in
+            ["Line number \(n) of the batch, with a few more words to say.",
+             "Ceci est la ligne \(n), avec quelques mots de plus à dire.",
+             "Αυτή είναι η γραμμή \(n), με μερικές ακόμη λέξεις."][n % 3]
         }
-        #expect(Set(try results(out).map { $0["id"] as! String }).count == 40)
+        try lines.joined(separator: "\n").write(to: input, atomically: true, encoding: .utf8)
+        let out = dir.appendingPathComponent("out")
+        let args = [input.path, "-o", out.path, "--timings", "--vtt", "--jobs", "2"]
+
+        // Ctrl-C: stops after the items in flight, says how to resume, leaves complete files only.
+        let (status, message) = try await interrupt(args, out: out, after: 4, with: SIGINT)
+        #expect(status == 130)
+        #expect(message.contains("Run the same command again to resume"), "\(message)")
+        let partial = try outputs(out)
+        #expect(partial.count < 180, "the batch was not interrupted")
+        #expect(partial.keys.allSatisfy { !$0.hasPrefix(".") }, "temporary files left: \(partial.keys.sorted())")
+        #expect(partial.filter { $0.key.hasSuffix(".wav") }.allSatisfy { isCompleteWAV($0.value) })
+
+        // kill -9 of the whole command at an arbitrary moment: no partial file under a final name.
+        let (killed, _) = try await interrupt(args, out: out, after: partial.count / 3 + 8, with: SIGKILL)
+        #expect(killed == 128 + SIGKILL)
+        try await Task.sleep(for: .milliseconds(500))  // workers finish their item and exit
+        #expect(try outputs(out).filter { $0.key.hasSuffix(".wav") }.allSatisfy { isCompleteWAV($0.value) })
+
+        let resumed = try await render(args)
+        #expect(resumed.status == 0, "\(resumed.error)")
+        #expect(!resumed.error.contains(" 0 already done"), "\(resumed.error)")
+        #expect(Set(try results(out).map { $0["id"] as! String }).count == 60)
+
+        // The resumed output equals a clean uninterrupted run, byte for byte.
+        let clean = dir.appendingPathComponent("clean")
+        let fresh = try await render([input.path, "-o", clean.path, "--timings", "--vtt", "--jobs", "1"])
+        #expect(fresh.status == 0, "\(fresh.error)")
+        let a = try outputs(out), b = try outputs(clean)
+        #expect(a.count == 180)
+        #expect(a.keys.sorted() == b.keys.sorted())
+        for (name, data) in b where a[name] != data { Issue.record("\(name) differs from the clean run") }
+    }
+
+    @Test func twoJobsWriteTheSameBytesAsOne() async throws {
+        let dir = try makeTemporaryDirectory()
+        let input = dir.appendingPathComponent("in.jsonl")
+        var items: [String] = []
+        for n in 1...24 {
+            switch n % 4 {
+            case 0: items.append("{\"id\": \"i\(n)\", \"text\": \"Hello \(n), Καλημέρα, and مرحبا بكم in one line.\"}")
+            case 1: items.append("{\"id\": \"i\(n)\", \"text\": \"Nummer \(n) ist hier.\", \"language\": \"de\", \"rate\": \(150 + n)}")
+            case 2: items.append("{\"id\": \"i\(n)\", \"text\": \"<speak>Item \(n) <break time=\\\"100ms\\\"/> in SSML.</speak>\", \"ssml\": true, \"pitch\": 60}")
+            default: items.append("{\"id\": \"i\(n)\", \"text\": \"Le numéro \(n). Deux phrases ici.\", \"voice\": \"espeak-ng.fr\"}")
+            }
+        }
+        try items.joined(separator: "\n").write(to: input, atomically: true, encoding: .utf8)
+        var runs: [[String: Data]] = []
+        for jobs in ["1", "2"] {
+            let out = dir.appendingPathComponent("jobs\(jobs)")
+            let r = try await render([input.path, "-o", out.path, "--timings", "--vtt", "--jobs", jobs])
+            #expect(r.status == 0, "\(r.error)")
+            #expect(r.error.contains("24 rendered"))
+            runs.append(try outputs(out))
+        }
+        #expect(runs[0].count == 72)
+        #expect(runs[0].keys.sorted() == runs[1].keys.sorted())
+        for (name, data) in runs[0] where runs[1][name] != data { Issue.record("\(name) differs between --jobs 1 and --jobs 2") }
+        // Captions: one cue per sentence, markup stripped.
+        let vtt = String(decoding: runs[0]["i3.vtt"] ?? Data(), as: UTF8.self)
+        #expect(vtt.hasPrefix("WEBVTT\n\n1\n00:00:00."))
+        let fr = String(decoding: runs[0]["i3.vtt"] ?? Data(), as: UTF8.self)
+        #expect(fr.contains("Le numéro 3.") && fr.contains("Deux phrases ici."))
+        let ssml = String(decoding: runs[0]["i2.vtt"] ?? Data(), as: UTF8.self)
+        #expect(ssml.contains("Item 2") && ssml.contains("in SSML.") && !ssml.contains("<"), "\(ssml)")
+    }
+
+    @Test func directoryOfTextFilesIsSpokenParagraphByParagraph() async throws {
+        let dir = try makeTemporaryDirectory()
+        let texts = dir.appendingPathComponent("texts")
+        try FileManager.default.createDirectory(at: texts, withIntermediateDirectories: true)
+        // A long file: 300 paragraphs (about 40 KB) in two languages.
+        var book = ""
+        for n in 1...300 {
+            book += n % 2 == 0 ? "Paragraph \(n) begins here. It has two sentences.\n\n" : "Le paragraphe \(n) commence ici.\nIl continue sur une autre ligne.\n\n"
+        }
+        try book.write(to: texts.appendingPathComponent("book.txt"), atomically: true, encoding: .utf8)
+        try "Short one.".write(to: texts.appendingPathComponent("short.txt"), atomically: true, encoding: .utf8)
+        try "\n\n  \n".write(to: texts.appendingPathComponent("empty.txt"), atomically: true, encoding: .utf8)
+        try "ignored".write(to: texts.appendingPathComponent("notes.md"), atomically: true, encoding: .utf8)
+        let out = dir.appendingPathComponent("out")
+        let r = try await render([texts.path, "-o", out.path, "--timings", "--vtt"])
+        #expect(r.status == 1, "\(r.error)")  // empty.txt fails alone
+        let status = Dictionary(try results(out).map { ($0["id"] as! String, $0["status"] as! String) }, uniquingKeysWith: { $1 })
+        #expect(status == ["book": "ok", "short": "ok", "empty": "failed"])
+        let timings = try JSONSerialization.jsonObject(with: Data(contentsOf: out.appendingPathComponent("book.json"))) as! [String: Any]
+        let words = timings["words"] as! [[String: Any]]
+        let scalars = Array(book.unicodeScalars)
+        // Offsets are in the whole file, times run on across paragraphs.
+        var lastStart = -1.0
+        for w in words {
+            let start = w["start"] as! Int, end = w["end"] as! Int
+            #expect(String(String.UnicodeScalarView(scalars[start..<end])) == w["word"] as! String)
+            #expect((w["startMs"] as! Double) >= lastStart)
+            lastStart = w["startMs"] as! Double
+        }
+        #expect(words.count > 2500)
+        #expect(Set((timings["segments"] as! [[String: Any]]).map { $0["language"] as! String }) == ["en", "fr"])
+        let vtt = try String(contentsOf: out.appendingPathComponent("book.vtt"), encoding: .utf8)
+        let cues = vtt.components(separatedBy: " --> ").count - 1
+        #expect(cues == (timings["sentences"] as! [Any]).count)
+        #expect(cues >= 590)
+    }
+
+    @Test func fiveMegabyteInputIsStreamedWithBoundedMemory() async throws {
+        let dir = try makeTemporaryDirectory()
+        let input = dir.appendingPathComponent("big.txt")
+        var text = ""
+        var n = 0
+        while text.utf8.count < 5_000_000 {
+            n += 1
+            text += "Sentence number \(n) of a very large input file, streamed line by line and never read whole.\n"
+        }
+        try text.write(to: input, atomically: true, encoding: .utf8)
+        let out = dir.appendingPathComponent("out")
+        // All 5 MB are read and parsed; one item in 1000 is rendered (the whole file is about
+        // 90 hours of speech).
+        let r = try await render([input.path, "-o", out.path, "--shard", "7/1000"])
+        #expect(r.status == 0, "\(r.error)")
+        let summary = r.error.split(separator: "\n").last.map(String.init) ?? ""
+        print("5 MB input (\(n) lines): \(summary)")
+        let rendered = try results(out).count
+        #expect(rendered > 20 && rendered < 100)
+        // "peak memory A MB here, B MB per worker"
+        let numbers = summary.split(separator: "peak memory ").last?.split(separator: " ").compactMap { Double($0) } ?? []
+        #expect(numbers.count == 2)
+        #expect(numbers.first ?? 999 < 100, "\(summary)")
+        #expect(numbers.last ?? 999 < 60, "\(summary)")
     }
 
     @Test func shardsCoverEveryItemExactlyOnce() async throws {
@@ -123,7 +252,7 @@ struct RenderCLITests {
         #expect(r.status == 1)
         let status = Dictionary(try results(out).map { ($0["id"] as! String, $0["status"] as! String) }, uniquingKeysWith: { $1 })
         #expect(status == ["000001": "ok", "line-2": "failed", "000003": "failed", "000004": "ok"])
-        #expect(r.error.contains("line 2 is not valid UTF-8 (byte 3 of the line)"))
+        #expect(r.error.contains("line 2: not valid UTF-8 (byte 3 of the line)"))
         #expect(r.error.contains("longer than 1 MB"))
     }
 }

@@ -1,0 +1,12 @@
+#ifndef PARLA_WORKER_H
+#define PARLA_WORKER_H
+#include <sys/types.h>
+/// The environment variable that turns a process linking Parla into a render worker.
+#define PARLA_RENDER_WORKER_ENV "PARLA_RENDER_WORKER"
+/// fork(2), for the render worker (Swift does not import it on every platform).
+pid_t parla_fork(void);
+/// pipe2(fds, O_CLOEXEC).
+int parla_pipe_cloexec(int fds[2]);
+/// syncfs(2): flush the file system holding fd.
+int parla_syncfs(int fd);
+#endif

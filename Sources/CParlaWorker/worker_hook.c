@@ -1,0 +1,24 @@
+// Every program that links Parla can serve as its own render worker: BatchRenderer starts
+// /proc/self/exe with PARLA_RENDER_WORKER set, and this constructor runs the worker loop
+// before main(), while the process still has a single thread, which the worker's
+// fork-per-item design needs. Other programs see no difference.
+#define _GNU_SOURCE
+#include "parla_worker.h"
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+extern int parla_render_worker_main(void);
+
+pid_t parla_fork(void) { return fork(); }
+
+int parla_pipe_cloexec(int fds[2]) { return pipe2(fds, O_CLOEXEC); }
+
+int parla_syncfs(int fd) { return syncfs(fd); }
+
+__attribute__((constructor)) static void parla_render_worker_hook(void) {
+    const char *value = getenv(PARLA_RENDER_WORKER_ENV);
+    if (value != NULL && value[0] == '1') {
+        _exit(parla_render_worker_main());
+    }
+}

@@ -1,0 +1,568 @@
+internal import CParlaWorker
+import Dispatch
+import FoundationEssentials
+import ParlaESpeak
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// How a batch is rendered.
+public struct BatchRenderOptions: Sendable {
+    /// Where `ID.wav` (and `ID.json`, `ID.vtt`) and `results.jsonl` are written; created if needed.
+    public var outputDirectory: String
+    /// Worker processes (default: one per core).
+    public var jobs: Int
+    /// Also write `ID.json` word timings.
+    public var timings = false
+    /// Also write `ID.vtt` WebVTT captions, one cue per sentence.
+    public var captions = false
+    /// Render items again even when done.
+    public var force = false
+    /// The language of items that give none (nil: detected).
+    public var language: LanguageTag?
+    /// The voice of items that give none.
+    public var voice: String?
+    /// Whether text without a language is segmented by detected language.
+    public var detectsLanguages = true
+    /// The voice catalog directory (nil: found as ``VoiceCatalog/locateDirectory(explicit:)`` does).
+    public var voicesDirectory: String?
+    /// Render only the items of this shard.
+    public var shard: BatchShard?
+
+    /// Options writing to `outputDirectory` with one worker per core.
+    public init(outputDirectory: String, jobs: Int? = nil) {
+        self.outputDirectory = outputDirectory
+        self.jobs = max(1, jobs ?? BatchRenderOptions.cores)
+    }
+
+    /// The cores this process may run on.
+    public static var cores: Int { max(1, ProcessInfo.processInfo.activeProcessorCount) }
+}
+
+/// Shard `index` of `count`: the items whose id hashes there (``BatchInput/shard(of:count:)``).
+public struct BatchShard: Sendable, Hashable {
+    /// 0-based shard number.
+    public var index: Int
+    /// Number of shards.
+    public var count: Int
+    /// Shard `index` of `count`; nil unless `0 <= index < count`.
+    public init?(index: Int, count: Int) {
+        guard count > 0, (0..<count).contains(index) else { return nil }
+        self.index = index
+        self.count = count
+    }
+    /// Whether the item `id` belongs to this shard.
+    public func contains(_ id: String) -> Bool { BatchInput.shard(of: id, count: count) == index }
+}
+
+/// One entry of a batch's input: an item, or a line that could not be read as one (it is
+/// reported as failed, and the batch goes on).
+public enum BatchEntry: Sendable {
+    /// An item to render.
+    case item(BatchItem)
+    /// An unreadable input line.
+    case invalid(BatchInput.LineError)
+}
+
+/// What became of one item.
+public struct BatchItemResult: Sendable, Hashable {
+    /// How it ended.
+    public enum Status: Sendable, Hashable {
+        /// Rendered: `seconds` of audio in these languages and voices.
+        case rendered(seconds: Double, languages: [String], voices: [String])
+        /// Not rendered; the message says why and what to do.
+        case failed(String)
+        /// Already rendered by an earlier run (its files verified).
+        case skipped
+    }
+    /// The item's id.
+    public var id: String
+    /// Its 1-based input line (0 for a file of a directory input).
+    public var line: Int
+    /// How it ended.
+    public var status: Status
+}
+
+/// The state of a batch after an item, as ``BatchRenderer/render(_:)`` reports it.
+public struct BatchProgress: Sendable {
+    /// The item this update is about (nil on the final update).
+    public var latest: BatchItemResult?
+    /// Items rendered in this run.
+    public var rendered = 0
+    /// Items that failed.
+    public var failed = 0
+    /// Items skipped because an earlier run rendered them.
+    public var skipped = 0
+    /// Seconds of audio rendered in this run.
+    public var audioSeconds = 0.0
+    /// Seconds since the batch started.
+    public var elapsedSeconds = 0.0
+    /// Whether the batch was stopped before its input ended.
+    public var stopped = false
+    /// On the final update: the largest peak resident memory of any worker (the worker and
+    /// the per-item processes it forks), in bytes.
+    public var workerPeakBytes: Int?
+    /// On the final update: the peak resident memory of this process, in bytes.
+    public var peakBytes: Int?
+    /// Whether this is the final update.
+    public var isFinal: Bool { latest == nil }
+    /// An empty progress.
+    public init() {}
+}
+
+/// Renders many utterances to WAV files in parallel worker processes: the engine behind
+/// `parla render`.
+///
+/// ```swift
+/// let renderer = BatchRenderer(options: BatchRenderOptions(outputDirectory: "out"))
+/// let items = texts.enumerated().map { BatchItem(id: "line\($0)", text: $1) }
+/// for try await p in renderer.render(items) { print(p.rendered, "of", items.count) }
+/// ```
+///
+/// Each worker is this same program started again (any program that links Parla can serve),
+/// and forks a pristine copy of itself per item, so the files are byte-identical whatever
+/// the number of jobs, the order of the input or an earlier interrupted run. Files are written
+/// under temporary names and renamed when complete; `results.jsonl` gets one line per item.
+/// An item already done (its result line is ok and its files are complete) is skipped unless
+/// ``BatchRenderOptions/force`` is set. ``stop()`` finishes the items being rendered and ends
+/// the stream.
+public final class BatchRenderer: Sendable {
+    /// The options this renderer uses.
+    public let options: BatchRenderOptions
+    private let stopping = StopFlag()
+
+    /// A renderer with `options`.
+    public init(options: BatchRenderOptions) {
+        self.options = options
+    }
+
+    /// Stops taking new items; the stream ends once the items being rendered are done.
+    public func stop() { stopping.raise() }
+
+    /// Renders `items`.
+    public func render<S: Sequence & Sendable>(_ items: S) -> AsyncThrowingStream<BatchProgress, any Error> where S.Element == BatchItem {
+        let iterator = Mutex<S.Iterator?>(nil)
+        return render { () -> BatchEntry? in
+            iterator.withLock { it in
+                if it == nil { it = items.makeIterator() }
+                return it!.next().map(BatchEntry.item)
+            }
+        }
+    }
+
+    /// Renders the entries `next` returns until it returns nil. `next` is called from one
+    /// thread at a time; an error it throws ends the batch (after the items in flight).
+    public func render(_ next: @escaping @Sendable () throws -> BatchEntry?) -> AsyncThrowingStream<BatchProgress, any Error> {
+        let (stream, continuation) = AsyncThrowingStream.makeStream(of: BatchProgress.self)
+        let options = self.options
+        let stopping = self.stopping
+        DispatchQueue.global().async {
+            do {
+                let run = try BatchRun(options: options, next: next, stopping: stopping) { continuation.yield($0) }
+                let final = try run.run()
+                continuation.yield(final)
+                continuation.finish()
+            } catch {
+                continuation.finish(throwing: error)
+            }
+        }
+        return stream
+    }
+}
+
+/// One run of a batch: its workers, its results log and its counts.
+private final class BatchRun: @unchecked Sendable {
+    let options: BatchRenderOptions
+    let settings: RenderSettings
+    let next: @Sendable () throws -> BatchEntry?
+    let stopping: StopFlag
+    let report: @Sendable (BatchProgress) -> Void
+    let results: ResultsLog
+    let started = monotonicNanoseconds()
+
+    /// Counts and the input, touched under this lock only.
+    private struct Shared {
+        var progress = BatchProgress()
+        var inputError: (any Error)?
+        var inputEnded = false
+        var workerPeak = 0
+        /// Result lines waiting for the next sync of the output's file system.
+        var pending: [String] = []
+        var lastCommit: UInt64 = 0
+        var committing = false
+    }
+    private let shared = Mutex(Shared())
+
+    init(options: BatchRenderOptions, next: @escaping @Sendable () throws -> BatchEntry?, stopping: StopFlag, report: @escaping @Sendable (BatchProgress) -> Void) throws {
+        self.options = options
+        self.next = next
+        self.stopping = stopping
+        self.report = report
+        if let code = makeDirectories(options.outputDirectory) {
+            throw ParlaError.unwritableOutput(path: options.outputDirectory, reason: String(cString: strerror(code)))
+        }
+        let voices = try VoiceCatalog.locateDirectory(explicit: options.voicesDirectory)
+        settings = RenderSettings(
+            output: options.outputDirectory, voicesDirectory: voices, userVoicesDirectory: VoiceCatalog.userPresetDirectory,
+            timings: options.timings, captions: options.captions, language: options.language?.identifier,
+            voice: options.voice, detectsLanguages: options.detectsLanguages && options.language == nil)
+        results = try ResultsLog(directory: options.outputDirectory)
+        Self.removeAbandonedTemporaryFiles(in: options.outputDirectory)
+    }
+
+    /// Removes temporary files (`.NAME.parla-PID-….tmp`) left by processes that no longer run,
+    /// such as a worker killed with SIGKILL in the middle of an item.
+    static func removeAbandonedTemporaryFiles(in directory: String) {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return }
+        for name in names where name.hasPrefix(".") && name.hasSuffix(".tmp") {
+            guard let marker = name.firstRange(of: ".parla-") else { continue }
+            let digits = name[marker.upperBound...].prefix { $0.isNumber }
+            guard let pid = pid_t(digits), kill(pid, 0) != 0, errno == ESRCH else { continue }
+            unlink(directory + "/" + name)
+        }
+    }
+
+    private var isStopping: Bool { stopping.isRaised }
+
+    func run() throws -> BatchProgress {
+        // Start every worker before rendering: one that cannot start (no voice catalog, no
+        // espeak-ng data) ends the batch with its message.
+        var workers: [WorkerProcess] = []
+        for _ in 0..<options.jobs { workers.append(try WorkerProcess(settings: settings)) }
+        let group = DispatchGroup()
+        for worker in workers {
+            group.enter()
+            startThread { [self] in
+                defer { group.leave() }
+                drive(worker)
+            }
+        }
+        group.wait()
+        commit(shared.withLock { s in
+            defer { s.pending = [] }
+            return s.pending
+        })
+        var final = shared.withLock { s in
+            var p = s.progress
+            p.latest = nil
+            p.stopped = isStopping && !s.inputEnded
+            p.workerPeakBytes = s.workerPeak
+            p.peakBytes = peakResidentBytes()
+            return p
+        }
+        final.elapsedSeconds = elapsed
+        if let error = shared.withLock({ $0.inputError }) { throw error }
+        return final
+    }
+
+    private var elapsed: Double { Double(monotonicNanoseconds() - started) / 1e9 }
+
+    /// Feeds one worker until the input ends or the batch stops.
+    private func drive(_ first: WorkerProcess) {
+        var worker: WorkerProcess? = first
+        while !isStopping, let item = take() {
+            if worker == nil {
+                do { worker = try WorkerProcess(settings: settings) } catch {
+                    finish(BatchItemResult(id: item.id, line: item.line, status: .failed("cannot start a render worker: \(error)")))
+                    continue
+                }
+            }
+            let result: WorkerResult
+            do {
+                result = try worker!.render(item)
+            } catch {
+                result = WorkerResult(id: item.id, ok: false, error: "\(error)")
+                recordPeak(worker!.finish())
+                worker = nil
+            }
+            let status: BatchItemResult.Status = result.ok
+                ? .rendered(seconds: result.seconds, languages: result.languages, voices: result.voices)
+                : .failed(result.error ?? "unknown error")
+            finish(BatchItemResult(id: item.id, line: item.line, status: status))
+        }
+        if let worker { recordPeak(worker.finish()) }
+    }
+
+    private func recordPeak(_ bytes: Int) {
+        shared.withLock { $0.workerPeak = max($0.workerPeak, bytes) }
+    }
+
+    /// The next item to render; reports invalid lines and items already done on the way.
+    private func take() -> BatchItem? {
+        while !isStopping {
+            let entry: BatchEntry?
+            do {
+                entry = try shared.withLock { s throws -> BatchEntry? in
+                    guard !s.inputEnded else { return nil }
+                    let e = try next()
+                    if e == nil { s.inputEnded = true }
+                    return e
+                }
+            } catch {
+                shared.withLock {
+                    $0.inputError = error
+                    $0.inputEnded = true
+                }
+                return nil
+            }
+            guard let entry else { return nil }
+            switch entry {
+            case .invalid(let e):
+                if let shard = options.shard, !shard.contains(e.id) { continue }
+                finish(BatchItemResult(id: e.id, line: e.line, status: .failed("line \(e.line): \(e.reason)")))
+            case .item(let item):
+                if let shard = options.shard, !shard.contains(item.id) { continue }
+                if !options.force && results.isDone(item.id, timings: options.timings, captions: options.captions) {
+                    finish(BatchItemResult(id: item.id, line: item.line, status: .skipped))
+                    continue
+                }
+                return item
+            }
+        }
+        return nil
+    }
+
+    /// Counts and reports `result`, and queues its line for `results.jsonl`. Files are not
+    /// synced one by one: about once a second, the output's file system is synced and the
+    /// lines of the items finished before it are appended, so a line marked ok always names
+    /// files that are on disk, even after a machine crash (group commit).
+    private func finish(_ result: BatchItemResult) {
+        let due = shared.withLock { s -> [String]? in
+            switch result.status {
+            case .rendered(let seconds, let languages, let voices):
+                s.progress.rendered += 1
+                s.progress.audioSeconds += seconds
+                s.pending.append(ResultsLog.line(id: result.id, line: result.line, seconds: seconds, languages: languages, voices: voices, timings: options.timings, captions: options.captions))
+            case .failed(let message):
+                s.progress.failed += 1
+                s.pending.append(ResultsLog.line(id: result.id, line: result.line, error: message))
+            case .skipped:
+                s.progress.skipped += 1
+            }
+            s.progress.latest = result
+            s.progress.elapsedSeconds = elapsed
+            report(s.progress)
+            let now = monotonicNanoseconds()
+            guard !s.committing, now - s.lastCommit >= 1_000_000_000, !s.pending.isEmpty else { return nil }
+            s.committing = true
+            s.lastCommit = now
+            defer { s.pending = [] }
+            return s.pending
+        }
+        if let due {
+            commit(due)
+            shared.withLock { $0.committing = false }
+        }
+    }
+
+    private func commit(_ lines: [String]) {
+        guard !lines.isEmpty else { return }
+        let dir = open(options.outputDirectory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if dir >= 0 {
+            _ = parla_syncfs(dir)
+            close(dir)
+        }
+        results.append(lines.joined(separator: "\n"))
+    }
+}
+
+/// A running render worker (this program started again with `PARLA_RENDER_WORKER=1`).
+private final class WorkerProcess: @unchecked Sendable {  // used by one thread at a time
+    let pid: pid_t
+    private let input: Int32
+    private var output: LineReader
+    private var closed = false
+
+    init(settings: RenderSettings) throws {
+        var toWorker: [Int32] = [-1, -1], fromWorker: [Int32] = [-1, -1]
+        guard parla_pipe_cloexec(&toWorker) == 0, parla_pipe_cloexec(&fromWorker) == 0 else {
+            throw ParlaError.engineFailure("cannot create a pipe for a render worker: \(String(cString: strerror(errno)))")
+        }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_adddup2(&actions, toWorker[0], 0)
+        posix_spawn_file_actions_adddup2(&actions, fromWorker[1], 1)
+        let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        var env = ProcessInfo.processInfo.environment
+        env["PARLA_RENDER_WORKER"] = "1"
+        env["SWIFT_DETERMINISTIC_HASHING"] = "1"  // the same choices in every worker
+        env["LD_BIND_NOW"] = "1"  // resolve symbols once in the worker, not in every forked child
+        let argv = [exe, "(parla render worker)"]
+        let envp = env.map { "\($0.key)=\($0.value)" }
+        var pid: pid_t = 0
+        let rc = withCStrings(argv) { a in withCStrings(envp) { e in posix_spawn(&pid, exe, &actions, nil, a, e) } }
+        close(toWorker[0])
+        close(fromWorker[1])
+        guard rc == 0 else {
+            close(toWorker[1])
+            close(fromWorker[0])
+            throw ParlaError.engineFailure("cannot start a render worker (\(exe)): \(String(cString: strerror(rc)))")
+        }
+        self.pid = pid
+        input = toWorker[1]
+        output = LineReader(fd: fromWorker[0], name: "a render worker")
+        let settingsLine = try JSONEncoder().encode(settings)
+        guard send(Array(settingsLine)), let ready = try output.next(),
+              let answer = try? JSONDecoder().decode(WorkerResult.self, from: Data(ready))
+        else {
+            _ = finish()
+            throw ParlaError.engineFailure("a render worker exited before it was ready (run with --jobs 1 and check standard error)")
+        }
+        if let fatal = answer.fatal {
+            _ = finish()
+            throw ParlaError.invalidInput(fatal)
+        }
+    }
+
+    /// Renders `item` and returns the worker's answer.
+    /// - Throws: if the worker died; it cannot be used again.
+    func render(_ item: BatchItem) throws -> WorkerResult {
+        guard send(Array(try JSONEncoder().encode(item))), let line = try output.next(),
+              let result = try? JSONDecoder().decode(WorkerResult.self, from: Data(line))
+        else {
+            throw ParlaError.engineFailure("the render worker stopped while rendering this item")
+        }
+        return result
+    }
+
+    private func send(_ bytes: [UInt8]) -> Bool {
+        let line = bytes + [0x0A]
+        var offset = 0
+        while offset < line.count {
+            let n = line[offset...].withUnsafeBytes { write(input, $0.baseAddress, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { return false }
+            offset += n
+        }
+        return true
+    }
+
+    /// Ends the worker (it exits at the end of its input) and returns its peak memory in bytes,
+    /// its per-item processes included.
+    func finish() -> Int {
+        guard !closed else { return 0 }
+        closed = true
+        close(input)
+        let last = try? output.next()
+        close(output.fd)
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        guard let last, let stats = try? JSONDecoder().decode(WorkerResult.self, from: Data(last)) else { return 0 }
+        return stats.peakBytes ?? 0
+    }
+}
+
+private func withCStrings<R>(_ strings: [String], _ body: (UnsafePointer<UnsafeMutablePointer<CChar>?>) -> R) -> R {
+    let pointers = strings.map { strdup($0) } + [nil]
+    defer { pointers.forEach { free($0) } }
+    return pointers.withUnsafeBufferPointer { body($0.baseAddress!) }
+}
+
+/// Creates `path` and its missing parents; returns errno on failure, nil on success.
+func makeDirectories(_ path: String) -> Int32? {
+    var current = path.hasPrefix("/") ? "" : "."
+    for part in path.split(separator: "/") {
+        current += "/" + part
+        if mkdir(current, 0o755) != 0 && errno != EEXIST { return errno }
+    }
+    var st = stat()
+    guard stat(path, &st) == 0 else { return errno }
+    return (st.st_mode & S_IFMT) == S_IFDIR ? nil : ENOTDIR
+}
+
+/// Runs `body` on a new thread.
+func startThread(_ body: @escaping @Sendable () -> Void) {
+        let box = Unmanaged.passRetained(ThreadBody(body)).toOpaque()
+        var thread = pthread_t()
+        let rc = pthread_create(&thread, nil, { context in
+            #if canImport(Glibc)
+            let body = Unmanaged<ThreadBody>.fromOpaque(context!).takeRetainedValue()
+            #else
+            let body = Unmanaged<ThreadBody>.fromOpaque(context).takeRetainedValue()
+            #endif
+            body.run()
+            return nil
+        }, box)
+        precondition(rc == 0, "cannot start a thread: error \(rc)")
+        pthread_detach(thread)
+}
+
+private final class ThreadBody: Sendable {
+    let run: @Sendable () -> Void
+    init(_ run: @escaping @Sendable () -> Void) { self.run = run }
+}
+
+/// `results.jsonl`: read once to know what is done, then appended one whole line per write.
+final class ResultsLog: @unchecked Sendable {
+    let path: String
+    private let fd: Int32
+    private var done: Set<String> = []
+    private let directory: String
+
+    init(directory: String) throws {
+        self.directory = directory
+        path = directory + "/results.jsonl"
+        if let text = try? TextInput.read(path: path) {
+            // The last line for an id wins.
+            var status: [String: Bool] = [:]
+            for line in text.split(separator: "\n") {
+                guard let object = try? JSONDecoder().decode(Entry.self, from: Data(line.utf8)) else { continue }
+                status[object.id] = object.status == "ok"
+            }
+            done = Set(status.filter { $0.value }.keys)
+        }
+        fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw ParlaError.unwritableOutput(path: path, reason: String(cString: strerror(errno))) }
+    }
+
+    private struct Entry: Decodable {
+        var id: String
+        var status: String
+    }
+
+    deinit { close(fd) }
+
+    /// Whether `id` was rendered before and its files are complete: the WAV header's sizes
+    /// match the file's size, and the timings and captions asked for exist.
+    func isDone(_ id: String, timings: Bool, captions: Bool) -> Bool {
+        guard done.contains(id) else { return false }
+        let base = directory + "/" + id
+        if timings && access(base + ".json", F_OK) != 0 { return false }
+        if captions && access(base + ".vtt", F_OK) != 0 { return false }
+        let f = open(base + ".wav", O_RDONLY | O_CLOEXEC)
+        guard f >= 0 else { return false }
+        defer { close(f) }
+        var header = [UInt8](repeating: 0, count: 44)
+        guard read(f, &header, 44) == 44 else { return false }
+        var st = stat()
+        guard fstat(f, &st) == 0 else { return false }
+        let riff = Int(header[4]) | Int(header[5]) << 8 | Int(header[6]) << 16 | Int(header[7]) << 24
+        return header[0..<4] == [0x52, 0x49, 0x46, 0x46] && riff + 8 == Int(st.st_size)
+    }
+
+    func append(_ line: String) {
+        let bytes = Array((line + "\n").utf8)
+        _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+    }
+
+    static func line(id: String, line n: Int, seconds: Double, languages: [String], voices: [String], timings: Bool, captions: Bool) -> String {
+        "{\"id\": \(JSONText.quoted(id)), \"status\": \"ok\", \"line\": \(n), \"wav\": \(JSONText.quoted(id + ".wav"))"
+            + (timings ? ", \"json\": \(JSONText.quoted(id + ".json"))" : "")
+            + (captions ? ", \"vtt\": \(JSONText.quoted(id + ".vtt"))" : "")
+            + ", \"duration_s\": \(threeDecimals(seconds)), \"languages\": [\(languages.map(JSONText.quoted).joined(separator: ", "))]"
+            + ", \"voices\": [\(voices.map(JSONText.quoted).joined(separator: ", "))]}"
+    }
+
+    static func line(id: String, line n: Int, error: String) -> String {
+        "{\"id\": \(JSONText.quoted(id)), \"status\": \"failed\", \"line\": \(n), \"error\": \(JSONText.quoted(error))}"
+    }
+
+    /// `value` with three decimals.
+    static func threeDecimals(_ value: Double) -> String {
+        let thousandths = Int((value * 1000).rounded())
+        let frac = String(abs(thousandths) % 1000)
+        return (thousandths < 0 ? "-" : "") + "\(abs(thousandths) / 1000)." + String(repeating: "0", count: 3 - frac.count) + frac
+    }
+}

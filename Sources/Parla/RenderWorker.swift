@@ -1,0 +1,334 @@
+internal import CParlaWorker
+import FoundationEssentials
+import ParlaESpeak
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What every render worker of a batch is told once, as the first line of its input.
+struct RenderSettings: Codable, Sendable {
+    var output: String
+    var voicesDirectory: String
+    var userVoicesDirectory: String?
+    var timings: Bool
+    var captions: Bool
+    var language: String?
+    var voice: String?
+    var detectsLanguages: Bool
+}
+
+/// A worker's answer for one item, one JSON line.
+struct WorkerResult: Codable, Sendable {
+    var id: String
+    var ok: Bool
+    var seconds: Double = 0
+    var languages: [String] = []
+    var voices: [String] = []
+    var error: String?
+    /// Set on the worker's first line instead of a result when it cannot start.
+    var fatal: String?
+    /// On the worker's last line, at the end of its input: its peak resident memory or its
+    /// per-item processes', whichever is larger, in bytes.
+    var peakBytes: Int?
+}
+
+/// The peak resident memory of this process's address space (`VmHWM`), in bytes. (Unlike
+/// `getrusage`, it does not include the memory of the process that started this one.)
+func peakResidentBytes() -> Int {
+    guard let status = try? TextInput.read(path: "/proc/self/status") else { return 0 }
+    for line in status.split(separator: "\n") where line.hasPrefix("VmHWM:") {
+        return (Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0) * 1024
+    }
+    return 0
+}
+
+/// The render worker: a process started by ``BatchRenderer`` that reads settings, then one
+/// item per line, and answers one ``WorkerResult`` line per item.
+///
+/// espeak-ng keeps hidden state from one synthesis to the next (wavegen's pitch-flutter phase,
+/// gain and filter memories), so the same text rendered after different texts comes out
+/// different. The worker loads everything once, never synthesizes itself, and forks a child
+/// for every item: each item starts from the same pristine engine, whichever worker renders
+/// it and whatever came before, so output is byte-identical for any `--jobs` and on resume.
+/// A crash inside espeak-ng costs one item, not the worker.
+enum RenderWorker {
+    static func main() -> Int32 {
+        signal(SIGINT, SIG_IGN)  // Ctrl-C reaches the whole process group: the parent decides.
+        signal(SIGPIPE, SIG_IGN)
+        var input = LineReader(fd: 0, name: "the render worker's input")
+        guard let first = try? input.next(),
+              let settings = try? JSONDecoder().decode(RenderSettings.self, from: Data(first))
+        else {
+            send(WorkerResult(id: "", ok: false, fatal: "the render worker got no settings"))
+            return 2
+        }
+        let renderer: ItemRenderer
+        do {
+            renderer = try ItemRenderer(settings)
+        } catch {
+            send(WorkerResult(id: "", ok: false, fatal: "\(error)"))
+            return 1
+        }
+        // The ready line also warms the JSON encoder's type lookups, which children inherit.
+        send(WorkerResult(id: "", ok: true))
+        while let line = try? input.next() {
+            guard let item = try? JSONDecoder().decode(BatchItem.self, from: Data(line)) else {
+                send(WorkerResult(id: "", ok: false, error: "the render worker got a malformed request"))
+                continue
+            }
+            // Plan here: a bad item fails without a fork.
+            let result: WorkerResult
+            do {
+                result = renderForked(item, try renderer.prepare(item), renderer)
+            } catch {
+                result = WorkerResult(id: item.id, ok: false, error: "\(error)")
+            }
+            guard send(result) else { break }  // the parent is gone
+        }
+        var children = rusage()
+        getrusage(RUSAGE_CHILDREN.rawValue, &children)
+        send(WorkerResult(id: "", ok: true, peakBytes: max(peakResidentBytes(), Int(children.ru_maxrss) * 1024)))
+        return 0
+    }
+
+    /// Renders `item` in a child forked from this pristine process and returns its result.
+    static func renderForked(_ item: BatchItem, _ prepared: PreparedItem, _ renderer: ItemRenderer) -> WorkerResult {
+        var fds: [Int32] = [-1, -1]
+        guard pipe(&fds) == 0 else {
+            return WorkerResult(id: item.id, ok: false, error: "cannot create a pipe: \(String(cString: strerror(errno)))")
+        }
+        let pid = parla_fork()
+        if pid == 0 {
+            close(fds[0])
+            let result = renderer.render(item, prepared)
+            _ = writeLine(result, to: fds[1])
+            _exit(0)
+        }
+        close(fds[1])
+        defer { close(fds[0]) }
+        guard pid > 0 else {
+            return WorkerResult(id: item.id, ok: false, error: "cannot start a process for the item: \(String(cString: strerror(errno)))")
+        }
+        var reader = LineReader(fd: fds[0], name: "the item's process")
+        let line = try? reader.next()
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        if let line, let result = try? JSONDecoder().decode(WorkerResult.self, from: Data(line)) { return result }
+        let how = status & 0x7F != 0 ? "signal \(status & 0x7F)" : "exit status \((status >> 8) & 0xFF)"
+        return WorkerResult(id: item.id, ok: false, error: "the speech engine crashed on this item (\(how)); no file was written")
+    }
+
+    @discardableResult
+    static func send(_ result: WorkerResult) -> Bool { writeLine(result, to: 1) }
+
+    static func writeLine(_ result: WorkerResult, to fd: Int32) -> Bool {
+        guard let data = try? JSONEncoder().encode(result) else { return false }
+        let bytes = Array(data) + [0x0A]
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes[offset...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { return false }
+            offset += n
+        }
+        return true
+    }
+}
+
+@_cdecl("parla_render_worker_main")
+func parlaRenderWorkerMain() -> Int32 { RenderWorker.main() }
+
+/// An item checked and planned by the worker, ready for its forked child to speak.
+enum PreparedItem {
+    /// A text item and its plan.
+    case text(SpeechPlan, inputText: String, isMarkup: Bool)
+    /// A text file, planned paragraph by paragraph as it is read.
+    case file(String)
+}
+
+/// Renders one item to its files, on the calling thread, with the process's espeak-ng.
+final class ItemRenderer {
+    let settings: RenderSettings
+    let catalog: VoiceCatalog
+    /// Loaded on first need, in the worker (never in a child, where it would be lost): a
+    /// batch whose items all give their language never pays for the model, nor copies its
+    /// pages at every fork.
+    private var detector: LanguageDetector?
+    private var detectorLoaded = false
+    let engine = ESpeakDirectEngine()
+    let sampleRate: Int
+    let language: LanguageTag?
+    let voice: SpeechVoice?
+
+    /// The longest line of a text file, and the longest item text.
+    static let maxLineBytes = 1 << 20
+    /// Paragraphs of a text file longer than this are spoken in pieces cut at line ends.
+    static let maxPieceBytes = 64 << 10
+
+    init(_ settings: RenderSettings) throws(ParlaError) {
+        self.settings = settings
+        let catalog = try VoiceCatalog.load(from: settings.voicesDirectory, userDirectory: settings.userVoicesDirectory)
+        self.catalog = catalog
+        language = try settings.language.map { l throws(ParlaError) in try LanguageTag(parsing: l) }
+        voice = try settings.voice.map { v throws(ParlaError) in try catalog.voice(identifier: v) }
+        sampleRate = try engine.start()
+    }
+
+    /// Checks and plans `item` (in the worker, before forking).
+    func prepare(_ item: BatchItem) throws -> PreparedItem {
+        if let path = item.textFile {
+            if item.language == nil && language == nil { try loadDetector() }  // paragraphs are planned in the child
+            return .file(path)
+        }
+        if item.text.utf8.count > Self.maxLineBytes {
+            throw ParlaError.invalidInput("the text is longer than 1 MB: split it into several items, or give it as a file of a directory input")
+        }
+        let u = try utterance(item.isSSML ? try Utterance(ssml: item.text) : Utterance(string: item.text), item: item)
+        return .text(try plan(u), inputText: u.inputText, isMarkup: u.source != nil)
+    }
+
+    /// Renders a prepared item to its files (in the forked child).
+    func render(_ item: BatchItem, _ prepared: PreparedItem) -> WorkerResult {
+        do {
+            return try renderFiles(item, prepared)
+        } catch {
+            return WorkerResult(id: item.id, ok: false, error: "\(error)")
+        }
+    }
+
+    private func renderFiles(_ item: BatchItem, _ prepared: PreparedItem) throws -> WorkerResult {
+        let base = settings.output + "/" + item.id
+        // Not synced one by one: the batch syncs the file system before recording results.
+        let wav = try WAVFileWriter(path: base + ".wav", sampleRate: sampleRate, durable: false)
+        var timings: TimingsFileWriter?
+        var captions: CaptionFileWriter?
+        do {
+            if settings.timings { timings = try TimingsFileWriter(path: base + ".json", sampleRate: sampleRate, durable: false) }
+            if settings.captions { captions = try CaptionFileWriter(path: base + ".vtt", sampleRate: sampleRate, durable: false) }
+            var output = Output(wav: wav, timings: timings, captions: captions)
+            switch prepared {
+            case .file(let path):
+                try speakFile(path, item: item, into: &output)
+            case .text(let plan, let inputText, let isMarkup):
+                try speak(plan, inputText: inputText, isMarkup: isMarkup, scalarOffset: 0, into: &output)
+            }
+            try wav.finish()
+            try timings?.commit(sampleCount: wav.sampleCount)
+            try captions?.commit()
+            return WorkerResult(
+                id: item.id, ok: true, seconds: Double(wav.sampleCount) / Double(sampleRate),
+                languages: output.languages, voices: output.voices)
+        } catch {
+            wav.discard()
+            timings?.discard()
+            captions?.discard()
+            throw error
+        }
+    }
+
+    struct Output {
+        let wav: WAVFileWriter
+        let timings: TimingsFileWriter?
+        let captions: CaptionFileWriter?
+        var languages: [String] = []
+        var voices: [String] = []
+    }
+
+    /// `base` with the item's and the batch's language, voice, rate and pitch.
+    private func utterance(_ base: Utterance, item: BatchItem) throws -> Utterance {
+        var u = base
+        if let l = item.language { u.language = try LanguageTag(parsing: l) } else if u.language == nil, let language { u.language = language }
+        if let v = item.voice { u.voice = try catalog.voice(identifier: v) } else if u.voice == nil, let voice { u.voice = voice }
+        if let r = item.rate {
+            guard SpeechPlan.rateRange.contains(r) else { throw ParlaError.parameterOutOfRange(name: "rate", value: r, range: SpeechPlan.rateRange) }
+            u.rate = r
+        }
+        if let p = item.pitch {
+            guard (0...99).contains(p) else { throw ParlaError.parameterOutOfRange(name: "pitch", value: p, range: 0...99) }
+            u.pitchMultiplier = p / 50
+        }
+        return u
+    }
+
+    private func plan(_ u: Utterance) throws -> SpeechPlan {
+        if u.language == nil { try loadDetector() }
+        return try SpeechPlan(u, catalog: catalog, defaultLanguage: "en", detector: u.language == nil ? detector : nil)
+    }
+
+    private func loadDetector() throws(ParlaError) {
+        guard !detectorLoaded else { return }
+        detector = settings.detectsLanguages ? try LanguageDetector.load(catalog: catalog) : nil
+        detectorLoaded = true
+    }
+
+    /// Speaks one piece, appending its audio and marks to `output`.
+    private func speak(_ plan: SpeechPlan, inputText: String, isMarkup: Bool, scalarOffset: Int, into output: inout Output) throws {
+        let wav = output.wav
+        let start = wav.sampleCount
+        var timeline = SpeechTimeline(sampleRate: sampleRate)
+        var writeError: ParlaError?
+        let stop = StopFlag()
+        _ = try engine.synthesize(plan, stop: stop) { event in
+            if case .audio(let b) = event {
+                do throws(ParlaError) { try wav.append(b.samples) } catch {
+                    writeError = error
+                    stop.raise()
+                }
+            }
+            timeline.record(event)
+        }
+        if let writeError { throw writeError }
+        try output.timings?.add(timeline, scalarOffset: scalarOffset, sampleOffset: start)
+        try output.captions?.add(timeline.sentences, text: inputText, isMarkup: isMarkup, sampleOffset: start)
+        for s in timeline.segments {
+            if !output.languages.contains(s.language.identifier) { output.languages.append(s.language.identifier) }
+            if !output.voices.contains(s.voice) { output.voices.append(s.voice) }
+        }
+    }
+
+    /// Speaks a UTF-8 text file paragraph by paragraph (a blank line ends a paragraph; a
+    /// paragraph over 64 KiB is cut at a line end), holding one paragraph in memory.
+    private func speakFile(_ path: String, item: BatchItem, into output: inout Output) throws {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw ParlaError.unreadableInput(path: path, reason: String(cString: strerror(errno))) }
+        defer { close(fd) }
+        var reader = LineReader(fd: fd, name: path)
+        var piece = ""
+        var pieceBytes = 0
+        var pieceStart = 0  // scalar offset of `piece` in the file
+        var offset = 0      // scalar offset of the next line
+        var byteOffset = 0
+        var lineNumber = 0
+        var spoke = false
+        func flush() throws {
+            if !piece.allSatisfy(\.isWhitespace) {
+                let u = try utterance(Utterance(string: piece), item: item)
+                try speak(plan(u), inputText: piece, isMarkup: false, scalarOffset: pieceStart, into: &output)
+                spoke = true
+            }
+            piece = ""
+            pieceBytes = 0
+        }
+        while let bytes = try reader.next() {
+            lineNumber += 1
+            guard bytes.count <= Self.maxLineBytes else {
+                throw ParlaError.invalidInput("line \(lineNumber) of \(path) is longer than 1 MB: break it into lines or paragraphs")
+            }
+            guard let line = String(validating: bytes, as: UTF8.self) else {
+                let bad = byteOffset + (TextInput.firstInvalidUTF8Offset(bytes) ?? 0)
+                throw ParlaError.invalidUTF8(source: path, byteOffset: bad)
+            }
+            byteOffset += bytes.count + 1
+            let blank = line.allSatisfy(\.isWhitespace)
+            if blank || pieceBytes + bytes.count > Self.maxPieceBytes { try flush() }
+            if piece.isEmpty { pieceStart = offset }
+            if !blank {
+                piece += line + "\n"
+                pieceBytes += bytes.count + 1
+            }
+            offset += line.unicodeScalars.count + 1
+        }
+        try flush()
+        guard spoke else { throw ParlaError.emptyText }
+    }
+}

@@ -1,0 +1,47 @@
+import Foundation
+import Parla
+import ParlaTestSupport
+import Testing
+
+/// The batch engine as a library: workers are this test program started again.
+@Suite("BatchRenderer")
+struct BatchRendererTests {
+    @Test func rendersASequenceWithProgressAndSkipsWhatIsDone() async throws {
+        let dir = try makeTemporaryDirectory()
+        var options = BatchRenderOptions(outputDirectory: dir.path, jobs: 2)
+        options.timings = true
+        let items = (1...6).map { BatchItem(id: "item\($0)", text: "Item \($0). Καλημέρα.") }
+        var updates: [BatchProgress] = []
+        for try await p in BatchRenderer(options: options).render(items) { updates.append(p) }
+        let final = try #require(updates.last)
+        #expect(final.isFinal)
+        #expect(final.rendered == 6 && final.failed == 0 && final.skipped == 0)
+        #expect(final.audioSeconds > 3)
+        #expect((final.workerPeakBytes ?? 0) > 1_000_000)
+        #expect(Set(updates.compactMap { $0.latest?.id }) == Set(items.map(\.id)))
+        for item in items {
+            #expect(FileManager.default.fileExists(atPath: dir.appendingPathComponent(item.id + ".wav").path))
+            #expect(FileManager.default.fileExists(atPath: dir.appendingPathComponent(item.id + ".json").path))
+        }
+        // Rendered items are skipped the second time; a bad one fails alone.
+        let more = items + [BatchItem(id: "bad", text: "x", voice: "espeak-ng.nope")]
+        var last = BatchProgress()
+        for try await p in BatchRenderer(options: options).render(more) { last = p }
+        #expect(last.skipped == 6 && last.failed == 1 && last.rendered == 0)
+    }
+
+    @Test func stopFinishesTheItemsInFlight() async throws {
+        let dir = try makeTemporaryDirectory()
+        let renderer = BatchRenderer(options: BatchRenderOptions(outputDirectory: dir.path, jobs: 1))
+        let items = (1...200).map { BatchItem(id: "n\($0)", text: "Sentence \($0) of a long batch.") }
+        var last = BatchProgress()
+        for try await p in renderer.render(items) {
+            if p.rendered >= 2 { renderer.stop() }
+            last = p
+        }
+        #expect(last.isFinal && last.stopped)
+        #expect(last.rendered >= 2 && last.rendered < 200)
+        let wavs = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasSuffix(".wav") }
+        #expect(wavs.count == last.rendered)
+    }
+}
