@@ -427,17 +427,7 @@ private final class WorkerProcess: @unchecked Sendable {  // used by one thread 
         return result
     }
 
-    private func send(_ bytes: [UInt8]) -> Bool {
-        let line = bytes + [0x0A]
-        var offset = 0
-        while offset < line.count {
-            let n = line[offset...].withUnsafeBytes { write(input, $0.baseAddress, $0.count) }
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 { return false }
-            offset += n
-        }
-        return true
-    }
+    private func send(_ bytes: [UInt8]) -> Bool { writeAll(input, bytes + [0x0A]) }
 
     /// Ends the worker (it exits at the end of its input) and returns its peak memory in bytes,
     /// its per-item processes included.
@@ -551,7 +541,7 @@ final class ResultsLog: @unchecked Sendable {
         "{\"id\": \(JSONText.quoted(id)), \"status\": \"ok\", \"line\": \(n), \"wav\": \(JSONText.quoted(id + ".wav"))"
             + (timings ? ", \"json\": \(JSONText.quoted(id + ".json"))" : "")
             + (captions ? ", \"vtt\": \(JSONText.quoted(id + ".vtt"))" : "")
-            + ", \"duration_s\": \(threeDecimals(seconds)), \"languages\": [\(languages.map(JSONText.quoted).joined(separator: ", "))]"
+            + ", \"duration_s\": \(JSONText.threeDecimals(seconds)), \"languages\": [\(languages.map(JSONText.quoted).joined(separator: ", "))]"
             + ", \"voices\": [\(voices.map(JSONText.quoted).joined(separator: ", "))]}"
     }
 
@@ -559,10 +549,4 @@ final class ResultsLog: @unchecked Sendable {
         "{\"id\": \(JSONText.quoted(id)), \"status\": \"failed\", \"line\": \(n), \"error\": \(JSONText.quoted(error))}"
     }
 
-    /// `value` with three decimals.
-    static func threeDecimals(_ value: Double) -> String {
-        let thousandths = Int((value * 1000).rounded())
-        let frac = String(abs(thousandths) % 1000)
-        return (thousandths < 0 ? "-" : "") + "\(abs(thousandths) / 1000)." + String(repeating: "0", count: 3 - frac.count) + frac
-    }
 }

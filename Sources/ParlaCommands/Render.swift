@@ -273,10 +273,6 @@ extension BatchInput.Format: ExpressibleByArgument {}
 
 extension String {
     /// `value` with three decimals.
-    init(format value: Double) {
-        let thousandths = Int((value * 1000).rounded())
-        let frac = String(abs(thousandths) % 1000)
-        self = (thousandths < 0 ? "-" : "") + "\(abs(thousandths) / 1000)." + String(repeating: "0", count: 3 - frac.count) + frac
-    }
+    init(format value: Double) { self = JSONText.threeDecimals(value) }
 }
 

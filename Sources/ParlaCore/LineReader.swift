@@ -43,15 +43,15 @@ public struct LineReader {
                 buffer.removeFirst(start)
                 start = 0
             }
-            let old = buffer.count
-            buffer.append(contentsOf: repeatElement(0, count: 65536))
-            let n = buffer[old...].withUnsafeMutableBytes { read(fd, $0.baseAddress, 65536) }
+            let n = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 65536) { block in
+                let n = read(fd, block.baseAddress, 65536)
+                if n > 0 { buffer.append(contentsOf: block[0..<n]) }
+                return n
+            }
             if n < 0 {
-                buffer.removeLast(65536)
                 if errno == EINTR { continue }
                 throw .unreadableInput(path: name, reason: String(cString: strerror(errno)))
             }
-            buffer.removeLast(65536 - n)
             if n == 0 { eof = true }
         }
     }

@@ -66,6 +66,13 @@ enum TimelineJSON {
 
 /// Helpers for writing JSON text by hand (fast, with a fixed key order).
 public enum JSONText {
+    /// `value` with exactly three decimals, e.g. `1.500`.
+    public static func threeDecimals(_ value: Double) -> String {
+        let thousandths = Int((value * 1000).rounded())
+        let frac = String(abs(thousandths) % 1000)
+        return (thousandths < 0 ? "-" : "") + "\(abs(thousandths) / 1000)." + String(repeating: "0", count: 3 - frac.count) + frac
+    }
+
     /// `s` as a JSON string literal, quotes included.
     public static func quoted(_ s: String) -> String {
     var out = "\""

@@ -1,6 +1,7 @@
 import Foundation
 import Parla
 import ParlaTestSupport
+import Synchronization
 import Testing
 
 /// The batch engine as a library: workers are this test program started again.
@@ -33,15 +34,21 @@ struct BatchRendererTests {
     @Test func stopFinishesTheItemsInFlight() async throws {
         let dir = try makeTemporaryDirectory()
         let renderer = BatchRenderer(options: BatchRenderOptions(outputDirectory: dir.path, jobs: 1))
-        let items = (1...200).map { BatchItem(id: "n\($0)", text: "Sentence \($0) of a long batch.") }
+        // The input asks to stop as it hands out its third item, as Ctrl-C at that moment would.
+        let counter = Mutex(0)
         var last = BatchProgress()
-        for try await p in renderer.render(items) {
-            if p.rendered >= 2 { renderer.stop() }
+        for try await p in renderer.render({
+            let n = counter.withLock { $0 += 1; return $0 }
+            if n == 3 { renderer.stop() }
+            return n <= 200 ? .item(BatchItem(id: "n\(n)", text: "Sentence \(n) of a long batch.")) : nil
+        }) {
             last = p
         }
         #expect(last.isFinal && last.stopped)
-        #expect(last.rendered >= 2 && last.rendered < 200)
+        #expect(last.rendered == 3)  // the item in flight was finished, no new one taken
         let wavs = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasSuffix(".wav") }
-        #expect(wavs.count == last.rendered)
+        #expect(wavs.sorted() == ["n1.wav", "n2.wav", "n3.wav"])
+        let results = try String(contentsOf: dir.appendingPathComponent("results.jsonl"), encoding: .utf8)
+        #expect(results.split(separator: "\n").count == 3)
     }
 }
