@@ -422,7 +422,7 @@ private final class WorkerProcess: @unchecked Sendable {  // used by one thread 
         guard send(Array(try JSONEncoder().encode(item))), let line = try output.next(),
               let result = try? JSONDecoder().decode(WorkerResult.self, from: Data(line))
         else {
-            throw ParlaError.engineFailure("the render worker stopped while rendering this item")
+            throw ParlaError.engineFailure("the render worker stopped while rendering this item (run the same command again to retry it)")
         }
         return result
     }

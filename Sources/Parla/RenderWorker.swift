@@ -118,8 +118,10 @@ enum RenderWorker {
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
         if let line, let result = try? JSONDecoder().decode(WorkerResult.self, from: Data(line)) { return result }
-        let how = status & 0x7F != 0 ? "signal \(status & 0x7F)" : "exit status \((status >> 8) & 0xFF)"
-        return WorkerResult(id: item.id, ok: false, error: "the speech engine crashed on this item (\(how)); no file was written")
+        let signal = status & 0x7F
+        let how = signal != 0 ? "signal \(signal)\(signal == SIGKILL ? ", killed" : signal == SIGSEGV ? ", a crash in the speech engine" : "")" : "exit status \((status >> 8) & 0xFF)"
+        renderer.removeTemporaryFiles(of: item.id, writtenBy: pid)
+        return WorkerResult(id: item.id, ok: false, error: "the process rendering this item died (\(how)); no file was written. Run the same command again to retry it")
     }
 
     @discardableResult
@@ -204,6 +206,14 @@ final class ItemRenderer {
         builder.finish()
         _ = timeline.json()
         _ = WAVHeader.bytes(sampleRate: sampleRate, dataBytes: timeline.sampleCount * 2)
+    }
+
+    /// Removes what a child that died left under temporary names (`.ID.wav.parla-PID-….tmp`).
+    func removeTemporaryFiles(of id: String, writtenBy pid: pid_t) {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: settings.output) else { return }
+        for name in names where name.hasPrefix("." + id + ".") && name.contains(".parla-\(pid)-") && name.hasSuffix(".tmp") {
+            unlink(settings.output + "/" + name)
+        }
     }
 
     /// Checks and plans `item` (in the worker, before forking).

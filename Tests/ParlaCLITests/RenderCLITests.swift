@@ -126,6 +126,52 @@ struct RenderCLITests {
         for (name, data) in b where a[name] != data { Issue.record("\(name) differs from the clean run") }
     }
 
+    @Test func aKilledWorkerCostsOneItemAndIsReplaced() async throws {
+        let dir = try makeTemporaryDirectory()
+        let input = dir.appendingPathComponent("lines.txt")
+        try (1...40).map { "Line \($0) of a batch whose worker is killed, with more words to say." }
+            .joined(separator: "\n").write(to: input, atomically: true, encoding: .utf8)
+        let out = dir.appendingPathComponent("out")
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: CLITests.binary)
+        p.arguments = ["render", input.path, "-o", out.path, "--jobs", "1", "--progress", "none"]
+        let err = Pipe()
+        p.standardError = err
+        p.standardOutput = FileHandle.nullDevice
+        try p.run()
+        // Once a few files exist, kill -9 this run's worker (a child of the command).
+        var killed = false
+        for _ in 0..<2000 where !killed {
+            let wavs = (try? FileManager.default.contentsOfDirectory(atPath: out.path))?.filter { $0.hasSuffix(".wav") && !$0.hasPrefix(".") } ?? []
+            if wavs.count >= 3 {
+                for pid in childProcesses(of: p.processIdentifier) {
+                    let cmdline = (try? String(contentsOfFile: "/proc/\(pid)/cmdline", encoding: .utf8)) ?? ""
+                    if cmdline.contains("(parla render worker)") { killed = kill(pid, SIGKILL) == 0 }
+                }
+            }
+            if !killed { try await Task.sleep(for: .milliseconds(5)) }
+        }
+        #expect(killed)
+        let message = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(await exitStatus(p) == 1, "\(message)")
+        #expect(message.contains("39 rendered, 1 failed"), "\(message)")
+        #expect(message.contains("the render worker stopped while rendering this item"))
+        let again = try await render([input.path, "-o", out.path])
+        #expect(again.status == 0)
+        #expect(again.error.contains("1 rendered, 0 failed, 39 already done"), "\(again.error)")
+    }
+
+    /// The processes whose parent is `pid`.
+    func childProcesses(of pid: Int32) -> [Int32] {
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        return entries.compactMap { Int32($0) }.filter { child in
+            guard let stat = try? String(contentsOfFile: "/proc/\(child)/stat", encoding: .utf8),
+                  let close = stat.lastIndex(of: ")") else { return false }
+            let fields = stat[stat.index(after: close)...].split(separator: " ")
+            return fields.count > 1 && Int32(fields[1]) == pid
+        }
+    }
+
     @Test func twoJobsWriteTheSameBytesAsOne() async throws {
         let dir = try makeTemporaryDirectory()
         let input = dir.appendingPathComponent("in.jsonl")
