@@ -259,22 +259,40 @@ private final class BatchRun: @unchecked Sendable {
     private var elapsed: Double { Double(monotonicNanoseconds() - started) / 1e9 }
 
     /// Feeds one worker until the input ends or the batch stops.
+    /// Feeds one worker until the input ends or the batch stops. Two items are kept in the
+    /// worker's input, so it starts the next one without waiting for this thread.
     private func drive(_ first: WorkerProcess) {
         var worker: WorkerProcess? = first
-        while !isStopping, let item = take() {
-            if worker == nil {
+        var queued: [BatchItem] = []   // sent to `worker`, results not read yet
+        var waiting: [BatchItem] = []  // to send again: their worker died before starting them
+        while true {
+            if worker == nil, !(waiting.isEmpty && isStopping) {
                 do { worker = try WorkerProcess(settings: settings) } catch {
-                    finish(BatchItemResult(id: item.id, line: item.line, status: .failed("cannot start a render worker: \(error)")))
+                    for item in waiting { finish(BatchItemResult(id: item.id, line: item.line, status: .failed("cannot start a render worker: \(error)"))) }
+                    waiting = []
+                    if isStopping { break }
+                    guard let item = take() else { break }
+                    waiting = [item]
                     continue
                 }
             }
+            guard let current = worker else { break }
+            while queued.count < 2 {
+                guard let item = waiting.isEmpty ? (isStopping ? nil : take()) : waiting.removeFirst() else { break }
+                queued.append(item)
+                if !current.send(item) { break }
+            }
+            guard !queued.isEmpty else { break }
+            let item = queued.removeFirst()
             let result: WorkerResult
             do {
-                result = try worker!.render(item)
+                result = try current.receive(for: item)
             } catch {
                 result = WorkerResult(id: item.id, ok: false, error: "\(error)")
-                recordPeak(worker!.finish())
+                recordPeak(current.finish())
                 worker = nil
+                waiting = queued + waiting
+                queued = []
             }
             let status: BatchItemResult.Status = result.ok
                 ? .rendered(seconds: result.seconds, languages: result.languages, voices: result.voices)
@@ -416,12 +434,16 @@ private final class WorkerProcess: @unchecked Sendable {  // used by one thread 
         }
     }
 
-    /// Renders `item` and returns the worker's answer.
+    /// Queues `item` in the worker's input; false if the worker is gone.
+    func send(_ item: BatchItem) -> Bool {
+        guard let json = try? JSONEncoder().encode(item) else { return false }
+        return send(Array(json))
+    }
+
+    /// The worker's answer for `item`, the oldest item sent and not yet answered.
     /// - Throws: if the worker died; it cannot be used again.
-    func render(_ item: BatchItem) throws -> WorkerResult {
-        guard send(Array(try JSONEncoder().encode(item))), let line = try output.next(),
-              let result = try? JSONDecoder().decode(WorkerResult.self, from: Data(line))
-        else {
+    func receive(for item: BatchItem) throws -> WorkerResult {
+        guard let line = try output.next(), let result = try? JSONDecoder().decode(WorkerResult.self, from: Data(line)) else {
             throw ParlaError.engineFailure("the render worker stopped while rendering this item (run the same command again to retry it)")
         }
         return result
