@@ -5,6 +5,8 @@
 #define _GNU_SOURCE
 #include "parla_worker.h"
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -15,6 +17,15 @@ pid_t parla_fork(void) { return fork(); }
 int parla_pipe_cloexec(int fds[2]) { return pipe2(fds, O_CLOEXEC); }
 
 int parla_syncfs(int fd) { return syncfs(fd); }
+
+void parla_item_child_setup(void) {
+    // The item's process dies with its worker, and never reads the worker's requests or
+    // writes into its answers: standard output goes to standard error.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (null >= 0) { dup2(null, 0); close(null); }
+    dup2(2, 1);
+}
 
 __attribute__((constructor)) static void parla_render_worker_hook(void) {
     const char *value = getenv(PARLA_RENDER_WORKER_ENV);

@@ -137,7 +137,8 @@ public final class BatchRenderer: Sendable {
         self.options = options
     }
 
-    /// Stops taking new items; the stream ends once the items being rendered are done.
+    /// Stops taking new items; the stream ends once the items being rendered (up to two per
+    /// worker: one being spoken, one queued) are done. The renderer takes no items afterwards.
     public func stop() { stopping.raise() }
 
     /// Renders `items`.
@@ -184,7 +185,9 @@ private final class BatchRun: @unchecked Sendable {
     /// Counts and the input, touched under this lock only.
     private struct Shared {
         var progress = BatchProgress()
-        var inputError: (any Error)?
+        /// An error that ends the batch: the input could not be read, no worker could be
+        /// started, `results.jsonl` could not be written.
+        var fatal: (any Error)?
         var inputEnded = false
         var workerPeak = 0
         /// Result lines waiting for the next sync of the output's file system.
@@ -193,11 +196,17 @@ private final class BatchRun: @unchecked Sendable {
         var committing = false
     }
     private let shared = Mutex(Shared())
+    /// Held while the input is read, apart from `shared`: a slow producer must not hold up
+    /// the threads reporting finished items.
+    private let inputLock = Mutex(false)  // true once the input has ended
 
     init(options: BatchRenderOptions, next: @escaping @Sendable () throws -> BatchEntry?, stopping: StopFlag, report: @escaping @Sendable (BatchProgress) -> Void) throws {
         self.options = options
         self.next = next
         self.stopping = stopping
+        // A worker that dies makes writes to its pipe fail with EPIPE instead of killing
+        // this process.
+        signal(SIGPIPE, SIG_IGN)
         self.report = report
         if let code = makeDirectories(options.outputDirectory) {
             throw ParlaError.unwritableOutput(path: options.outputDirectory, reason: String(cString: strerror(code)))
@@ -212,18 +221,25 @@ private final class BatchRun: @unchecked Sendable {
     }
 
     /// Removes temporary files (`.NAME.parla-PID-….tmp`) left by processes that no longer run,
-    /// such as a worker killed with SIGKILL in the middle of an item.
+    /// such as a worker killed with SIGKILL in the middle of an item: those of a process id
+    /// not running here and untouched for 10 minutes (a pod of the same job on another machine
+    /// may be writing to a shared volume: its files are fresh).
     static func removeAbandonedTemporaryFiles(in directory: String) {
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return }
+        let now = time(nil)
         for name in names where name.hasPrefix(".") && name.hasSuffix(".tmp") {
-            guard let marker = name.firstRange(of: ".parla-") else { continue }
+            guard let marker = name.ranges(of: ".parla-").last else { continue }
             let digits = name[marker.upperBound...].prefix { $0.isNumber }
             guard let pid = pid_t(digits), kill(pid, 0) != 0, errno == ESRCH else { continue }
+            var st = stat()
+            guard stat(directory + "/" + name, &st) == 0, now - st.st_mtim.tv_sec > 600 else { continue }
             unlink(directory + "/" + name)
         }
     }
 
-    private var isStopping: Bool { stopping.isRaised }
+    /// Raised by ``fail(_:)``; `stopping` is the renderer's, raised by ``BatchRenderer/stop()``.
+    private let failed = StopFlag()
+    private var isStopping: Bool { stopping.isRaised || failed.isRaised }
 
     func run() throws -> BatchProgress {
         // Start every worker before rendering: one that cannot start (no voice catalog, no
@@ -246,13 +262,13 @@ private final class BatchRun: @unchecked Sendable {
         var final = shared.withLock { s in
             var p = s.progress
             p.latest = nil
-            p.stopped = isStopping && !s.inputEnded
+            p.stopped = stopping.isRaised && !s.inputEnded
             p.workerPeakBytes = s.workerPeak
             p.peakBytes = peakResidentBytes()
             return p
         }
         final.elapsedSeconds = elapsed
-        if let error = shared.withLock({ $0.inputError }) { throw error }
+        if let error = shared.withLock({ $0.fatal }) { throw error }
         return final
     }
 
@@ -268,12 +284,10 @@ private final class BatchRun: @unchecked Sendable {
         while true {
             if worker == nil, !(waiting.isEmpty && isStopping) {
                 do { worker = try WorkerProcess(settings: settings) } catch {
-                    for item in waiting { finish(BatchItemResult(id: item.id, line: item.line, status: .failed("cannot start a render worker: \(error)"))) }
-                    waiting = []
-                    if isStopping { break }
-                    guard let item = take() else { break }
-                    waiting = [item]
-                    continue
+                    // Items are not failed one by one for this: the batch ends, and a rerun
+                    // renders what is left.
+                    fail(error)
+                    break
                 }
             }
             guard let current = worker else { break }
@@ -302,6 +316,12 @@ private final class BatchRun: @unchecked Sendable {
         if let worker { recordPeak(worker.finish()) }
     }
 
+    /// Ends the batch after the items in flight with `error` (the first one wins).
+    private func fail(_ error: any Error) {
+        shared.withLock { if $0.fatal == nil { $0.fatal = error } }
+        failed.raise()
+    }
+
     private func recordPeak(_ bytes: Int) {
         shared.withLock { $0.workerPeak = max($0.workerPeak, bytes) }
     }
@@ -311,17 +331,18 @@ private final class BatchRun: @unchecked Sendable {
         while !isStopping {
             let entry: BatchEntry?
             do {
-                entry = try shared.withLock { s throws -> BatchEntry? in
-                    guard !s.inputEnded else { return nil }
+                entry = try inputLock.withLock { ended throws -> BatchEntry? in
+                    guard !ended else { return nil }
                     let e = try next()
-                    if e == nil { s.inputEnded = true }
+                    if e == nil {
+                        ended = true
+                        shared.withLock { $0.inputEnded = true }
+                    }
                     return e
                 }
             } catch {
-                shared.withLock {
-                    $0.inputError = error
-                    $0.inputEnded = true
-                }
+                inputLock.withLock { $0 = true }
+                fail(error)
                 return nil
             }
             guard let entry else { return nil }
@@ -377,11 +398,16 @@ private final class BatchRun: @unchecked Sendable {
     private func commit(_ lines: [String]) {
         guard !lines.isEmpty else { return }
         let dir = open(options.outputDirectory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        var problem: Int32 = dir >= 0 ? 0 : errno
         if dir >= 0 {
-            _ = parla_syncfs(dir)
+            if parla_syncfs(dir) != 0 { problem = errno }
             close(dir)
         }
-        results.append(lines.joined(separator: "\n"))
+        guard problem == 0 else {
+            fail(ParlaError.unwritableOutput(path: options.outputDirectory, reason: "the files could not be flushed to disk: \(String(cString: strerror(problem)))"))
+            return
+        }
+        do { try results.append(lines.joined(separator: "\n")) } catch { fail(error) }
     }
 }
 
@@ -402,7 +428,8 @@ private final class WorkerProcess: @unchecked Sendable {  // used by one thread 
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_adddup2(&actions, toWorker[0], 0)
         posix_spawn_file_actions_adddup2(&actions, fromWorker[1], 1)
-        let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        // The running program itself, even if its file was replaced or deleted since it started.
+        let exe = "/proc/self/exe"
         var env = ProcessInfo.processInfo.environment
         env["PARLA_RENDER_WORKER"] = "1"
         env["SWIFT_DETERMINISTIC_HASHING"] = "1"  // the same choices in every worker
@@ -410,7 +437,21 @@ private final class WorkerProcess: @unchecked Sendable {  // used by one thread 
         let argv = [exe, "(parla render worker)"]
         let envp = env.map { "\($0.key)=\($0.value)" }
         var pid: pid_t = 0
-        let rc = withCStrings(argv) { a in withCStrings(envp) { e in posix_spawn(&pid, exe, &actions, nil, a, e) } }
+        // Threads of this process may block signals, and Ctrl-C handling ignores SIGINT and
+        // SIGTERM: the worker starts with no signal blocked and SIGTERM, SIGHUP and SIGPIPE
+        // at their defaults (it ignores SIGINT and SIGPIPE itself).
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var empty = sigset_t()
+        sigemptyset(&empty)
+        posix_spawnattr_setsigmask(&attributes, &empty)
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        for sig in [SIGTERM, SIGHUP, SIGPIPE, SIGINT] { sigaddset(&defaults, sig) }
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        let rc = withCStrings(argv) { a in withCStrings(envp) { e in posix_spawn(&pid, exe, &actions, &attributes, a, e) } }
         close(toWorker[0])
         close(fromWorker[1])
         guard rc == 0 else {
@@ -433,6 +474,8 @@ private final class WorkerProcess: @unchecked Sendable {  // used by one thread 
             throw ParlaError.invalidInput(fatal)
         }
     }
+
+    deinit { _ = finish() }
 
     /// Queues `item` in the worker's input; false if the worker is gone.
     func send(_ item: BatchItem) -> Bool {
@@ -516,7 +559,8 @@ final class ResultsLog: @unchecked Sendable {
     init(directory: String) throws {
         self.directory = directory
         path = directory + "/results.jsonl"
-        if let text = try? TextInput.read(path: path) {
+        let existing = try? TextInput.read(path: path)
+        if let text = existing {
             // The last line for an id wins.
             var status: [String: Bool] = [:]
             for line in text.split(separator: "\n") {
@@ -527,6 +571,8 @@ final class ResultsLog: @unchecked Sendable {
         }
         fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw ParlaError.unwritableOutput(path: path, reason: String(cString: strerror(errno))) }
+        // A line cut short by a crash or a full disk must not swallow the next one.
+        if let text = existing, !text.isEmpty, !text.hasSuffix("\n") { try append("") }
     }
 
     private struct Entry: Decodable {
@@ -554,9 +600,12 @@ final class ResultsLog: @unchecked Sendable {
         return header[0..<4] == [0x52, 0x49, 0x46, 0x46] && riff + 8 == Int(st.st_size)
     }
 
-    func append(_ line: String) {
-        let bytes = Array((line + "\n").utf8)
-        _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+    /// Appends `line` (one or more whole lines) in one write.
+    /// - Throws: ``ParlaError/unwritableOutput(path:reason:)`` (a full disk, for example).
+    func append(_ line: String) throws(ParlaError) {
+        guard writeAll(fd, Array((line + "\n").utf8)) else {
+            throw .unwritableOutput(path: path, reason: String(cString: strerror(errno)))
+        }
     }
 
     static func line(id: String, line n: Int, seconds: Double, languages: [String], voices: [String], timings: Bool, captions: Bool) -> String {

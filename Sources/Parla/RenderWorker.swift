@@ -103,6 +103,7 @@ enum RenderWorker {
         }
         let pid = parla_fork()
         if pid == 0 {
+            parla_item_child_setup()
             close(fds[0])
             let result = renderer.render(item, prepared)
             _ = writeLine(result, to: fds[1])
@@ -121,7 +122,7 @@ enum RenderWorker {
         let signal = status & 0x7F
         let how = signal != 0 ? "signal \(signal)\(signal == SIGKILL ? ", killed" : signal == SIGSEGV ? ", a crash in the speech engine" : "")" : "exit status \((status >> 8) & 0xFF)"
         renderer.removeTemporaryFiles(of: item.id, writtenBy: pid)
-        return WorkerResult(id: item.id, ok: false, error: "the process rendering this item died (\(how)); no file was written. Run the same command again to retry it")
+        return WorkerResult(id: item.id, ok: false, error: "the process rendering this item died (\(how)) before it was complete; run the same command again to render it again")
     }
 
     @discardableResult
@@ -310,14 +311,18 @@ final class ItemRenderer {
         var timeline = SpeechTimeline(sampleRate: sampleRate)
         var writeError: ParlaError?
         let stop = StopFlag()
-        _ = try engine.synthesize(plan, stop: stop) { event in
-            if case .audio(let b) = event {
-                do throws(ParlaError) { try wav.append(b.samples) } catch {
-                    writeError = error
-                    stop.raise()
+        do {
+            _ = try engine.synthesize(plan, stop: stop) { event in
+                if case .audio(let b) = event {
+                    do throws(ParlaError) { try wav.append(b.samples) } catch {
+                        writeError = error
+                        stop.raise()
+                    }
                 }
+                timeline.record(event)
             }
-            timeline.record(event)
+        } catch {
+            throw writeError ?? error  // a full disk stops the engine: report the disk, not the stop
         }
         if let writeError { throw writeError }
         try output.timings?.add(timeline, scalarOffset: scalarOffset, sampleOffset: start)
@@ -334,7 +339,7 @@ final class ItemRenderer {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw ParlaError.unreadableInput(path: path, reason: String(cString: strerror(errno))) }
         defer { close(fd) }
-        var reader = LineReader(fd: fd, name: path)
+        var reader = LineReader(fd: fd, name: path, limit: Self.maxLineBytes)
         var piece = ""
         var pieceBytes = 0
         var pieceStart = 0  // scalar offset of `piece` in the file
@@ -353,7 +358,7 @@ final class ItemRenderer {
         }
         while let bytes = try reader.next() {
             lineNumber += 1
-            guard bytes.count <= Self.maxLineBytes else {
+            guard !reader.lastLineWasCut else {
                 throw ParlaError.invalidInput("line \(lineNumber) of \(path) is longer than 1 MB: break it into lines or paragraphs")
             }
             guard let line = String(validating: bytes, as: UTF8.self) else {
@@ -371,6 +376,6 @@ final class ItemRenderer {
             offset += line.unicodeScalars.count + 1
         }
         try flush()
-        guard spoke else { throw ParlaError.emptyText }
+        guard spoke else { throw ParlaError.invalidInput("\(path) has nothing to say: it is empty or holds only whitespace") }
     }
 }

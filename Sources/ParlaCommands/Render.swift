@@ -100,9 +100,17 @@ struct Render: AsyncParsableCommand {
         let (source, total) = try openInput()
         let mode = progress ?? (isatty(2) != 0 ? .bar : .none)
         let renderer = BatchRenderer(options: options)
+        let interrupts = Atomic<Int>(0)
         let signals = Interrupt.onSignal {
-            renderer.stop()
-            printError("\nStopping after the items being rendered…")
+            if interrupts.add(1, ordering: .relaxed).newValue == 1 {
+                renderer.stop()
+                printError("\nStopping after the items being rendered… (Ctrl-C again to quit at once)")
+            } else {
+                // The workers finish the item they are on and exit; nothing half-written is
+                // left under a final name, and a rerun redoes what was not recorded.
+                printError("Quitting now. Run the same command again to resume.")
+                Glibc.exit(130)
+            }
         }
         defer { signals.forEach { $0.cancel() } }
         let expected = total.map { Double($0) / Double(options.shard?.count ?? 1) }
@@ -156,11 +164,16 @@ struct Render: AsyncParsableCommand {
         let fd: Int32 = input == "-" ? 0 : open(input, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw ParlaError.unreadableInput(path: input, reason: String(cString: strerror(errno))) }
         let total = input == "-" ? nil : Self.countLines(fd)
-        let reader = Locked(LineReader(fd: fd, name: input == "-" ? "standard input" : input))
+        // Lines over 1 MB are not held whole: their item fails.
+        let reader = Locked(LineReader(fd: fd, name: input == "-" ? "standard input" : input, limit: 1 << 20))
         let number = Locked(0)
         return ({
-            while let bytes = try reader.withValue({ r throws(ParlaError) in try r.next() }) {
+            while let (bytes, cut) = try reader.withValue({ r throws(ParlaError) in try r.next().map { ($0, r.lastLineWasCut) } }) {
                 let n = number.withValue { $0 += 1; return $0 }
+                if cut {
+                    let id = format == .text ? BatchInput.lineID(n) : "line-\(n)"
+                    return .invalid(BatchInput.LineError(id: id, line: n, reason: "the line is longer than 1 MB: split it into several items, or put the text in a .txt file of a directory input"))
+                }
                 guard let text = String(validating: bytes, as: UTF8.self) else {
                     let offset = TextInput.firstInvalidUTF8Offset(bytes) ?? 0
                     return .invalid(BatchInput.LineError(id: "line-\(n)", line: n, reason: "not valid UTF-8 (byte \(offset) of the line); convert the input to UTF-8"))

@@ -89,9 +89,7 @@ public enum BatchInput {
         let fallbackID = "line-\(number)"
         switch format {
         case .text:
-            let digits = String(number)
-            let id = String(repeating: "0", count: max(0, 6 - digits.count)) + digits
-            return .success(BatchItem(id: id, text: String(line), line: number))
+            return .success(BatchItem(id: lineID(number), text: String(line), line: number))
         case .tsv:
             let fields = line.split(separator: "\t", maxSplits: 2, omittingEmptySubsequences: false)
             guard fields.count >= 2 else {
@@ -118,6 +116,12 @@ public enum BatchInput {
                 id: id, text: text, language: decoded.language, voice: decoded.voice, rate: decoded.rate,
                 pitch: decoded.pitch, isSSML: decoded.ssml ?? false, line: number))
         }
+    }
+
+    /// The id of line `number` of a text input: the number zero-padded to 6 digits.
+    public static func lineID(_ number: Int) -> String {
+        let digits = String(number)
+        return String(repeating: "0", count: max(0, 6 - digits.count)) + digits
     }
 
     /// Why `id` cannot name output files, or nil if it can.

@@ -121,9 +121,19 @@ private final class Spill {
     private var closed = false
     private let path: String
 
+    /// An unlinked file next to `path` (on the output's disk, not in a RAM-backed /tmp).
     init(for path: String) throws(ParlaError) {
         self.path = path
-        guard let f = tmpfile() else { throw .unwritableOutput(path: path, reason: "no temporary file: " + String(cString: strerror(errno))) }
+        let slash = path.lastIndex(of: "/")
+        let directory = slash.map { String(path[..<$0]) } ?? "."
+        var template = Array((directory + "/.parla-spill-XXXXXX").utf8CString)
+        let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+        guard fd >= 0 else { throw .unwritableOutput(path: path, reason: "no temporary file: " + String(cString: strerror(errno))) }
+        template.withUnsafeBufferPointer { _ = unlink($0.baseAddress!) }
+        guard let f = fdopen(fd, "w+") else {
+            close(fd)
+            throw .unwritableOutput(path: path, reason: "no temporary file: " + String(cString: strerror(errno)))
+        }
         stream = f
     }
 

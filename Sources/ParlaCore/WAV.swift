@@ -177,7 +177,12 @@ public final class WAVFileWriter {
     }
 
     /// Appends samples.
+    /// - Throws: ``ParlaError/unwritableOutput(path:reason:)``, also as soon as the audio
+    ///   would not fit in a WAV file (4 GiB, about 27 hours at 22050 Hz).
     public func append(_ samples: [Int16]) throws(ParlaError) {
+        guard (sampleCount + samples.count) * 2 <= Int(UInt32.max) - 36 else {
+            throw .unwritableOutput(path: file.path, reason: "the audio is longer than a WAV file can hold (4 GiB, about 27 hours at \(sampleRate) Hz): split the text")
+        }
         try file.write(samples: samples)
         sampleCount += samples.count
     }
