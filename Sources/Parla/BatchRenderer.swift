@@ -281,6 +281,7 @@ private final class BatchRun: @unchecked Sendable {
         var worker: WorkerProcess? = first
         var queued: [BatchItem] = []   // sent to `worker`, results not read yet
         var waiting: [BatchItem] = []  // to send again: their worker died before starting them
+        var idleDeaths = 0             // workers in a row that died before taking an item
         while true {
             if worker == nil, !(waiting.isEmpty && isStopping) {
                 do { worker = try WorkerProcess(settings: settings) } catch {
@@ -291,11 +292,29 @@ private final class BatchRun: @unchecked Sendable {
                 }
             }
             guard let current = worker else { break }
+            var workerGone = false
             while queued.count < 2 {
                 guard let item = waiting.isEmpty ? (isStopping ? nil : take()) : waiting.removeFirst() else { break }
+                guard current.send(item) else {
+                    // The worker died (between items, or on the one it answers next): this
+                    // item never reached it, so it goes to the replacement.
+                    waiting.insert(item, at: 0)
+                    workerGone = true
+                    break
+                }
                 queued.append(item)
-                if !current.send(item) { break }
             }
+            if workerGone && queued.isEmpty {
+                recordPeak(current.finish())
+                worker = nil
+                idleDeaths += 1
+                if idleDeaths > 3 {
+                    fail(ParlaError.engineFailure("render workers keep exiting before they take an item (see the messages above; try --jobs 1)"))
+                    break
+                }
+                continue
+            }
+            idleDeaths = 0
             guard !queued.isEmpty else { break }
             let item = queued.removeFirst()
             let result: WorkerResult
