@@ -208,7 +208,7 @@ private final class BatchRun: @unchecked Sendable {
         // this process.
         signal(SIGPIPE, SIG_IGN)
         self.report = report
-        if let code = makeDirectories(options.outputDirectory) {
+        if let code = AtomicFile.makeDirectories(options.outputDirectory) {
             throw ParlaError.unwritableOutput(path: options.outputDirectory, reason: String(cString: strerror(code)))
         }
         let voices = try VoiceCatalog.locateDirectory(explicit: options.voicesDirectory)
@@ -249,7 +249,7 @@ private final class BatchRun: @unchecked Sendable {
         let group = DispatchGroup()
         for worker in workers {
             group.enter()
-            startThread { [self] in
+            startThread(name: "parla.render") { [self] in
                 defer { group.leave() }
                 drive(worker)
             }
@@ -532,40 +532,6 @@ private func withCStrings<R>(_ strings: [String], _ body: (UnsafePointer<UnsafeM
     let pointers = strings.map { strdup($0) } + [nil]
     defer { pointers.forEach { free($0) } }
     return pointers.withUnsafeBufferPointer { body($0.baseAddress!) }
-}
-
-/// Creates `path` and its missing parents; returns errno on failure, nil on success.
-func makeDirectories(_ path: String) -> Int32? {
-    var current = path.hasPrefix("/") ? "" : "."
-    for part in path.split(separator: "/") {
-        current += "/" + part
-        if mkdir(current, 0o755) != 0 && errno != EEXIST { return errno }
-    }
-    var st = stat()
-    guard stat(path, &st) == 0 else { return errno }
-    return (st.st_mode & S_IFMT) == S_IFDIR ? nil : ENOTDIR
-}
-
-/// Runs `body` on a new thread.
-func startThread(_ body: @escaping @Sendable () -> Void) {
-        let box = Unmanaged.passRetained(ThreadBody(body)).toOpaque()
-        var thread = pthread_t()
-        let rc = pthread_create(&thread, nil, { context in
-            #if canImport(Glibc)
-            let body = Unmanaged<ThreadBody>.fromOpaque(context!).takeRetainedValue()
-            #else
-            let body = Unmanaged<ThreadBody>.fromOpaque(context).takeRetainedValue()
-            #endif
-            body.run()
-            return nil
-        }, box)
-        precondition(rc == 0, "cannot start a thread: error \(rc)")
-        pthread_detach(thread)
-}
-
-private final class ThreadBody: Sendable {
-    let run: @Sendable () -> Void
-    init(_ run: @escaping @Sendable () -> Void) { self.run = run }
 }
 
 /// `results.jsonl`: read once to know what is done, then appended one whole line per write.

@@ -40,15 +40,4 @@ enum Processes {
         }
         return status
     }
-
-    /// Creates `path` and its missing parents (mode 755).
-    /// - Returns: the errno of the first failure other than "exists", or nil.
-    static func makeDirectories(_ path: String) -> Int32? {
-        var prefix = path.hasPrefix("/") ? "" : "."
-        for part in path.split(separator: "/") {
-            prefix += "/" + part
-            if mkdir(prefix, 0o755) != 0 && errno != EEXIST { return errno }
-        }
-        return nil
-    }
 }

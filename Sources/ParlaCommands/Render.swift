@@ -232,8 +232,8 @@ struct ProgressDisplay {
         case .json:
             var line = "{\"id\": \(JSONText.quoted(p.latest?.id ?? "")), \"done\": \(p.rendered), \"failed\": \(p.failed), \"skipped\": \(p.skipped)"
             if let expected { line += ", \"total\": \(Int(expected.rounded()))" }
-            line += ", \"audio_s\": \(String(format: p.audioSeconds)), \"elapsed_s\": \(String(format: p.elapsedSeconds)), \"items_per_s\": \(String(format: rate))"
-            if let eta { line += ", \"eta_s\": \(String(format: eta))" }
+            line += ", \"audio_s\": \(JSONText.threeDecimals(p.audioSeconds)), \"elapsed_s\": \(JSONText.threeDecimals(p.elapsedSeconds)), \"items_per_s\": \(JSONText.threeDecimals(rate))"
+            if let eta { line += ", \"eta_s\": \(JSONText.threeDecimals(eta))" }
             printError(line + "}")
         case .bar:
             let now = monotonicNanoseconds()
@@ -283,9 +283,3 @@ final class Locked<Value>: @unchecked Sendable {
 }
 
 extension BatchInput.Format: ExpressibleByArgument {}
-
-extension String {
-    /// `value` with three decimals.
-    init(format value: Double) { self = JSONText.threeDecimals(value) }
-}
-

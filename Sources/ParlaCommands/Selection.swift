@@ -285,7 +285,7 @@ struct SelectionSettings {
     }
 
     static func create(_ path: String) {
-        _ = Processes.makeDirectories(String(path[..<(path.lastIndex(of: "/") ?? path.endIndex)]))
+        _ = AtomicFile.makeDirectories(String(path[..<(path.lastIndex(of: "/") ?? path.endIndex)]))
         guard let file = fopen(path, "wx") else { return }  // never overwrite
         fputs(template, file)
         fclose(file)

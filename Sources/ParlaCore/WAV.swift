@@ -146,6 +146,19 @@ public final class AtomicFile {
         .unwritableOutput(path: path, reason: String(cString: strerror(errno)))
     }
 
+    /// Creates directory `path` and its missing parents; returns `errno` on failure (`ENOTDIR`
+    /// if `path` exists but is not a directory), nil on success.
+    public static func makeDirectories(_ path: String) -> Int32? {
+        var current = path.hasPrefix("/") ? "" : "."
+        for part in path.split(separator: "/") {
+            current += "/" + part
+            if mkdir(current, 0o755) != 0 && errno != EEXIST { return errno }
+        }
+        var st = stat()
+        guard stat(path, &st) == 0 else { return errno }
+        return (st.st_mode & S_IFMT) == S_IFDIR ? nil : ENOTDIR
+    }
+
     /// Writes `bytes` to `path` atomically.
     public static func write(_ bytes: [UInt8], to path: String) throws(ParlaError) {
         let f = try AtomicFile(path: path)

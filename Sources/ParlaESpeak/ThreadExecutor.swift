@@ -1,4 +1,5 @@
 import Dispatch
+import ParlaCore
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -16,18 +17,7 @@ final class ThreadExecutor: SerialExecutor, @unchecked Sendable {
 
     /// Starts the thread; it lives for the rest of the process.
     init(name: String) {
-        let context = Unmanaged.passRetained(self).toOpaque()
-        var thread = pthread_t()
-        let rc = pthread_create(&thread, nil, { context in
-            #if canImport(Glibc)
-            let executor = Unmanaged<ThreadExecutor>.fromOpaque(context!).takeRetainedValue()
-            #else
-            let executor = Unmanaged<ThreadExecutor>.fromOpaque(context).takeRetainedValue()
-            #endif
-            executor.run()
-        }, context)
-        precondition(rc == 0, "cannot start the \(name) thread: error \(rc)")
-        pthread_detach(thread)
+        startThread(name: name) { [self] in run() }
     }
 
     private func run() -> Never {

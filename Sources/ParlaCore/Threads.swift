@@ -1,0 +1,28 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Runs `body` on a new detached thread of its own (for work that blocks: the engine thread,
+/// the threads that drive render workers), off Swift's cooperative thread pool.
+package func startThread(name: String, _ body: @escaping @Sendable () -> Void) {
+    let box = Unmanaged.passRetained(ThreadBody(body)).toOpaque()
+    var thread = pthread_t()
+    let rc = pthread_create(&thread, nil, { context in
+        #if canImport(Glibc)
+        let body = Unmanaged<ThreadBody>.fromOpaque(context!).takeRetainedValue()
+        #else
+        let body = Unmanaged<ThreadBody>.fromOpaque(context).takeRetainedValue()
+        #endif
+        body.run()
+        return nil
+    }, box)
+    precondition(rc == 0, "cannot start the \(name) thread: error \(rc)")
+    pthread_detach(thread)
+}
+
+private final class ThreadBody: Sendable {
+    let run: @Sendable () -> Void
+    init(_ run: @escaping @Sendable () -> Void) { self.run = run }
+}
