@@ -101,7 +101,7 @@ public struct BatchProgress: Sendable {
     /// Whether the batch was stopped before its input ended.
     public var stopped = false
     /// On the final update: the largest peak resident memory of any worker (the worker and
-    /// the per-item processes it forks), in bytes.
+    /// the processes it forks), in bytes.
     public var workerPeakBytes: Int?
     /// On the final update: the peak resident memory of this process, in bytes.
     public var peakBytes: Int?
@@ -121,8 +121,9 @@ public struct BatchProgress: Sendable {
 /// ```
 ///
 /// Each worker is this same program started again (any program that links Parla can serve),
-/// and forks a pristine copy of itself per item, so the files are byte-identical whatever
-/// the number of jobs, the order of the input or an earlier interrupted run. Files are written
+/// and forks a pristine copy of itself per chunk of consecutive items (cut the same way
+/// whatever the number of jobs; done items before a missing one are replayed), so the files
+/// are byte-identical whatever the number of jobs or an earlier interrupted run. Files are written
 /// under temporary names and renamed when complete; `results.jsonl` gets one line per item.
 /// An item already done (its result line is ok and its files are complete) is skipped unless
 /// ``BatchRenderOptions/force`` is set. ``stop()`` finishes the items being rendered and ends
@@ -137,8 +138,9 @@ public final class BatchRenderer: Sendable {
         self.options = options
     }
 
-    /// Stops taking new items; the stream ends once the items being rendered (up to two per
-    /// worker: one being spoken, one queued) are done. The renderer takes no items afterwards.
+    /// Stops taking new items; the stream ends once the chunks being rendered (up to two per
+    /// worker, one being spoken and one queued, of about 2,000 bytes of text each) are done.
+    /// The renderer takes no items afterwards.
     public func stop() { stopping.raise() }
 
     /// Renders `items`.
@@ -274,14 +276,14 @@ private final class BatchRun: @unchecked Sendable {
 
     private var elapsed: Double { Double(monotonicNanoseconds() - started) / 1e9 }
 
-    /// Feeds one worker until the input ends or the batch stops.
-    /// Feeds one worker until the input ends or the batch stops. Two items are kept in the
+    /// Feeds one worker until the input ends or the batch stops. Two chunks are kept in the
     /// worker's input, so it starts the next one without waiting for this thread.
     private func drive(_ first: WorkerProcess) {
         var worker: WorkerProcess? = first
-        var queued: [BatchItem] = []   // sent to `worker`, results not read yet
-        var waiting: [BatchItem] = []  // to send again: their worker died before starting them
-        var idleDeaths = 0             // workers in a row that died before taking an item
+        var queued: [RenderChunk] = []   // sent to `worker`, not all answered yet
+        var answered = 0                 // items of queued[0] answered
+        var waiting: [RenderChunk] = []  // to send again: their worker died before finishing them
+        var idleDeaths = 0               // workers in a row that died before taking a chunk
         while true {
             if worker == nil, !(waiting.isEmpty && isStopping) {
                 do { worker = try WorkerProcess(settings: settings) } catch {
@@ -294,15 +296,15 @@ private final class BatchRun: @unchecked Sendable {
             guard let current = worker else { break }
             var workerGone = false
             while queued.count < 2 {
-                guard let item = waiting.isEmpty ? (isStopping ? nil : take()) : waiting.removeFirst() else { break }
-                guard current.send(item) else {
-                    // The worker died (between items, or on the one it answers next): this
-                    // item never reached it, so it goes to the replacement.
-                    waiting.insert(item, at: 0)
+                guard let chunk = waiting.isEmpty ? (isStopping ? nil : takeChunk()) : waiting.removeFirst() else { break }
+                guard current.send(chunk) else {
+                    // The worker died (between chunks, or on the one it answers next): this
+                    // chunk never reached it, so it goes to the replacement.
+                    waiting.insert(chunk, at: 0)
                     workerGone = true
                     break
                 }
-                queued.append(item)
+                queued.append(chunk)
             }
             if workerGone && queued.isEmpty {
                 recordPeak(current.finish())
@@ -315,17 +317,25 @@ private final class BatchRun: @unchecked Sendable {
                 continue
             }
             idleDeaths = 0
-            guard !queued.isEmpty else { break }
-            let item = queued.removeFirst()
+            guard let chunk = queued.first else { break }
+            let item = chunk.rendered[answered]
             let result: WorkerResult
             do {
                 result = try current.receive(for: item)
+                answered += 1
             } catch {
+                // The worker died: this item fails, the rest of its chunk (after a replay of
+                // what came before) and the chunks queued behind it go to the replacement.
                 result = WorkerResult(id: item.id, ok: false, error: "\(error)")
                 recordPeak(current.finish())
                 worker = nil
-                waiting = queued + waiting
+                waiting = (chunk.remainder(afterAnswering: answered).map { [$0] } ?? []) + queued.dropFirst() + waiting
                 queued = []
+                answered = 0
+            }
+            if !queued.isEmpty && answered == chunk.rendered.count {
+                queued.removeFirst()
+                answered = 0
             }
             let status: BatchItemResult.Status = result.ok
                 ? .rendered(seconds: result.seconds, languages: result.languages, voices: result.voices)
@@ -345,38 +355,45 @@ private final class BatchRun: @unchecked Sendable {
         shared.withLock { $0.workerPeak = max($0.workerPeak, bytes) }
     }
 
-    /// The next item to render; reports invalid lines and items already done on the way.
-    private func take() -> BatchItem? {
+    /// The next chunk to render: consecutive items of the input (of this shard) up to
+    /// ``RenderChunk/maxWeight`` bytes of text, cut the same way whatever the number of jobs
+    /// and whatever is already done. Reports invalid lines and items already done on the way;
+    /// done items before one to render are kept in the chunk, to be replayed.
+    private func takeChunk() -> RenderChunk? {
         while !isStopping {
-            let entry: BatchEntry?
+            var entries: [RenderChunk.Entry] = []
+            let ended: Bool
             do {
-                entry = try inputLock.withLock { ended throws -> BatchEntry? in
-                    guard !ended else { return nil }
-                    let e = try next()
-                    if e == nil {
-                        ended = true
-                        shared.withLock { $0.inputEnded = true }
+                ended = try inputLock.withLock { ended throws -> Bool in
+                    var weight = 0
+                    while !ended, weight < RenderChunk.maxWeight, entries.count < RenderChunk.maxItems, !isStopping {
+                        guard let entry = try next() else {
+                            ended = true
+                            shared.withLock { $0.inputEnded = true }
+                            break
+                        }
+                        switch entry {
+                        case .invalid(let e):
+                            if let shard = options.shard, !shard.contains(e.id) { continue }
+                            finish(BatchItemResult(id: e.id, line: e.line, status: .failed("line \(e.line): \(e.reason)")))
+                        case .item(let item):
+                            if let shard = options.shard, !shard.contains(item.id) { continue }
+                            let done = !options.force && results.isDone(item.id, timings: options.timings, captions: options.captions)
+                            if done { finish(BatchItemResult(id: item.id, line: item.line, status: .skipped)) }
+                            entries.append(RenderChunk.Entry(item: item, replay: done))
+                            weight += RenderChunk.weight(of: item)
+                        }
                     }
-                    return e
+                    return ended
                 }
             } catch {
                 inputLock.withLock { $0 = true }
                 fail(error)
                 return nil
             }
-            guard let entry else { return nil }
-            switch entry {
-            case .invalid(let e):
-                if let shard = options.shard, !shard.contains(e.id) { continue }
-                finish(BatchItemResult(id: e.id, line: e.line, status: .failed("line \(e.line): \(e.reason)")))
-            case .item(let item):
-                if let shard = options.shard, !shard.contains(item.id) { continue }
-                if !options.force && results.isDone(item.id, timings: options.timings, captions: options.captions) {
-                    finish(BatchItemResult(id: item.id, line: item.line, status: .skipped))
-                    continue
-                }
-                return item
-            }
+            while entries.last?.replay == true { entries.removeLast() }  // nothing after them to render
+            if !entries.isEmpty { return RenderChunk(entries: entries) }
+            if ended { return nil }
         }
         return nil
     }
@@ -496,13 +513,13 @@ private final class WorkerProcess: @unchecked Sendable {  // used by one thread 
 
     deinit { _ = finish() }
 
-    /// Queues `item` in the worker's input; false if the worker is gone.
-    func send(_ item: BatchItem) -> Bool {
-        guard let json = try? JSONEncoder().encode(item) else { return false }
+    /// Queues `chunk` in the worker's input; false if the worker is gone.
+    func send(_ chunk: RenderChunk) -> Bool {
+        guard let json = try? JSONEncoder().encode(chunk) else { return false }
         return send(Array(json))
     }
 
-    /// The worker's answer for `item`, the oldest item sent and not yet answered.
+    /// The worker's answer for `item`, the oldest item to render sent and not yet answered.
     /// - Throws: if the worker died; it cannot be used again.
     func receive(for item: BatchItem) throws -> WorkerResult {
         guard let line = try output.next(), let result = try? JSONDecoder().decode(WorkerResult.self, from: Data(line)) else {

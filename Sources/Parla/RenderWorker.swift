@@ -42,15 +42,64 @@ func peakResidentBytes() -> Int {
     return 0
 }
 
+/// A run of consecutive input items that one forked process renders in order (see
+/// ``RenderWorker``). Chunks are cut from the input by ``RenderChunk/Builder``, the same way
+/// whatever the number of jobs, so every item is spoken after the same predecessors.
+struct RenderChunk: Codable, Sendable {
+    struct Entry: Codable, Sendable {
+        var item: BatchItem
+        /// Spoken with its audio discarded, only to bring the engine to the state in which the
+        /// items after it were (or will be) spoken: an item done by an earlier run, or one
+        /// that failed here.
+        var replay: Bool
+    }
+    var entries: [Entry]
+
+    /// A chunk closes once its texts reach this many bytes (about 2 minutes of speech): the
+    /// fork per chunk then costs about 1% of the chunk's synthesis.
+    static let maxWeight = 2000
+    /// … or once it holds this many items.
+    static let maxItems = 64
+
+    /// The items whose results are expected, in order.
+    var rendered: [BatchItem] { entries.filter { !$0.replay }.map(\.item) }
+
+    /// What to send again after the process rendering this chunk died with `answered` of its
+    /// items answered: the next item is failed (it may be what killed the process) and left
+    /// out, everything before it is replayed, and the items after it are rendered; nil if
+    /// none is left.
+    func remainder(afterAnswering answered: Int) -> RenderChunk? {
+        var seen = 0
+        for (index, entry) in entries.enumerated() where !entry.replay {
+            if seen == answered {
+                let rest = entries[(index + 1)...]
+                guard rest.contains(where: { !$0.replay }) else { return nil }
+                return RenderChunk(entries: entries[..<index].map { Entry(item: $0.item, replay: true) } + rest)
+            }
+            seen += 1
+        }
+        return nil
+    }
+
+    /// The weight of `item` towards ``maxWeight``: its text's bytes, or its file's size.
+    static func weight(of item: BatchItem) -> Int {
+        guard let path = item.textFile else { return item.text.utf8.count }
+        var st = stat()
+        return stat(path, &st) == 0 ? Int(st.st_size) : maxWeight
+    }
+}
+
 /// The render worker: a process started by ``BatchRenderer`` that reads settings, then one
-/// item per line, and answers one ``WorkerResult`` line per item.
+/// ``RenderChunk`` per line, and answers one ``WorkerResult`` line per item to render.
 ///
 /// espeak-ng keeps hidden state from one synthesis to the next (wavegen's pitch-flutter phase,
-/// gain and filter memories), so the same text rendered after different texts comes out
+/// gain and filter memories), so the same text spoken after different texts comes out
 /// different. The worker loads everything once, never synthesizes itself, and forks a child
-/// for every item: each item starts from the same pristine engine, whichever worker renders
-/// it and whatever came before, so output is byte-identical for any `--jobs` and on resume.
-/// A crash inside espeak-ng costs one item, not the worker.
+/// per chunk: each chunk starts from the same pristine engine and speaks the same items in
+/// the same order, whichever worker renders it, so output is byte-identical for any `--jobs`.
+/// On resume, items of a chunk that are already done are replayed (spoken, audio discarded)
+/// before the missing ones, which therefore come out as in an uninterrupted run. A crash
+/// inside espeak-ng costs one item, not the worker.
 enum RenderWorker {
     static func main() -> Int32 {
         signal(SIGINT, SIG_IGN)  // Ctrl-C reaches the whole process group: the parent decides.
@@ -69,25 +118,14 @@ enum RenderWorker {
             send(WorkerResult(id: "", ok: false, fatal: "\(error)"))
             return 1
         }
-        // For measuring what the fork per item costs only: renders in this process, so the
-        // output depends on what was rendered before (not byte-identical across runs).
-        let inProcess = ProcessInfo.processInfo.environment["PARLA_RENDER_WITHOUT_FORK"] == "1"
         // The ready line also warms the JSON encoder's type lookups, which children inherit.
         send(WorkerResult(id: "", ok: true))
         while let line = try? input.next() {
-            guard let item = try? JSONDecoder().decode(BatchItem.self, from: Data(line)) else {
+            guard let chunk = try? JSONDecoder().decode(RenderChunk.self, from: Data(line)) else {
                 send(WorkerResult(id: "", ok: false, error: "the render worker got a malformed request"))
                 continue
             }
-            // Plan here: a bad item fails without a fork.
-            let result: WorkerResult
-            do {
-                let prepared = try renderer.prepare(item)
-                result = inProcess ? renderer.render(item, prepared) : renderForked(item, prepared, renderer)
-            } catch {
-                result = WorkerResult(id: item.id, ok: false, error: "\(error)")
-            }
-            guard send(result) else { break }  // the parent is gone
+            guard render(chunk, renderer) else { break }  // the parent is gone
         }
         var children = rusage()
         getrusage(RUSAGE_CHILDREN.rawValue, &children)
@@ -95,34 +133,95 @@ enum RenderWorker {
         return 0
     }
 
-    /// Renders `item` in a child forked from this pristine process and returns its result.
-    static func renderForked(_ item: BatchItem, _ prepared: PreparedItem, _ renderer: ItemRenderer) -> WorkerResult {
-        var fds: [Int32] = [-1, -1]
-        guard pipe(&fds) == 0 else {
-            return WorkerResult(id: item.id, ok: false, error: "cannot create a pipe: \(String(cString: strerror(errno)))")
-        }
-        let pid = parla_fork()
-        if pid == 0 {
-            parla_item_child_setup()
+    /// Plans the chunk's items here (a bad item fails without touching the engine), then
+    /// speaks them in a child forked from this pristine process, sending each result on as it
+    /// arrives. After an item fails in the child, or the child dies, a new child replays the
+    /// items before it and goes on with the rest: the engine's state before every item is
+    /// always "pristine, then each earlier item of the chunk spoken whole" (an item whose
+    /// process died is left out). Returns false if the parent is gone.
+    static func render(_ chunk: RenderChunk, _ renderer: ItemRenderer) -> Bool {
+        let plans: [Result<PreparedItem, any Error>] = chunk.entries.map { entry in Result { try renderer.prepare(entry.item) } }
+        var replay = chunk.entries.map(\.replay)
+        var excluded = Set<Int>()
+        var next = 0  // the first entry whose result has not been sent
+        while next < chunk.entries.count {
+            let order = chunk.entries.indices.filter { !excluded.contains($0) }
+            var fds: [Int32] = [-1, -1]
+            guard pipe(&fds) == 0 else {
+                let reason = "cannot create a pipe: \(String(cString: strerror(errno)))"
+                return (next..<chunk.entries.count).allSatisfy { i in replay[i] || send(WorkerResult(id: chunk.entries[i].item.id, ok: false, error: reason)) }
+            }
+            let pid = parla_fork()
+            if pid == 0 {
+                parla_item_child_setup()
+                close(fds[0])
+                for i in order {
+                    let entry = chunk.entries[i]
+                    let result: WorkerResult
+                    switch plans[i] {
+                    case .failure(let error):
+                        result = WorkerResult(id: entry.item.id, ok: false, error: "\(error)")
+                    case .success(let prepared):
+                        if replay[i] || i < next {
+                            renderer.replay(entry.item, prepared)
+                            result = WorkerResult(id: entry.item.id, ok: true)
+                        } else {
+                            result = renderer.render(entry.item, prepared)
+                        }
+                    }
+                    guard writeLine(result, to: fds[1]) else { _exit(1) }
+                    // A failure may have cut a synthesis short: a new process goes on.
+                    if case .success = plans[i], !result.ok { _exit(0) }
+                }
+                _exit(0)
+            }
+            close(fds[1])
+            guard pid > 0 else {
+                close(fds[0])
+                let reason = "cannot start a process for the item: \(String(cString: strerror(errno)))"
+                return (next..<chunk.entries.count).allSatisfy { i in replay[i] || send(WorkerResult(id: chunk.entries[i].item.id, ok: false, error: reason)) }
+            }
+            var reader = LineReader(fd: fds[0], name: "the item's process")
+            var died: Int?  // the entry the child died on
+            for i in order {
+                guard let line = try? reader.next(), let result = try? JSONDecoder().decode(WorkerResult.self, from: Data(line)) else {
+                    died = i
+                    break
+                }
+                guard i >= next else { continue }  // replayed
+                next = i + 1
+                if !replay[i] {
+                    guard send(result) else {
+                        // The batch is gone: so is the rest of this chunk, and what it wrote.
+                        kill(pid, SIGKILL)
+                        close(fds[0])
+                        while waitpid(pid, nil, 0) < 0 && errno == EINTR {}
+                        renderer.removeTemporaryFiles(writtenBy: pid)
+                        return false
+                    }
+                }
+                if case .success = plans[i], !result.ok {
+                    replay[i] = true  // the child exits; the next one speaks it again, whole
+                    break
+                }
+            }
             close(fds[0])
-            let result = renderer.render(item, prepared)
-            _ = writeLine(result, to: fds[1])
-            _exit(0)
+            var status: Int32 = 0
+            while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+            if let i = died {
+                renderer.removeTemporaryFiles(writtenBy: pid)
+                excluded.insert(i)
+                if i >= next {
+                    next = i + 1
+                    if !replay[i] {
+                        let signal = status & 0x7F
+                        let how = signal != 0 ? "signal \(signal)\(signal == SIGKILL ? ", killed" : signal == SIGSEGV ? ", a crash in the speech engine" : "")" : "exit status \((status >> 8) & 0xFF)"
+                        guard send(WorkerResult(id: chunk.entries[i].item.id, ok: false, error: "the process rendering this item died (\(how)) before it was complete; run the same command again to render it again")) else { return false }
+                    }
+                }
+            }
         }
-        close(fds[1])
-        defer { close(fds[0]) }
-        guard pid > 0 else {
-            return WorkerResult(id: item.id, ok: false, error: "cannot start a process for the item: \(String(cString: strerror(errno)))")
-        }
-        var reader = LineReader(fd: fds[0], name: "the item's process")
-        let line = try? reader.next()
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        if let line, let result = try? JSONDecoder().decode(WorkerResult.self, from: Data(line)) { return result }
-        let signal = status & 0x7F
-        let how = signal != 0 ? "signal \(signal)\(signal == SIGKILL ? ", killed" : signal == SIGSEGV ? ", a crash in the speech engine" : "")" : "exit status \((status >> 8) & 0xFF)"
-        renderer.removeTemporaryFiles(of: item.id, writtenBy: pid)
-        return WorkerResult(id: item.id, ok: false, error: "the process rendering this item died (\(how)) before it was complete; run the same command again to render it again")
+        return true
     }
 
     @discardableResult
@@ -210,9 +309,9 @@ final class ItemRenderer {
     }
 
     /// Removes what a child that died left under temporary names (`.ID.wav.parla-PID-….tmp`).
-    func removeTemporaryFiles(of id: String, writtenBy pid: pid_t) {
+    func removeTemporaryFiles(writtenBy pid: pid_t) {
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: settings.output) else { return }
-        for name in names where name.hasPrefix("." + id + ".") && name.contains(".parla-\(pid)-") && name.hasSuffix(".tmp") {
+        for name in names where name.hasPrefix(".") && name.contains(".parla-\(pid)-") && name.hasSuffix(".tmp") {
             unlink(settings.output + "/" + name)
         }
     }
@@ -239,6 +338,13 @@ final class ItemRenderer {
         }
     }
 
+    /// Speaks a prepared item with its audio discarded: the engine ends in the same state as
+    /// after ``render(_:_:)``. An error here is the one rendering met, and is ignored.
+    func replay(_ item: BatchItem, _ prepared: PreparedItem) {
+        var output = Output(wav: nil, timings: nil, captions: nil)
+        _ = try? speak(item, prepared, into: &output)
+    }
+
     private func renderFiles(_ item: BatchItem, _ prepared: PreparedItem) throws -> WorkerResult {
         let base = settings.output + "/" + item.id
         // Not synced one by one: the batch syncs the file system before recording results.
@@ -249,12 +355,7 @@ final class ItemRenderer {
             if settings.timings { timings = try TimingsFileWriter(path: base + ".json", sampleRate: sampleRate, durable: false) }
             if settings.captions { captions = try CaptionFileWriter(path: base + ".vtt", sampleRate: sampleRate, durable: false) }
             var output = Output(wav: wav, timings: timings, captions: captions)
-            switch prepared {
-            case .file(let path):
-                try speakFile(path, item: item, into: &output)
-            case .text(let plan, let inputText, let isMarkup):
-                try speak(plan, inputText: inputText, isMarkup: isMarkup, scalarOffset: 0, into: &output)
-            }
+            try speak(item, prepared, into: &output)
             try wav.finish()
             try timings?.commit(sampleCount: wav.sampleCount)
             try captions?.commit()
@@ -269,12 +370,24 @@ final class ItemRenderer {
         }
     }
 
+    private func speak(_ item: BatchItem, _ prepared: PreparedItem, into output: inout Output) throws {
+        switch prepared {
+        case .file(let path):
+            try speakFile(path, item: item, into: &output)
+        case .text(let plan, let inputText, let isMarkup):
+            try speak(plan, inputText: inputText, isMarkup: isMarkup, scalarOffset: 0, into: &output)
+        }
+    }
+
+    /// Where an item's audio and marks go; all nil when it is replayed.
     struct Output {
-        let wav: WAVFileWriter
+        let wav: WAVFileWriter?
         let timings: TimingsFileWriter?
         let captions: CaptionFileWriter?
         var languages: [String] = []
         var voices: [String] = []
+        /// Samples spoken so far.
+        var sampleCount = 0
     }
 
     /// `base` with the item's and the batch's language, voice, rate and pitch.
@@ -307,13 +420,14 @@ final class ItemRenderer {
     /// Speaks one piece, appending its audio and marks to `output`.
     private func speak(_ plan: SpeechPlan, inputText: String, isMarkup: Bool, scalarOffset: Int, into output: inout Output) throws {
         let wav = output.wav
-        let start = wav.sampleCount
+        let start = output.sampleCount
         var timeline = SpeechTimeline(sampleRate: sampleRate)
         var writeError: ParlaError?
         let stop = StopFlag()
+        let produced: Int
         do {
-            _ = try engine.synthesize(plan, stop: stop) { event in
-                if case .audio(let b) = event {
+            produced = try engine.synthesize(plan, stop: stop) { event in
+                if case .audio(let b) = event, let wav {
                     do throws(ParlaError) { try wav.append(b.samples) } catch {
                         writeError = error
                         stop.raise()
@@ -325,6 +439,7 @@ final class ItemRenderer {
             throw writeError ?? error  // a full disk stops the engine: report the disk, not the stop
         }
         if let writeError { throw writeError }
+        output.sampleCount = wav?.sampleCount ?? start + produced
         try output.timings?.add(timeline, scalarOffset: scalarOffset, sampleOffset: start)
         try output.captions?.add(timeline.sentences, text: inputText, isMarkup: isMarkup, sampleOffset: start)
         for s in timeline.segments {

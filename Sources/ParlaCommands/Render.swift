@@ -28,9 +28,9 @@ struct Render: AsyncParsableCommand {
             status is 1 if any item failed. Run the same command again to resume: items already done \
             are skipped (--force renders them again). Ctrl-C stops after the items being rendered.
 
-            --jobs N worker processes render in parallel (default: one per core). Every item starts \
-            from the same engine state, so the files are byte-identical for any --jobs, any order and \
-            after a resume.
+            --jobs N worker processes render in parallel (default: one per core). Items are spoken in \
+            chunks of consecutive items, cut the same way for any --jobs, each from the same engine \
+            state, so the files are byte-identical for any --jobs and after a resume.
 
             --shard K/N renders only the items whose id hashes to K (0-based) of N, the same on every \
             machine: run shards 0..N-1 anywhere and concatenate their results.jsonl files.
@@ -106,7 +106,7 @@ struct Render: AsyncParsableCommand {
                 renderer.stop()
                 printError("\nStopping after the items being rendered… (Ctrl-C again to quit at once)")
             } else {
-                // The workers finish the item they are on and exit; nothing half-written is
+                // The workers finish the chunk they are on and exit; nothing half-written is
                 // left under a final name, and a rerun redoes what was not recorded.
                 printError("Quitting now. Run the same command again to resume.")
                 Glibc.exit(130)
