@@ -1,7 +1,7 @@
 // Every program that links Parla can serve as its own render worker: BatchRenderer starts
 // /proc/self/exe with PARLA_RENDER_WORKER set, and this constructor runs the worker loop
 // before main(), while the process still has a single thread, which the worker's
-// fork-per-item design needs. Other programs see no difference.
+// fork-per-chunk design needs. Other programs see no difference.
 #define _GNU_SOURCE
 #include "parla_worker.h"
 #include <fcntl.h>

@@ -276,8 +276,10 @@ private final class BatchRun: @unchecked Sendable {
 
     private var elapsed: Double { Double(monotonicNanoseconds() - started) / 1e9 }
 
-    /// Feeds one worker until the input ends or the batch stops. Two chunks are kept in the
-    /// worker's input, so it starts the next one without waiting for this thread.
+    /// Feeds one worker until the input ends or the batch stops. The next chunk is sent when
+    /// the current one has one item left, so the worker starts it without waiting for this
+    /// thread, yet at the end of the input no worker holds a whole chunk that an idle one
+    /// could have taken.
     private func drive(_ first: WorkerProcess) {
         var worker: WorkerProcess? = first
         var queued: [RenderChunk] = []   // sent to `worker`, not all answered yet
@@ -295,9 +297,16 @@ private final class BatchRun: @unchecked Sendable {
             }
             guard let current = worker else { break }
             var workerGone = false
-            while queued.count < 2 {
+            while queued.isEmpty || (queued.count == 1 && queued[0].rendered.count - answered <= 1) {
                 guard let chunk = waiting.isEmpty ? (isStopping ? nil : takeChunk()) : waiting.removeFirst() else { break }
-                guard current.send(chunk) else {
+                guard let request = try? JSONEncoder().encode(chunk) else {
+                    // Only the library's callers can get here (a rate that is not a number).
+                    for item in chunk.rendered {
+                        finish(BatchItemResult(id: item.id, line: item.line, status: .failed("the item cannot be sent to a render worker: check that its rate and pitch are numbers")))
+                    }
+                    continue
+                }
+                guard current.send(Array(request)) else {
                     // The worker died (between chunks, or on the one it answers next): this
                     // chunk never reached it, so it goes to the replacement.
                     waiting.insert(chunk, at: 0)
@@ -355,13 +364,15 @@ private final class BatchRun: @unchecked Sendable {
         shared.withLock { $0.workerPeak = max($0.workerPeak, bytes) }
     }
 
-    /// The next chunk to render: consecutive items of the input (of this shard) up to
-    /// ``RenderChunk/maxWeight`` bytes of text, cut the same way whatever the number of jobs
+    /// The next chunk to render: consecutive items of the input (of this shard) until
+    /// ``RenderChunk/maxWeight`` bytes of text are reached, cut the same way whatever the number of jobs
     /// and whatever is already done. Reports invalid lines and items already done on the way;
     /// done items before one to render are kept in the chunk, to be replayed.
     private func takeChunk() -> RenderChunk? {
         while !isStopping {
             var entries: [RenderChunk.Entry] = []
+            var reports: [BatchItemResult] = []  // made after the lock is released
+            defer { reports.forEach(finish) }
             let ended: Bool
             do {
                 ended = try inputLock.withLock { ended throws -> Bool in
@@ -375,11 +386,11 @@ private final class BatchRun: @unchecked Sendable {
                         switch entry {
                         case .invalid(let e):
                             if let shard = options.shard, !shard.contains(e.id) { continue }
-                            finish(BatchItemResult(id: e.id, line: e.line, status: .failed("line \(e.line): \(e.reason)")))
+                            reports.append(BatchItemResult(id: e.id, line: e.line, status: .failed("line \(e.line): \(e.reason)")))
                         case .item(let item):
                             if let shard = options.shard, !shard.contains(item.id) { continue }
                             let done = !options.force && results.isDone(item.id, timings: options.timings, captions: options.captions)
-                            if done { finish(BatchItemResult(id: item.id, line: item.line, status: .skipped)) }
+                            if done { reports.append(BatchItemResult(id: item.id, line: item.line, status: .skipped)) }
                             entries.append(RenderChunk.Entry(item: item, replay: done))
                             weight += RenderChunk.weight(of: item)
                         }
@@ -513,25 +524,22 @@ private final class WorkerProcess: @unchecked Sendable {  // used by one thread 
 
     deinit { _ = finish() }
 
-    /// Queues `chunk` in the worker's input; false if the worker is gone.
-    func send(_ chunk: RenderChunk) -> Bool {
-        guard let json = try? JSONEncoder().encode(chunk) else { return false }
-        return send(Array(json))
-    }
-
     /// The worker's answer for `item`, the oldest item to render sent and not yet answered.
-    /// - Throws: if the worker died; it cannot be used again.
+    /// - Throws: if the worker died (or answered out of turn); it cannot be used again.
     func receive(for item: BatchItem) throws -> WorkerResult {
-        guard let line = try output.next(), let result = try? JSONDecoder().decode(WorkerResult.self, from: Data(line)) else {
+        guard let line = try output.next(), let result = try? JSONDecoder().decode(WorkerResult.self, from: Data(line)),
+              result.id == item.id
+        else {
             throw ParlaError.engineFailure("the render worker stopped while rendering this item (run the same command again to retry it)")
         }
         return result
     }
 
-    private func send(_ bytes: [UInt8]) -> Bool { writeAll(input, bytes + [0x0A]) }
+    /// Queues one request line (a JSON chunk) in the worker's input; false if the worker is gone.
+    func send(_ bytes: [UInt8]) -> Bool { writeAll(input, bytes + [0x0A]) }
 
     /// Ends the worker (it exits at the end of its input) and returns its peak memory in bytes,
-    /// its per-item processes included.
+    /// its per-chunk processes included.
     func finish() -> Int {
         guard !closed else { return 0 }
         closed = true

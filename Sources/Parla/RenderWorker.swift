@@ -28,7 +28,7 @@ struct WorkerResult: Codable, Sendable {
     /// Set on the worker's first line instead of a result when it cannot start.
     var fatal: String?
     /// On the worker's last line, at the end of its input: its peak resident memory or its
-    /// per-item processes', whichever is larger, in bytes.
+    /// per-chunk processes', whichever is larger, in bytes.
     var peakBytes: Int?
 }
 
@@ -50,13 +50,14 @@ struct RenderChunk: Codable, Sendable {
         var item: BatchItem
         /// Spoken with its audio discarded, only to bring the engine to the state in which the
         /// items after it were (or will be) spoken: an item done by an earlier run, or one
-        /// that failed here.
+        /// answered before its worker died.
         var replay: Bool
     }
     var entries: [Entry]
 
-    /// A chunk closes once its texts reach this many bytes (about 2 minutes of speech): the
-    /// fork per chunk then costs about 1% of the chunk's synthesis.
+    /// A chunk closes after the item that brings its texts to this many bytes (about 2
+    /// minutes of speech, 0.15 s of synthesis): the fork per chunk is then a small part of
+    /// the chunk's work, and a chunk is short enough to balance the workers and to stop soon.
     static let maxWeight = 2000
     /// … or once it holds this many items.
     static let maxItems = 64
@@ -64,17 +65,18 @@ struct RenderChunk: Codable, Sendable {
     /// The items whose results are expected, in order.
     var rendered: [BatchItem] { entries.filter { !$0.replay }.map(\.item) }
 
-    /// What to send again after the process rendering this chunk died with `answered` of its
-    /// items answered: the next item is failed (it may be what killed the process) and left
-    /// out, everything before it is replayed, and the items after it are rendered; nil if
-    /// none is left.
+    /// What to send again after the worker rendering this chunk died with `answered` of its
+    /// items answered: the next item is failed by the caller, and everything up to it,
+    /// itself included, is replayed (a worker never speaks itself, so it was most likely
+    /// killed from outside; if that item's speech really kills its process, the worker
+    /// leaves it out); the items after it are rendered. Nil if none is left to render.
     func remainder(afterAnswering answered: Int) -> RenderChunk? {
         var seen = 0
         for (index, entry) in entries.enumerated() where !entry.replay {
             if seen == answered {
                 let rest = entries[(index + 1)...]
                 guard rest.contains(where: { !$0.replay }) else { return nil }
-                return RenderChunk(entries: entries[..<index].map { Entry(item: $0.item, replay: true) } + rest)
+                return RenderChunk(entries: entries[...index].map { Entry(item: $0.item, replay: true) } + rest)
             }
             seen += 1
         }
@@ -122,8 +124,9 @@ enum RenderWorker {
         send(WorkerResult(id: "", ok: true))
         while let line = try? input.next() {
             guard let chunk = try? JSONDecoder().decode(RenderChunk.self, from: Data(line)) else {
-                send(WorkerResult(id: "", ok: false, error: "the render worker got a malformed request"))
-                continue
+                // The parent cannot know how many answers to wait for: end, and be replaced.
+                _ = writeAll(2, Array("parla render worker: a malformed request\n".utf8))
+                return 2
             }
             guard render(chunk, renderer) else { break }  // the parent is gone
         }
@@ -135,13 +138,14 @@ enum RenderWorker {
 
     /// Plans the chunk's items here (a bad item fails without touching the engine), then
     /// speaks them in a child forked from this pristine process, sending each result on as it
-    /// arrives. After an item fails in the child, or the child dies, a new child replays the
-    /// items before it and goes on with the rest: the engine's state before every item is
-    /// always "pristine, then each earlier item of the chunk spoken whole" (an item whose
-    /// process died is left out). Returns false if the parent is gone.
+    /// arrives. The engine's state before every item is "pristine, then each earlier item of
+    /// the chunk spoken" (whole, or up to the point where the engine or the item's own input
+    /// failed, which is the same in every run; see ``ItemRenderer/render(_:_:)``). If the
+    /// child dies, a new child replays the items before the one it died on, leaves that one
+    /// out, and goes on. Returns false if the parent is gone.
     static func render(_ chunk: RenderChunk, _ renderer: ItemRenderer) -> Bool {
         let plans: [Result<PreparedItem, any Error>] = chunk.entries.map { entry in Result { try renderer.prepare(entry.item) } }
-        var replay = chunk.entries.map(\.replay)
+        let replay = chunk.entries.map(\.replay)
         var excluded = Set<Int>()
         var next = 0  // the first entry whose result has not been sent
         while next < chunk.entries.count {
@@ -170,8 +174,6 @@ enum RenderWorker {
                         }
                     }
                     guard writeLine(result, to: fds[1]) else { _exit(1) }
-                    // A failure may have cut a synthesis short: a new process goes on.
-                    if case .success = plans[i], !result.ok { _exit(0) }
                 }
                 _exit(0)
             }
@@ -199,10 +201,6 @@ enum RenderWorker {
                         renderer.removeTemporaryFiles(writtenBy: pid)
                         return false
                     }
-                }
-                if case .success = plans[i], !result.ok {
-                    replay[i] = true  // the child exits; the next one speaks it again, whole
-                    break
                 }
             }
             close(fds[0])
@@ -330,6 +328,12 @@ final class ItemRenderer {
     }
 
     /// Renders a prepared item to its files (in the forked child).
+    ///
+    /// Whatever happens to the files, the engine ends as after ``replay(_:_:)`` of the item,
+    /// so the items spoken after it in the same process come out as in any other run: files
+    /// that cannot be created or written (a full disk) do not stop the synthesis, whose audio
+    /// is then discarded. Only the engine itself or the item's own input (a line of its file
+    /// that is not UTF-8, say) stops it early, at the same point in every run.
     func render(_ item: BatchItem, _ prepared: PreparedItem) -> WorkerResult {
         do {
             return try renderFiles(item, prepared)
@@ -341,31 +345,35 @@ final class ItemRenderer {
     /// Speaks a prepared item with its audio discarded: the engine ends in the same state as
     /// after ``render(_:_:)``. An error here is the one rendering met, and is ignored.
     func replay(_ item: BatchItem, _ prepared: PreparedItem) {
-        var output = Output(wav: nil, timings: nil, captions: nil)
+        var output = Output()
         _ = try? speak(item, prepared, into: &output)
     }
 
     private func renderFiles(_ item: BatchItem, _ prepared: PreparedItem) throws -> WorkerResult {
         let base = settings.output + "/" + item.id
-        // Not synced one by one: the batch syncs the file system before recording results.
-        let wav = try WAVFileWriter(path: base + ".wav", sampleRate: sampleRate, durable: false)
-        var timings: TimingsFileWriter?
-        var captions: CaptionFileWriter?
+        var output = Output()
         do {
-            if settings.timings { timings = try TimingsFileWriter(path: base + ".json", sampleRate: sampleRate, durable: false) }
-            if settings.captions { captions = try CaptionFileWriter(path: base + ".vtt", sampleRate: sampleRate, durable: false) }
-            var output = Output(wav: wav, timings: timings, captions: captions)
+            // Not synced one by one: the batch syncs the file system before recording results.
+            output.wav = try WAVFileWriter(path: base + ".wav", sampleRate: sampleRate, durable: false)
+            if settings.timings { output.timings = try TimingsFileWriter(path: base + ".json", sampleRate: sampleRate, durable: false) }
+            if settings.captions { output.captions = try CaptionFileWriter(path: base + ".vtt", sampleRate: sampleRate, durable: false) }
+        } catch {
+            output.fail(error)
+            replay(item, prepared)
+            throw error
+        }
+        do {
             try speak(item, prepared, into: &output)
+            if let error = output.writeError { throw error }
+            guard let wav = output.wav else { throw ParlaError.engineFailure("the item's files were closed early") }
             try wav.finish()
-            try timings?.commit(sampleCount: wav.sampleCount)
-            try captions?.commit()
+            try output.timings?.commit(sampleCount: wav.sampleCount)
+            try output.captions?.commit()
             return WorkerResult(
                 id: item.id, ok: true, seconds: Double(wav.sampleCount) / Double(sampleRate),
                 languages: output.languages, voices: output.voices)
         } catch {
-            wav.discard()
-            timings?.discard()
-            captions?.discard()
+            output.fail(error)
             throw error
         }
     }
@@ -379,15 +387,28 @@ final class ItemRenderer {
         }
     }
 
-    /// Where an item's audio and marks go; all nil when it is replayed.
+    /// Where an item's audio and marks go; all nil when it is replayed, or once writing failed.
     struct Output {
-        let wav: WAVFileWriter?
-        let timings: TimingsFileWriter?
-        let captions: CaptionFileWriter?
+        var wav: WAVFileWriter?
+        var timings: TimingsFileWriter?
+        var captions: CaptionFileWriter?
         var languages: [String] = []
         var voices: [String] = []
         /// Samples spoken so far.
         var sampleCount = 0
+        /// The first error writing the files met; the rest of the item is spoken to nowhere.
+        var writeError: (any Error)?
+
+        /// Records `error` and abandons the files (nothing appears under their final names).
+        mutating func fail(_ error: any Error) {
+            if writeError == nil { writeError = error }
+            wav?.discard()
+            timings?.discard()
+            captions?.discard()
+            wav = nil
+            timings = nil
+            captions = nil
+        }
     }
 
     /// `base` with the item's and the batch's language, voice, rate and pitch.
@@ -419,29 +440,27 @@ final class ItemRenderer {
 
     /// Speaks one piece, appending its audio and marks to `output`.
     private func speak(_ plan: SpeechPlan, inputText: String, isMarkup: Bool, scalarOffset: Int, into output: inout Output) throws {
-        let wav = output.wav
+        var wav = output.wav
         let start = output.sampleCount
         var timeline = SpeechTimeline(sampleRate: sampleRate)
         var writeError: ParlaError?
-        let stop = StopFlag()
-        let produced: Int
-        do {
-            produced = try engine.synthesize(plan, stop: stop) { event in
-                if case .audio(let b) = event, let wav {
-                    do throws(ParlaError) { try wav.append(b.samples) } catch {
-                        writeError = error
-                        stop.raise()
-                    }
+        let produced = try engine.synthesize(plan, stop: StopFlag()) { event in
+            if case .audio(let b) = event, let w = wav {
+                do throws(ParlaError) { try w.append(b.samples) } catch {
+                    writeError = error  // a full disk: go on speaking, to nowhere
+                    wav = nil
                 }
-                timeline.record(event)
             }
-        } catch {
-            throw writeError ?? error  // a full disk stops the engine: report the disk, not the stop
+            timeline.record(event)
         }
-        if let writeError { throw writeError }
-        output.sampleCount = wav?.sampleCount ?? start + produced
-        try output.timings?.add(timeline, scalarOffset: scalarOffset, sampleOffset: start)
-        try output.captions?.add(timeline.sentences, text: inputText, isMarkup: isMarkup, sampleOffset: start)
+        output.sampleCount = start + produced
+        if let writeError { output.fail(writeError) }
+        do {
+            try output.timings?.add(timeline, scalarOffset: scalarOffset, sampleOffset: start)
+            try output.captions?.add(timeline.sentences, text: inputText, isMarkup: isMarkup, sampleOffset: start)
+        } catch {
+            output.fail(error)
+        }
         for s in timeline.segments {
             if !output.languages.contains(s.language.identifier) { output.languages.append(s.language.identifier) }
             if !output.voices.contains(s.voice) { output.voices.append(s.voice) }

@@ -106,8 +106,9 @@ struct Render: AsyncParsableCommand {
                 renderer.stop()
                 printError("\nStopping after the items being rendered… (Ctrl-C again to quit at once)")
             } else {
-                // The workers finish the chunk they are on and exit; nothing half-written is
-                // left under a final name, and a rerun redoes what was not recorded.
+                // Each worker finishes at most its current item, removes its chunk's temporary
+                // files and exits; nothing half-written is left under a final name, and a
+                // rerun redoes what was not recorded.
                 printError("Quitting now. Run the same command again to resume.")
                 Glibc.exit(130)
             }

@@ -126,8 +126,10 @@ private final class Spill {
         self.path = path
         let slash = path.lastIndex(of: "/")
         let directory = slash.map { String(path[..<$0]) } ?? "."
-        var template = Array((directory + "/.parla-spill-XXXXXX").utf8CString)
-        let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+        // Named like the other temporary files (`.NAME.parla-PID-….tmp`), so that a process
+        // killed before the unlink below leaves nothing that the cleanups do not find.
+        var template = Array((directory + "/.spill.parla-\(getpid())-XXXXXX.tmp").utf8CString)
+        let fd = template.withUnsafeMutableBufferPointer { mkstemps($0.baseAddress!, 4) }
         guard fd >= 0 else { throw .unwritableOutput(path: path, reason: "no temporary file: " + String(cString: strerror(errno))) }
         template.withUnsafeBufferPointer { _ = unlink($0.baseAddress!) }
         guard let f = fdopen(fd, "w+") else {

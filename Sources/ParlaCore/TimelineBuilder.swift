@@ -203,23 +203,30 @@ struct SilenceTracker {
     mutating func scan(_ samples: [Int16], startingAt base: Int) {
         samples.withUnsafeBufferPointer { buf in
             let n = buf.count
+            guard let p = buf.baseAddress else { return }
+            // Local copies and a sentinel instead of an optional keep this loop tight: it
+            // runs over every audio block of the batch renderer.
+            var quiet = quietSince ?? -1
+            let minimum = self.minimum
             var i = 0
             while i < n {
-                let v = buf[i]
-                let loud = v > Self.threshold || v < -Self.threshold
-                if loud {
-                    if let q = quietSince {
+                if quiet < 0 {
+                    // Loud: look for the next quiet sample.
+                    while i < n, p[i] > Self.threshold || p[i] < -Self.threshold { i += Self.stride }
+                    if i < n { quiet = base + i }
+                } else {
+                    // Quiet since `quiet`: look for the next loud sample.
+                    while i < n, p[i] <= Self.threshold && p[i] >= -Self.threshold { i += Self.stride }
+                    if i < n {
                         let end = base + i
-                        if end - q >= minimum { add(q..<end) }
-                        quietSince = nil
+                        if end - quiet >= minimum { add(quiet..<end) }
+                        quiet = -1
                     }
-                } else if quietSince == nil {
-                    quietSince = base + i
                 }
-                i += Self.stride
             }
+            quietSince = quiet < 0 ? nil : quiet
             // An open quiet stretch is provisionally recorded so that readers see it.
-            if let q = quietSince, base + n - q >= minimum { add(q..<(base + n)) }
+            if quiet >= 0, base + n - quiet >= minimum { add(quiet..<(base + n)) }
         }
     }
 

@@ -49,7 +49,7 @@ public actor ESpeakEngine {
 
 /// espeak-ng driven directly from the calling thread, for a process that synthesizes on one
 /// thread only and never touches ``ESpeakEngine/shared``: Parla's render workers, which fork
-/// a copy of themselves per item so every item starts from the same engine state (espeak-ng
+/// a copy of themselves per chunk of items so every chunk starts from the same engine state (espeak-ng
 /// keeps hidden state, such as its pitch flutter phase, from one synthesis to the next).
 public final class ESpeakDirectEngine {
     private let core = ESpeakCore()

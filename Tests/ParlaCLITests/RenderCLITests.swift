@@ -159,6 +159,15 @@ struct RenderCLITests {
         let again = try await render([input.path, "-o", out.path])
         #expect(again.status == 0)
         #expect(again.error.contains("1 rendered, 0 failed, 39 already done"), "\(again.error)")
+        // The rest of the chunk went to a new worker after a replay of what came before it,
+        // the failed item included: every file equals a clean run's.
+        let clean = dir.appendingPathComponent("clean")
+        #expect(try await render([input.path, "-o", clean.path, "--jobs", "1"]).status == 0)
+        // (The process killed with its worker may leave a temporary file: a later run removes
+        // it once it is 10 minutes old.)
+        let a = try outputs(out).filter { !$0.key.hasPrefix(".") }, b = try outputs(clean)
+        #expect(a.keys.sorted() == b.keys.sorted())
+        for (name, data) in b where a[name] != data { Issue.record("\(name) differs from the clean run") }
     }
 
     /// The processes whose parent is `pid`.

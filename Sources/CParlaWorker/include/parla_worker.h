@@ -9,6 +9,6 @@ pid_t parla_fork(void);
 int parla_pipe_cloexec(int fds[2]);
 /// syncfs(2): flush the file system holding fd.
 int parla_syncfs(int fd);
-/// In a per-item child: die with the worker (PR_SET_PDEATHSIG), stdin from /dev/null, stdout to stderr.
+/// In a worker's child (one per chunk of items): die with the worker (PR_SET_PDEATHSIG), stdin from /dev/null, stdout to stderr.
 void parla_item_child_setup(void);
 #endif
