@@ -31,10 +31,18 @@ loop = f"""while IFS=$'\\t' read -r voice id text; do
 done < {voice_lines}"""
 
 
+counter = [0]
+
+
 def run(name, cmd, out=None, shell=False):
+    # Every run writes into a new directory; all are removed at the end. (Deleting the last
+    # run's thousands of files just before would make ext4 scan past their recently freed
+    # inodes on every file created: a cost of the benchmark, not of rendering.)
     if out:
-        shutil.rmtree(out, ignore_errors=True)
+        counter[0] += 1
+        out = f"{out}-{counter[0]}"
         os.makedirs(out)
+        cmd = [out if c == "OUTDIR" else c for c in cmd] if not shell else cmd
     env = dict(os.environ, OUT=out or tmp)
     start = time.monotonic()
     proc = subprocess.Popen(cmd, shell=shell, executable="/bin/bash" if shell else None, env=env,
@@ -49,13 +57,13 @@ def run(name, cmd, out=None, shell=False):
     m = re.search(r"peak memory ([0-9.]+) MB here, ([0-9.]+) MB per worker", err)
     if m:
         peak, worker = float(m.group(1)), float(m.group(2))
-    return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "peak": peak, "worker": worker}
+    return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "peak": peak, "worker": worker, "out": out}
 
 
 parla = ".build/release/parla"
 systems = {
-    "parla render --jobs 1": lambda: run("parla1", [parla, "render", corpus, "-o", f"{tmp}/p1", "--jobs", "1", "--progress", "none"], f"{tmp}/p1"),
-    f"parla render (--jobs {cores})": lambda: run("parlaN", [parla, "render", corpus, "-o", f"{tmp}/pN", "--progress", "none"], f"{tmp}/pN"),
+    "parla render --jobs 1": lambda: run("parla1", [parla, "render", corpus, "-o", "OUTDIR", "--jobs", "1", "--progress", "none"], f"{tmp}/p1"),
+    f"parla render (--jobs {cores})": lambda: run("parlaN", [parla, "render", corpus, "-o", "OUTDIR", "--progress", "none"], f"{tmp}/pN"),
     "libespeak-ng floor": lambda: run("floor", [".build/bench/espeak-floor", floor_input]),
 }
 loop_name = "espeak-ng -w loop"
@@ -68,13 +76,15 @@ for _ in range(runs):
         results[name].append(fn())
 results[loop_name] = [run("loop", loop, f"{tmp}/loop", shell=True)]
 
+p1 = results["parla render --jobs 1"][-1]["out"]
+pN = results[f"parla render (--jobs {cores})"][-1]["out"]
 audio = 0.0
-for name in os.listdir(f"{tmp}/p1"):
+for name in os.listdir(p1):
     if name.endswith(".wav"):
-        audio += (os.path.getsize(f"{tmp}/p1/{name}") - 44) / 2 / 22050
+        audio += (os.path.getsize(f"{p1}/{name}") - 44) / 2 / 22050
 identical = all(
-    open(f"{tmp}/p1/{n}", "rb").read() == open(f"{tmp}/pN/{n}", "rb").read()
-    for n in os.listdir(f"{tmp}/p1") if n.endswith(".wav"))
+    open(f"{p1}/{n}", "rb").read() == open(f"{pN}/{n}", "rb").read()
+    for n in os.listdir(p1) if n.endswith(".wav"))
 
 print(f"corpus: {corpus} ({len(rows)} lines, {len(set(r[1] for r in rows))} languages, "
       f"{audio / 3600:.2f} h of audio), {cores} cores, median of {runs} runs (the loop: 1 run)")

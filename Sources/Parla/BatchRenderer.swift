@@ -194,8 +194,6 @@ private final class BatchRun: @unchecked Sendable {
         var workerPeak = 0
         /// Result lines waiting for the next sync of the output's file system.
         var pending: [String] = []
-        var lastCommit: UInt64 = 0
-        var committing = false
     }
     private let shared = Mutex(Shared())
     /// Held while the input is read, apart from `shared`: a slow producer must not hold up
@@ -248,6 +246,17 @@ private final class BatchRun: @unchecked Sendable {
         // espeak-ng data) ends the batch with its message.
         var workers: [WorkerProcess] = []
         for _ in 0..<options.jobs { workers.append(try WorkerProcess(settings: settings)) }
+        // Group commit on its own thread: a sync takes tens of milliseconds, which no thread
+        // feeding a worker should wait for.
+        let rendering = StopFlag()
+        let committed = DispatchSemaphore(value: 0)
+        startThread(name: "parla.render.commit") { [self] in
+            while !rendering.isRaised {
+                usleep(50_000)
+                if monotonicNanoseconds() - lastCommit >= 1_000_000_000 { commitPending() }
+            }
+            committed.signal()
+        }
         let group = DispatchGroup()
         for worker in workers {
             group.enter()
@@ -257,10 +266,9 @@ private final class BatchRun: @unchecked Sendable {
             }
         }
         group.wait()
-        commit(shared.withLock { s in
-            defer { s.pending = [] }
-            return s.pending
-        })
+        rendering.raise()
+        committed.wait()
+        commitPending()
         var final = shared.withLock { s in
             var p = s.progress
             p.latest = nil
@@ -412,9 +420,9 @@ private final class BatchRun: @unchecked Sendable {
     /// Counts and reports `result`, and queues its line for `results.jsonl`. Files are not
     /// synced one by one: about once a second, the output's file system is synced and the
     /// lines of the items finished before it are appended, so a line marked ok always names
-    /// files that are on disk, even after a machine crash (group commit).
+    /// files that are on disk, even after a machine crash (group commit, ``commitPending()``).
     private func finish(_ result: BatchItemResult) {
-        let due = shared.withLock { s -> [String]? in
+        shared.withLock { s in
             switch result.status {
             case .rendered(let seconds, let languages, let voices):
                 s.progress.rendered += 1
@@ -429,20 +437,20 @@ private final class BatchRun: @unchecked Sendable {
             s.progress.latest = result
             s.progress.elapsedSeconds = elapsed
             report(s.progress)
-            let now = monotonicNanoseconds()
-            guard !s.committing, now - s.lastCommit >= 1_000_000_000, !s.pending.isEmpty else { return nil }
-            s.committing = true
-            s.lastCommit = now
-            defer { s.pending = [] }
-            return s.pending
-        }
-        if let due {
-            commit(due)
-            shared.withLock { $0.committing = false }
         }
     }
 
-    private func commit(_ lines: [String]) {
+    /// When the committing thread last synced (touched by that thread, then by `run()` after it ended).
+    private var lastCommit: UInt64 = 0
+
+    /// Syncs the output's file system, then appends the result lines of the items finished
+    /// before the sync.
+    private func commitPending() {
+        lastCommit = monotonicNanoseconds()
+        let lines = shared.withLock { s in
+            defer { s.pending = [] }
+            return s.pending
+        }
         guard !lines.isEmpty else { return }
         let dir = open(options.outputDirectory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         var problem: Int32 = dir >= 0 ? 0 : errno

@@ -186,14 +186,16 @@ enum RenderWorker {
             var reader = LineReader(fd: fds[0], name: "the item's process")
             var died: Int?  // the entry the child died on
             for i in order {
-                guard let line = try? reader.next(), let result = try? JSONDecoder().decode(WorkerResult.self, from: Data(line)) else {
+                // Passed on as it is (the parent decodes it): a line cut short by the child's
+                // death lacks its closing brace.
+                guard let line = try? reader.next(), line.last == UInt8(ascii: "}") else {
                     died = i
                     break
                 }
                 guard i >= next else { continue }  // replayed
                 next = i + 1
                 if !replay[i] {
-                    guard send(result) else {
+                    guard writeAll(1, line + [0x0A]) else {
                         // The batch is gone: so is the rest of this chunk, and what it wrote.
                         kill(pid, SIGKILL)
                         close(fds[0])
