@@ -194,6 +194,8 @@ private final class BatchRun: @unchecked Sendable {
         var workerPeak = 0
         /// Result lines waiting for the next sync of the output's file system.
         var pending: [String] = []
+        /// The files of the items in `pending` that were rendered.
+        var pendingFiles: [String] = []
     }
     private let shared = Mutex(Shared())
     /// Held while the input is read, apart from `shared`: a slow producer must not hold up
@@ -428,6 +430,9 @@ private final class BatchRun: @unchecked Sendable {
                 s.progress.rendered += 1
                 s.progress.audioSeconds += seconds
                 s.pending.append(ResultsLog.line(id: result.id, line: result.line, seconds: seconds, languages: languages, voices: voices, timings: options.timings, captions: options.captions))
+                s.pendingFiles.append(result.id + ".wav")
+                if options.timings { s.pendingFiles.append(result.id + ".json") }
+                if options.captions { s.pendingFiles.append(result.id + ".vtt") }
             case .failed(let message):
                 s.progress.failed += 1
                 s.pending.append(ResultsLog.line(id: result.id, line: result.line, error: message))
@@ -447,9 +452,12 @@ private final class BatchRun: @unchecked Sendable {
     /// before the sync.
     private func commitPending() {
         lastCommit = monotonicNanoseconds()
-        let lines = shared.withLock { s in
-            defer { s.pending = [] }
-            return s.pending
+        let (lines, files) = shared.withLock { s in
+            defer {
+                s.pending = []
+                s.pendingFiles = []
+            }
+            return (s.pending, s.pendingFiles)
         }
         guard !lines.isEmpty else { return }
         let dir = open(options.outputDirectory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
@@ -463,6 +471,15 @@ private final class BatchRun: @unchecked Sendable {
             return
         }
         do { try results.append(lines.joined(separator: "\n")) } catch { fail(error) }
+        // The files are on disk now: their pages need not stay in memory. A long batch then
+        // keeps a few seconds of output in the page cache instead of pushing everything else
+        // out, and its next files are written into pages it has just used.
+        for name in files {
+            let fd = open(options.outputDirectory + "/" + name, O_RDONLY | O_CLOEXEC)
+            guard fd >= 0 else { continue }
+            _ = posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED)
+            close(fd)
+        }
     }
 }
 
