@@ -1,0 +1,35 @@
+import Foundation
+@testable import Parla
+import Testing
+
+/// The lines a render worker's processes exchange.
+@Suite("Render worker protocol")
+struct WorkerProtocolTests {
+    @Test func handWrittenResultLinesDecodeToTheSameResult() throws {
+        let results = [
+            WorkerResult(id: "a\"b\\c\u{1}é😀", ok: true, seconds: 25.542040816326532, languages: ["en", "zh"], voices: ["espeak-ng.en-US", "espeak-ng.cmn"]),
+            WorkerResult(id: "x", ok: false, error: "line 3: \"bad\"\nnext\tline"),
+            WorkerResult(id: "", ok: true, peakBytes: 22_000_000),
+            WorkerResult(id: "", ok: false, fatal: "no voices"),
+            WorkerResult(id: "tiny", ok: true, seconds: 1e-05),
+        ]
+        for result in results {
+            let line = result.jsonLine
+            #expect(line.last == 0x0A && !line.dropLast().contains(0x0A))
+            #expect(line.dropLast().last == UInt8(ascii: "}"))  // what the worker checks
+            let decoded = try JSONDecoder().decode(WorkerResult.self, from: Data(line.dropLast()))
+            #expect(decoded == result)
+        }
+    }
+
+    @Test func aDeadWorkersChunkIsResentWithWhatCameBeforeReplayed() {
+        let items = (0..<5).map { BatchItem(id: "i\($0)", text: "t") }
+        // i0 was done before (replay), i1 answered, i2 in progress when the worker died.
+        let chunk = RenderChunk(entries: items.enumerated().map { RenderChunk.Entry(item: $1, replay: $0 == 0) })
+        let rest = chunk.remainder(afterAnswering: 1)
+        #expect(rest?.entries.map(\.item.id) == ["i0", "i1", "i2", "i3", "i4"])
+        #expect(rest?.entries.map(\.replay) == [true, true, true, false, false])
+        #expect(rest?.rendered.map(\.id) == ["i3", "i4"])
+        #expect(chunk.remainder(afterAnswering: 3) == nil)  // i4 failed, nothing after it
+    }
+}
