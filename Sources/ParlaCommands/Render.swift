@@ -57,6 +57,9 @@ struct Render: AsyncParsableCommand {
     @Flag(name: .customLong("force"), help: "Render every item again, even those already done.")
     var force = false
 
+    @Flag(name: .customLong("no-pin"), help: "Let the system move workers between CPUs. By default, with no more jobs than CPUs, worker i runs on the i-th CPU: cheaper (5-8% less CPU time measured on a VM), but slower if other programs keep one of those CPUs busy.")
+    var noPin = false
+
     @Option(name: .customLong("shard"), help: ArgumentHelp("Render only shard K of N (0-based), e.g. 0/4 or $(JOB_COMPLETION_INDEX)/4 in a Kubernetes Indexed Job.", valueName: "K/N"))
     var shard: String?
 
@@ -92,6 +95,7 @@ struct Render: AsyncParsableCommand {
         options.timings = timings
         options.captions = vtt
         options.force = force
+        options.pinsWorkers = !noPin
         options.shard = try shard.map(Self.parseShard)
         options.language = try language.map { try LanguageTag(parsing: $0) }
         options.voice = try voice.map { try catalog.voice(identifier: $0).identifier }

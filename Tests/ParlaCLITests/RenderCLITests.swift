@@ -146,7 +146,11 @@ struct RenderCLITests {
             if wavs.count >= 3 {
                 for pid in childProcesses(of: p.processIdentifier) {
                     let cmdline = (try? String(contentsOfFile: "/proc/\(pid)/cmdline", encoding: .utf8)) ?? ""
-                    if cmdline.contains("(parla render worker)") { killed = kill(pid, SIGKILL) == 0 }
+                    if cmdline.contains("(parla render worker)") {
+                        // The one worker runs on the first CPU this process may use.
+                        #expect(cpusAllowed(pid) == cpusAllowed(getpid()).map { String($0.prefix { $0.isNumber }) })
+                        killed = kill(pid, SIGKILL) == 0
+                    }
                 }
             }
             if !killed { try await Task.sleep(for: .milliseconds(5)) }
@@ -168,6 +172,13 @@ struct RenderCLITests {
         let a = try outputs(out).filter { !$0.key.hasPrefix(".") }, b = try outputs(clean)
         #expect(a.keys.sorted() == b.keys.sorted())
         for (name, data) in b where a[name] != data { Issue.record("\(name) differs from the clean run") }
+    }
+
+    /// The CPUs `pid` may run on, as /proc writes them ("0-1", "3").
+    func cpusAllowed(_ pid: Int32) -> String? {
+        let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+        return status.split(separator: "\n").first { $0.hasPrefix("Cpus_allowed_list:") }
+            .map { $0.dropFirst("Cpus_allowed_list:".count).trimmingCharacters(in: .whitespaces) }
     }
 
     /// The processes whose parent is `pid`.

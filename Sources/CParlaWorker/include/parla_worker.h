@@ -11,4 +11,9 @@ int parla_pipe_cloexec(int fds[2]);
 int parla_syncfs(int fd);
 /// In a worker's child (one per chunk of items): die with the worker (PR_SET_PDEATHSIG), stdin from /dev/null, stdout to stderr.
 void parla_item_child_setup(void);
+/// The number of CPUs this process may run on (sched_getaffinity), at least 1.
+int parla_allowed_cpus(void);
+/// Restricts process `pid` (and the processes it forks later) to the `index`-th CPU this
+/// process may run on; 0 on success, -1 with errno.
+int parla_pin_to_allowed_cpu(pid_t pid, int index);
 #endif
