@@ -253,7 +253,9 @@ private final class BatchRun: @unchecked Sendable {
         // Start every worker before rendering: one that cannot start (no voice catalog, no
         // espeak-ng data) ends the batch with its message.
         var workers: [WorkerProcess] = []
+        // (All are started before any is waited for: they load at the same time.)
         for index in 0..<options.jobs { workers.append(try WorkerProcess(settings: settings, cpu: cpu(forWorker: index))) }
+        for worker in workers { try worker.awaitReady() }
         // Group commit on its own thread: a sync takes tens of milliseconds, which no thread
         // feeding a worker should wait for.
         let rendering = StopFlag()
@@ -309,7 +311,11 @@ private final class BatchRun: @unchecked Sendable {
         var idleDeaths = 0               // workers in a row that died before taking a chunk
         while true {
             if worker == nil, !(waiting.isEmpty && isStopping) {
-                do { worker = try WorkerProcess(settings: settings, cpu: cpu) } catch {
+                do {
+                    let replacement = try WorkerProcess(settings: settings, cpu: cpu)
+                    try replacement.awaitReady()
+                    worker = replacement
+                } catch {
                     // Items are not failed one by one for this: the batch ends, and a rerun
                     // renders what is left.
                     fail(error)
@@ -501,7 +507,8 @@ private final class WorkerProcess: @unchecked Sendable {  // used by one thread 
     private var output: LineReader
     private var closed = false
 
-    /// Starts a worker, on the `cpu`-th allowed CPU if given.
+    /// Starts a worker, on the `cpu`-th allowed CPU if given, and sends it the settings; see
+    /// ``awaitReady()``.
     init(settings: RenderSettings, cpu: Int?) throws {
         var toWorker: [Int32] = [-1, -1], fromWorker: [Int32] = [-1, -1]
         guard parla_pipe_cloexec(&toWorker) == 0, parla_pipe_cloexec(&fromWorker) == 0 else {
@@ -550,7 +557,16 @@ private final class WorkerProcess: @unchecked Sendable {  // used by one thread 
         input = toWorker[1]
         output = LineReader(fd: fromWorker[0], name: "a render worker")
         let settingsLine = try JSONEncoder().encode(settings)
-        guard send(Array(settingsLine)), let ready = try output.next(),
+        guard send(Array(settingsLine)) else {
+            _ = finish()
+            throw ParlaError.engineFailure("a render worker exited before it was ready (run with --jobs 1 and check standard error)")
+        }
+    }
+
+    /// Waits for the worker to have loaded everything (call once, after `init`).
+    /// - Throws: what kept it from starting.
+    func awaitReady() throws {
+        guard let ready = try output.next(),
               let answer = try? JSONDecoder().decode(WorkerResult.self, from: Data(ready))
         else {
             _ = finish()
