@@ -112,6 +112,15 @@ r1 = alln["wall"] / floor["cpu"]
 r2 = one["cpu"] / floor["cpu"]
 r3 = loopm["wall"] / alln["wall"]
 worker = max(one["worker"] or 0, alln["worker"] or 0)
+# The same ratios round by round (each round runs the systems back to back), to show how
+# much this machine's speed drifts between runs; the verdicts use the medians above.
+fl = results["libespeak-ng floor"]
+one_rounds = results["parla render --jobs 1"]
+all_rounds = results[f"parla render (--jobs {cores})"]
+paired1 = sorted(o["cpu"] / f["cpu"] for o, f in zip(one_rounds, fl))
+pairedN = sorted(a["wall"] / f["cpu"] for a, f in zip(all_rounds, fl))
+print("per round, all-core wall / floor:", " ".join(f"{x:.2f}" for x in pairedN),
+      "| --jobs 1 CPU / floor:", " ".join(f"{x:.2f}" for x in paired1))
 print(f"all-core wall / floor single-core time: {r1:.2f}  (target <= 0.6: {verdict(r1 <= 0.6)})")
 print(f"--jobs 1 CPU / floor CPU:               {r2:.2f}  (target <= 1.15: {verdict(r2 <= 1.15)})")
 print(f"espeak-ng loop wall / all-core wall:    {r3:.1f}x (target >= 5: {verdict(r3 >= 5)})")
