@@ -460,7 +460,8 @@ final class ItemRenderer {
         let start = output.sampleCount
         var timeline = SpeechTimeline(sampleRate: sampleRate)
         var writeError: ParlaError?
-        let produced = try engine.synthesize(plan, stop: StopFlag()) { event in
+        let marksWords = output.timings != nil || output.captions != nil
+        let produced = try engine.synthesize(plan, stop: StopFlag(), marksWords: marksWords) { event in
             if case .audio(let b) = event, let w = wav {
                 do throws(ParlaError) { try w.append(b.samples) } catch {
                     writeError = error  // a full disk: go on speaking, to nowhere

@@ -24,6 +24,11 @@ public struct TimelineBuilder {
     private var segmentRange = 0..<0
     private var pendingSentence: (range: Range<Int>, start: Int)?
     private var silence = SilenceTracker()
+    /// Whether words and sentences are marked. Off (for a batch that writes no timings or
+    /// captions), no word or sentence events are made and the audio is not scanned for the
+    /// silences that trim their ends: only segments are reported, each ending where the next
+    /// one starts. Set it before the first event.
+    public var marksWords = true
 
     /// Creates a builder for `plan` that passes each event to `emit` as soon as it is final.
     public init(plan: SpeechPlan, sampleRate: Int, emit: @escaping (SynthesisEvent) -> Void) {
@@ -70,13 +75,13 @@ public struct TimelineBuilder {
             segmentStart = sampleCount
             segmentRange = segments[seg].range
         }
-        aligner = RunAligner(scalars: textScalars, range: run.range, startSample: sampleCount)
+        aligner = marksWords ? RunAligner(scalars: textScalars, range: run.range, startSample: sampleCount) : nil
     }
 
     /// Adds a block of engine audio.
     public mutating func audio(_ samples: [Int16]) {
         guard !samples.isEmpty else { return }
-        silence.scan(samples, startingAt: sampleCount)
+        if marksWords { silence.scan(samples, startingAt: sampleCount) }
         let buffer = PCMBuffer(samples: samples, startSample: sampleCount, sampleRate: sampleRate)
         sampleCount += samples.count
         emit(.audio(buffer))

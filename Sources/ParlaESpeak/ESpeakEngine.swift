@@ -71,10 +71,11 @@ public final class ESpeakDirectEngine {
     }
 
     /// Speaks `plan` on the calling thread, passing audio and marks to `emit`; returns the
-    /// number of samples produced.
+    /// number of samples produced. Without `marksWords`, only audio and segments are emitted
+    /// (``TimelineBuilder/marksWords``).
     /// - Throws: ``ParlaError/cancelled`` if `stop` was raised, ``ParlaError/engineFailure(_:)``.
-    public func synthesize(_ plan: SpeechPlan, stop: StopFlag, emit: @escaping (SynthesisEvent) -> Void) throws(ParlaError) -> Int {
-        try core.synthesize(plan, stop: stop, emit: emit)
+    public func synthesize(_ plan: SpeechPlan, stop: StopFlag, marksWords: Bool = true, emit: @escaping (SynthesisEvent) -> Void) throws(ParlaError) -> Int {
+        try core.synthesize(plan, stop: stop, marksWords: marksWords, emit: emit)
     }
 }
 
@@ -112,9 +113,10 @@ private final class ESpeakCore {
         return names
     }
 
-    func synthesize(_ plan: SpeechPlan, stop: StopFlag, emit: @escaping (SynthesisEvent) -> Void) throws(ParlaError) -> Int {
+    func synthesize(_ plan: SpeechPlan, stop: StopFlag, marksWords: Bool = true, emit: @escaping (SynthesisEvent) -> Void) throws(ParlaError) -> Int {
         let rate = try start()
         let context = SynthContext(builder: TimelineBuilder(plan: plan, sampleRate: rate, emit: emit), stop: stop)
+        context.builder.marksWords = marksWords
         context.builder.silence(plan.leadingSilence)
         for (index, run) in plan.runs.enumerated() {
             if stop.isRaised { throw .cancelled }

@@ -87,7 +87,7 @@ struct RenderCLITests {
     @Test func interruptedAndKilledRunsResumeToTheSameFilesAsACleanRun() async throws {
         let dir = try makeTemporaryDirectory()
         let input = dir.appendingPathComponent("lines.txt")
-        let lines = (1...240).map { n in
+        let lines = (1...360).map { n in
             ["Line number \(n) of the batch, with a few more words to say.",
              "Ceci est la ligne \(n), avec quelques mots de plus à dire.",
              "Αυτή είναι η γραμμή \(n), με μερικές ακόμη λέξεις."][n % 3]
@@ -101,12 +101,12 @@ struct RenderCLITests {
         #expect(status == 130)
         #expect(message.contains("Run the same command again to resume"), "\(message)")
         let partial = try outputs(out)
-        #expect(partial.count < 720, "the batch was not interrupted")
+        #expect(partial.count < 1080, "the batch was not interrupted")
         #expect(partial.keys.allSatisfy { !$0.hasPrefix(".") }, "temporary files left: \(partial.keys.sorted())")
         #expect(partial.filter { $0.key.hasSuffix(".wav") }.allSatisfy { isCompleteWAV($0.value) })
 
         // kill -9 of the whole command at an arbitrary moment: no partial file under a final name.
-        let (killed, _) = try await interrupt(args, out: out, after: partial.count / 3 + 8, with: SIGKILL)
+        let (killed, _) = try await interrupt(args, out: out, after: partial.count / 3 + 2, with: SIGKILL)
         #expect(killed == 128 + SIGKILL)
         try await Task.sleep(for: .milliseconds(500))  // workers finish their item and exit
         #expect(try outputs(out).filter { $0.key.hasSuffix(".wav") }.allSatisfy { isCompleteWAV($0.value) })
@@ -114,14 +114,14 @@ struct RenderCLITests {
         let resumed = try await render(args)
         #expect(resumed.status == 0, "\(resumed.error)")
         #expect(!resumed.error.contains(" 0 already done"), "\(resumed.error)")
-        #expect(Set(try results(out).map { $0["id"] as! String }).count == 240)
+        #expect(Set(try results(out).map { $0["id"] as! String }).count == 360)
 
         // The resumed output equals a clean uninterrupted run, byte for byte.
         let clean = dir.appendingPathComponent("clean")
         let fresh = try await render([input.path, "-o", clean.path, "--timings", "--vtt", "--jobs", "1"])
         #expect(fresh.status == 0, "\(fresh.error)")
         let a = try outputs(out), b = try outputs(clean)
-        #expect(a.count == 720)
+        #expect(a.count == 1080)
         #expect(a.keys.sorted() == b.keys.sorted())
         for (name, data) in b where a[name] != data { Issue.record("\(name) differs from the clean run") }
     }
