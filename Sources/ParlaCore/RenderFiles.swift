@@ -99,11 +99,20 @@ public final class CaptionFileWriter {
         var plain = sentence
         if isMarkup {
             var out = ""
-            var inTag = false
+            var tag: String?  // the tag being read
             for ch in sentence {
-                if ch == "<" { inTag = true } else if ch == ">" && inTag { inTag = false } else if !inTag { out.append(ch) }
+                if ch == "<" {
+                    tag = ""
+                } else if ch == ">", let t = tag {
+                    if t.hasPrefix("break") { out.append(" ") }  // a pause separates words
+                    tag = nil
+                } else if tag != nil {
+                    tag!.append(ch)
+                } else {
+                    out.append(ch)
+                }
             }
-            plain = out.replacing("&lt;", with: "<").replacing("&gt;", with: ">")
+            plain = Self.decodingNumericReferences(out).replacing("&lt;", with: "<").replacing("&gt;", with: ">")
                 .replacing("&quot;", with: "\"").replacing("&apos;", with: "'")
                 .replacing("&amp;", with: "&")
         }
@@ -111,6 +120,31 @@ public final class CaptionFileWriter {
         return words.joined(separator: " ")
             .replacing("&", with: "&amp;").replacing("<", with: "&lt;")
             .replacing(">", with: "&gt;")
+    }
+}
+
+extension CaptionFileWriter {
+    /// `text` with XML character references (`&#8217;`, `&#x2019;`) replaced by their
+    /// characters; a reference to no valid scalar is left as it is.
+    static func decodingNumericReferences(_ text: String) -> String {
+        guard text.contains("&#") else { return text }
+        var out = ""
+        var rest = Substring(text)
+        while let amp = rest.firstRange(of: "&#") {
+            out += rest[..<amp.lowerBound]
+            let after = rest[amp.upperBound...]
+            let hex = after.first == "x" || after.first == "X"
+            let digits = (hex ? after.dropFirst() : after).prefix { hex ? $0.isHexDigit : $0.isASCII && $0.isNumber }
+            if !digits.isEmpty, digits.count <= 8, digits.endIndex < after.endIndex, after[digits.endIndex] == ";",
+               let value = UInt32(digits, radix: hex ? 16 : 10), let scalar = Unicode.Scalar(value) {
+                out.unicodeScalars.append(scalar)
+                rest = after[after.index(after: digits.endIndex)...]
+            } else {
+                out += "&#"
+                rest = after
+            }
+        }
+        return out + rest
     }
 }
 

@@ -57,3 +57,15 @@ struct SSMLTests {
         #expect(u.string == "a<b>☺A")
     }
 }
+
+@Suite("WebVTT cue text")
+struct CueTextTests {
+    @Test func markupIsStrippedAndCharacterReferencesDecoded() {
+        #expect(CaptionFileWriter.cueText("<s>It&#8217;s &#x41;&#X42; <break/>done.</s>", isMarkup: true) == "It’s AB done.")
+        // Escaped in the markup, escaped again for WebVTT; broken references stay as they are.
+        #expect(CaptionFileWriter.cueText("a &amp;#65; &#; &#xZZ; &#1114112; &#65", isMarkup: true) == "a &amp;#65; &amp;#; &amp;#xZZ; &amp;#1114112; &amp;#65")
+        #expect(CaptionFileWriter.cueText("Hello<break time=\"1s\"/>world<emphasis>!</emphasis>", isMarkup: true) == "Hello world!")
+        // Plain text is taken as it is.
+        #expect(CaptionFileWriter.cueText("Tom &#38; <Jerry>", isMarkup: false) == "Tom &amp;#38; &lt;Jerry&gt;")
+    }
+}
