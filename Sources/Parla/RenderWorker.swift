@@ -18,7 +18,7 @@ struct RenderSettings: Codable, Sendable {
 }
 
 /// A worker's answer for one item, one JSON line.
-struct WorkerResult: Codable, Sendable, Equatable {
+struct WorkerResult: Decodable, Sendable, Equatable {  // written by `jsonLine`
     var id: String
     var ok: Bool
     var seconds: Double = 0
@@ -68,7 +68,20 @@ struct RenderChunk: Codable, Sendable {
         /// answered before its worker died.
         var replay: Bool
     }
-    var entries: [Entry]
+    let entries: [Entry]
+    /// The items whose results are expected, in order.
+    let rendered: [BatchItem]
+
+    init(entries: [Entry]) {
+        self.entries = entries
+        rendered = entries.filter { !$0.replay }.map(\.item)
+    }
+
+    private enum CodingKeys: String, CodingKey { case entries }
+
+    init(from decoder: any Decoder) throws {
+        self.init(entries: try decoder.container(keyedBy: CodingKeys.self).decode([Entry].self, forKey: .entries))
+    }
 
     /// A chunk closes after the item that brings its texts to this many bytes (about 2
     /// minutes of speech, 0.15 s of synthesis): the fork per chunk is then a small part of
@@ -77,8 +90,6 @@ struct RenderChunk: Codable, Sendable {
     /// … or once it holds this many items.
     static let maxItems = 64
 
-    /// The items whose results are expected, in order.
-    var rendered: [BatchItem] { entries.filter { !$0.replay }.map(\.item) }
 
     /// What to send again after the worker rendering this chunk died with `answered` of its
     /// items answered: the next item is failed by the caller, and everything up to it,
