@@ -104,8 +104,7 @@ public struct TimelineBuilder {
         guard let input, let aligner, let start = input.textOffset(ofEnginePosition: position - 1) else { return }
         let sample = aligner.startSample + runSample
         if let p = pendingSentence {
-            // A sentence that was cut by a run boundary (not by punctuation) continues.
-            if start == aligner.range.lowerBound, !endsSentence(before: start) { return }
+            if continuesSentence(at: start, runStart: aligner.range.lowerBound) { return }
             emitSentence(p.range.lowerBound..<start, startSample: p.start, endSample: sample)
         }
         pendingSentence = (start..<start, sample)
@@ -162,8 +161,23 @@ public struct TimelineBuilder {
         emit(.sentence(SentenceMark(range: inputRange(lo..<hi), startSample: startSample, endSample: max(startSample, end))))
     }
 
-    private func endsSentence(before offset: Int) -> Bool {
-        Self.endsSentence(textScalars[..<offset])
+    /// Whether an engine sentence event at `start` only marks the start of a run (a cut made by
+    /// an SSML `<break>` or a change of voice, language or rate) inside a sentence that goes on:
+    /// nothing but spaces lie between the run's start and `start`, and the text before them
+    /// ends with neither sentence punctuation nor a line break (`<p>`, `<s>`, a new paragraph).
+    private func continuesSentence(at start: Int, runStart: Int) -> Bool {
+        guard runStart <= start, start <= textScalars.count,
+              textScalars[runStart..<start].allSatisfy({ $0.properties.isWhitespace }) else { return false }
+        var i = start
+        while i > 0, textScalars[i - 1].properties.isWhitespace {
+            if Self.isLineBreak(textScalars[i - 1]) { return false }
+            i -= 1
+        }
+        return i > 0 && !Self.endsSentence(textScalars[..<i])
+    }
+
+    private static func isLineBreak(_ s: Unicode.Scalar) -> Bool {
+        s == "\n" || s == "\r" || s == "\u{0B}" || s == "\u{0C}" || s == "\u{85}" || s == "\u{2028}" || s == "\u{2029}"
     }
 
     /// Whether the last visible scalar of `scalars` ends a sentence (`.`, `!`, `?`, `。`, `؟`, …);

@@ -74,14 +74,26 @@ struct RenderCLITests {
         p.standardError = err
         p.standardOutput = FileHandle.nullDevice
         try p.run()
-        for _ in 0..<1000 {
-            let wavs = (try? FileManager.default.contentsOfDirectory(atPath: out.path))?.filter { $0.hasSuffix(".wav") && !$0.hasPrefix(".") } ?? []
-            if wavs.count >= count { break }
-            try await Task.sleep(for: .milliseconds(5))
-        }
-        kill(p.processIdentifier, sig)
+        let pid = p.processIdentifier
+        _ = try await whenWAVs(in: out, reach: count, of: p) { kill(pid, sig) == 0 ? true : nil }
         let message = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         return (await exitStatus(p), message)
+    }
+
+    /// Polls `out` until it holds `count` finished WAV files, then calls `action` until it gives
+    /// a value; nil if `p` ends first or after 20 s. The polling runs on a thread of its own:
+    /// on the test pool it could stall for seconds behind other tests' blocking waits and miss
+    /// the whole batch.
+    func whenWAVs<T: Sendable>(in out: URL, reach count: Int, of p: Process, _ action: @escaping @Sendable () -> T?) async throws -> T? {
+        let pid = p.processIdentifier
+        return try await offPool {
+            for _ in 0..<4000 where kill(pid, 0) == 0 {
+                let wavs = (try? FileManager.default.contentsOfDirectory(atPath: out.path))?.filter { $0.hasSuffix(".wav") && !$0.hasPrefix(".") } ?? []
+                if wavs.count >= count, let value = action() { return value }
+                usleep(5_000)
+            }
+            return nil
+        }
     }
 
     @Test func interruptedAndKilledRunsResumeToTheSameFilesAsACleanRun() async throws {
@@ -140,22 +152,20 @@ struct RenderCLITests {
         p.standardOutput = FileHandle.nullDevice
         try p.run()
         // Once a few files exist, kill -9 this run's worker (a child of the command).
-        var killed = false
-        for _ in 0..<2000 where !killed {
-            let wavs = (try? FileManager.default.contentsOfDirectory(atPath: out.path))?.filter { $0.hasSuffix(".wav") && !$0.hasPrefix(".") } ?? []
-            if wavs.count >= 3 {
-                for pid in childProcesses(of: p.processIdentifier) {
-                    let cmdline = (try? String(contentsOfFile: "/proc/\(pid)/cmdline", encoding: .utf8)) ?? ""
-                    if cmdline.contains("(parla render worker)") {
-                        // The one worker runs on the first CPU this process may use.
-                        #expect(cpusAllowed(pid) == cpusAllowed(getpid()).map { String($0.prefix { $0.isNumber }) })
-                        killed = kill(pid, SIGKILL) == 0
-                    }
+        let command = p.processIdentifier
+        let killedWorkersCPUs = try await whenWAVs(in: out, reach: 3, of: p) { () -> String?? in
+            for pid in Self.childProcesses(of: command) {
+                let cmdline = (try? String(contentsOfFile: "/proc/\(pid)/cmdline", encoding: .utf8)) ?? ""
+                if cmdline.contains("(parla render worker)") {
+                    let cpus = Self.cpusAllowed(pid)
+                    if kill(pid, SIGKILL) == 0 { return .some(cpus) }
                 }
             }
-            if !killed { try await Task.sleep(for: .milliseconds(5)) }
+            return nil
         }
-        #expect(killed)
+        #expect(killedWorkersCPUs != nil, "the worker was not killed")
+        // The one worker ran on the first CPU this process may use.
+        #expect(killedWorkersCPUs == .some(Self.cpusAllowed(getpid()).map { String($0.prefix { $0.isNumber }) }))
         let message = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         #expect(await exitStatus(p) == 1, "\(message)")
         #expect(message.contains("39 rendered, 1 failed"), "\(message)")
@@ -175,14 +185,14 @@ struct RenderCLITests {
     }
 
     /// The CPUs `pid` may run on, as /proc writes them ("0-1", "3").
-    func cpusAllowed(_ pid: Int32) -> String? {
+    static func cpusAllowed(_ pid: Int32) -> String? {
         let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
         return status.split(separator: "\n").first { $0.hasPrefix("Cpus_allowed_list:") }
             .map { $0.dropFirst("Cpus_allowed_list:".count).trimmingCharacters(in: .whitespaces) }
     }
 
     /// The processes whose parent is `pid`.
-    func childProcesses(of pid: Int32) -> [Int32] {
+    static func childProcesses(of pid: Int32) -> [Int32] {
         let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
         return entries.compactMap { Int32($0) }.filter { child in
             guard let stat = try? String(contentsOfFile: "/proc/\(child)/stat", encoding: .utf8),

@@ -111,6 +111,24 @@ struct SynthesisTests {
         #expect(timeline.segments.map(\.language.identifier) == ["en", "fr", "en"])
     }
 
+    /// A `<break>` or a change of language inside a sentence cuts the engine's input, but the
+    /// sentence goes on (one caption cue); punctuation and `<p>` still end sentences.
+    @Test func sentencesSpanBreaksAndLanguageChanges() async throws {
+        func sentences(_ ssml: String) async throws -> [String] {
+            let (_, timeline) = try await render(Utterance(ssml: ssml))
+            let scalars = Array(ssml.unicodeScalars)
+            #expect(timeline.sentences.map(\.startSample) == timeline.sentences.map(\.startSample).sorted())
+            return timeline.sentences.map { String(String.UnicodeScalarView(scalars[$0.range])) }
+        }
+        #expect(try await sentences(#"<speak>Hello there <break time="300ms"/> my friend. Second one here.</speak>"#)
+            == [#"Hello there <break time="300ms"/> my friend."#, "Second one here."])
+        #expect(try await sentences(#"<speak>He said <lang xml:lang="fr">bonjour à tous</lang> and left. Then silence.</speak>"#)
+            == [#"He said <lang xml:lang="fr">bonjour à tous</lang> and left."#, "Then silence."])
+        #expect(try await sentences(#"<speak>One. <break time="300ms"/> Two.</speak>"#) == ["One.", "Two."])
+        #expect(try await sentences(#"<speak><p>A heading</p><break time="300ms"/><p>A paragraph.</p></speak>"#)
+            == ["A heading", "A paragraph."])
+    }
+
     @Test func writesAWAVFileSoxAccepts() async throws {
         let dir = try makeTemporaryDirectory()
         let wav = dir.appendingPathComponent("hello.wav")

@@ -1,5 +1,6 @@
 import Foundation
 @testable import Parla
+import ParlaTestSupport
 import Testing
 
 /// The lines a render worker's processes exchange.
@@ -31,5 +32,32 @@ struct WorkerProtocolTests {
         #expect(rest?.entries.map(\.replay) == [true, true, true, false, false])
         #expect(rest?.rendered.map(\.id) == ["i3", "i4"])
         #expect(chunk.remainder(afterAnswering: 3) == nil)  // i4 failed, nothing after it
+    }
+
+    /// `results.jsonl` says which ids are done: the last line for an id wins, lines Parla writes
+    /// and lines any JSON writer produces are read alike, and junk is skipped.
+    @Test func theResultsLogKnowsWhatIsDone() throws {
+        let dir = try makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let lines = [
+            ResultsLog.line(id: "plain", line: 1, seconds: 1, languages: ["en"], voices: ["v"], timings: false, captions: false),
+            ResultsLog.line(id: "quo\"te é", line: 2, seconds: 1, languages: ["en"], voices: ["v"], timings: true, captions: true),
+            #"{"status":"ok","id":"reordered"}"#,
+            ResultsLog.line(id: "redone", line: 3, error: "unknown voice"),
+            ResultsLog.line(id: "redone", line: 3, seconds: 2, languages: [], voices: [], timings: false, captions: false),
+            ResultsLog.line(id: "broke", line: 4, seconds: 2, languages: [], voices: [], timings: false, captions: false),
+            ResultsLog.line(id: "broke", line: 4, error: "disk full"),
+            "not json at all",
+            #"{"id": "bad-status", "status": "okay"}"#,
+            #"{"id": "long", "status": "ok", "pad": ""# + String(repeating: "x", count: 2 << 20) + #""}"#,
+            #"{"id": "torn", "status": "o"#,
+        ]
+        let path = dir.path + "/results.jsonl"
+        try Data(lines.joined(separator: "\n").utf8).write(to: URL(fileURLWithPath: path))
+        let log = try ResultsLog(directory: dir.path)
+        #expect(log.done == ["plain", "quo\"te é", "reordered", "redone"])
+        // The torn last line was ended, so the next line appended stands alone.
+        try log.append(ResultsLog.line(id: "torn", line: 9, seconds: 1, languages: [], voices: [], timings: false, captions: false))
+        #expect(try ResultsLog(directory: dir.path).done.contains("torn"))
     }
 }
