@@ -160,12 +160,18 @@ private final class Spill {
         self.path = path
         let slash = path.lastIndex(of: "/")
         let directory = slash.map { String(path[..<$0]) } ?? "."
-        // Named like the other temporary files (`.NAME.parla-PID-….tmp`), so that a process
-        // killed before the unlink below leaves nothing that the cleanups do not find.
-        var template = Array((directory + "/.spill.parla-\(getpid())-XXXXXX.tmp").utf8CString)
-        let fd = template.withUnsafeMutableBufferPointer { mkstemps($0.baseAddress!, 4) }
-        guard fd >= 0 else { throw .unwritableOutput(path: path, reason: "no temporary file: " + String(cString: strerror(errno))) }
-        template.withUnsafeBufferPointer { _ = unlink($0.baseAddress!) }
+        var fd: Int32 = -1
+        #if os(Linux)
+        fd = AtomicFile.unnamedFile(in: directory)
+        #endif
+        if fd < 0 {
+            // Named like the other temporary files (`.NAME.parla-PID-….tmp`), so that a process
+            // killed before the unlink below leaves nothing that the cleanups do not find.
+            var template = Array((directory + "/.spill.parla-\(getpid())-XXXXXX.tmp").utf8CString)
+            fd = template.withUnsafeMutableBufferPointer { mkstemps($0.baseAddress!, 4) }
+            guard fd >= 0 else { throw .unwritableOutput(path: path, reason: "no temporary file: " + String(cString: strerror(errno))) }
+            template.withUnsafeBufferPointer { _ = unlink($0.baseAddress!) }
+        }
         guard let f = fdopen(fd, "w+") else {
             close(fd)
             throw .unwritableOutput(path: path, reason: "no temporary file: " + String(cString: strerror(errno)))

@@ -31,52 +31,90 @@ public enum WAVHeader {
     }
 }
 
-/// Writes a file under a temporary name in the destination's directory and renames it into
-/// place only when ``commit()`` succeeds, so the destination never holds a partial file.
+/// Writes a file that appears under its name only when ``commit()`` succeeds, so the
+/// destination never holds a partial file.
+///
+/// On Linux the file is written unnamed (`O_TMPFILE`) in the destination's directory and linked
+/// into place at commit: a process killed at any moment leaves nothing behind. Where the file
+/// system cannot do that (NFS, for example), or a file already has the name, a hidden
+/// temporary name (`.NAME.parla-PID-….tmp`) is used and renamed over the destination.
 public final class AtomicFile {
     /// Where the file ends up.
     public let path: String
-    /// The temporary name written to until commit.
-    public let temporaryPath: String
+    /// The hidden name written to until commit, or nil while the file has no name at all.
+    public private(set) var temporaryPath: String?
+    private let directory: String
+    private let name: String
     private var fd: Int32
     private var buffer: [UInt8] = []
     private var written = 0
     private let durable: Bool
 
-    /// Creates the temporary file next to `path`.
-    /// - Parameter durable: flush the file to disk before renaming it (`fsync`); without it,
+    /// Creates the file, unnamed or under a temporary name, in `path`'s directory.
+    /// - Parameter durable: flush the file to disk before naming it (`fsync`); without it,
     ///   a complete file still appears atomically, but a machine crash may lose it (batch
     ///   rendering syncs whole groups of files at once instead).
     /// - Throws: ``ParlaError/unwritableOutput(path:reason:)`` if it cannot be created.
     public init(path: String, durable: Bool = true) throws(ParlaError) {
         self.path = path
         self.durable = durable
-        let url = URL(fileURLWithPath: path)
-        let dir = url.deletingLastPathComponent().path
-        var isDir = false
-        if !FileManager.default.fileExists(atPath: dir, isDirectory: &isDir) || !isDir {
-            throw .unwritableOutput(path: path, reason: "the directory '\(dir)' does not exist")
+        if let slash = path.lastIndex(of: "/") {
+            directory = slash == path.startIndex ? "/" : String(path[..<slash])
+            name = String(path[path.index(after: slash)...])
+        } else {
+            directory = "."
+            name = path
         }
-        if FileManager.default.fileExists(atPath: path, isDirectory: &isDir), isDir {
+        var st = stat()
+        if stat(path, &st) == 0, st.st_mode & S_IFMT == S_IFDIR {
             throw .unwritableOutput(path: path, reason: "it is a directory")
         }
-        var tmp = ""
         var fd: Int32 = -1
-        for attempt in 0..<16 {
-            tmp = dir + "/." + url.lastPathComponent + ".parla-\(getpid())-\(attempt)-\(UInt32.random(in: 0...UInt32.max)).tmp"
-            fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
-            if fd >= 0 || errno != EEXIST { break }
+        #if os(Linux)
+        if Self.usesUnnamedFiles { fd = open(directory, Self.tmpfile | O_WRONLY | O_CLOEXEC, 0o644) }
+        #endif
+        if fd < 0 {
+            guard stat(directory, &st) == 0, st.st_mode & S_IFMT == S_IFDIR else {
+                throw .unwritableOutput(path: path, reason: "the directory '\(directory)' does not exist")
+            }
+            var tmp = ""
+            for attempt in 0..<16 {
+                tmp = Self.hiddenName(directory, name, attempt)
+                fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+                if fd >= 0 || errno != EEXIST { break }
+            }
+            guard fd >= 0 else { throw .unwritableOutput(path: path, reason: String(cString: strerror(errno))) }
+            temporaryPath = tmp
         }
-        guard fd >= 0 else { throw .unwritableOutput(path: path, reason: String(cString: strerror(errno))) }
         self.fd = fd
-        self.temporaryPath = tmp
         buffer.reserveCapacity(1 << 16)
     }
+
+    /// A hidden name next to the destination, with this process's id (for the cleanups).
+    private static func hiddenName(_ directory: String, _ name: String, _ attempt: Int) -> String {
+        directory + "/." + name + ".parla-\(getpid())-\(attempt)-\(UInt32.random(in: 0...UInt32.max)).tmp"
+    }
+
+    #if os(Linux)
+    /// Linux's `O_TMPFILE` (`__O_TMPFILE | O_DIRECTORY`, a macro Swift does not import; this
+    /// value holds on x86-64, ARM, RISC-V, PowerPC and s390).
+    private static let tmpfile: Int32 = 0o20_000_000 | O_DIRECTORY
+
+    /// Whether files are written unnamed: they can be given a name through `/proc/self/fd`.
+    /// (Tests turn it off to check the fallback.)
+    nonisolated(unsafe) static var usesUnnamedFiles = access("/proc/self/fd", X_OK) == 0
+
+    /// Opens an unnamed file in `directory` for reading and writing (`O_TMPFILE`), or returns
+    /// -1 where the file system cannot.
+    public static func unnamedFile(in directory: String) -> Int32 {
+        open(directory, tmpfile | O_RDWR | O_CLOEXEC, 0o600)
+    }
+    #endif
 
     deinit {
         if fd >= 0 {
             close(fd)
-            unlink(temporaryPath)
+            if let temporaryPath { unlink(temporaryPath) }
         }
     }
 
@@ -120,26 +158,51 @@ public final class AtomicFile {
         buffer.removeAll(keepingCapacity: true)
     }
 
-    /// Flushes, closes and renames the file into place.
-    /// - Throws: ``ParlaError/unwritableOutput(path:reason:)``; the temporary file is removed.
+    /// Flushes the file and gives it its name: linked into place if it is unnamed and nothing
+    /// has the name yet, renamed over the destination otherwise.
+    /// - Throws: ``ParlaError/unwritableOutput(path:reason:)``; the file is then removed.
     public func commit() throws(ParlaError) {
-        try flush()
-        guard !durable || fsync(fd) == 0 || errno == EINVAL else { throw failure() }
-        close(fd)
-        fd = -1
-        guard rename(temporaryPath, path) == 0 else {
-            let reason = String(cString: strerror(errno))
-            unlink(temporaryPath)
-            throw .unwritableOutput(path: path, reason: reason)
+        do throws(ParlaError) {
+            try flush()
+            guard !durable || fsync(fd) == 0 || errno == EINVAL else { throw failure() }
+            #if os(Linux)
+            if temporaryPath == nil {
+                let proc = "/proc/self/fd/\(fd)"
+                if linkat(AT_FDCWD, proc, AT_FDCWD, path, AT_SYMLINK_FOLLOW) == 0 {
+                    close(fd)
+                    fd = -1
+                    return
+                }
+                guard errno == EEXIST else { throw failure() }
+                // Replacing a file: a name of its own first, then an atomic rename.
+                var tmp = ""
+                for attempt in 0..<16 {
+                    tmp = Self.hiddenName(directory, name, attempt)
+                    if linkat(AT_FDCWD, proc, AT_FDCWD, tmp, AT_SYMLINK_FOLLOW) == 0 { break }
+                    guard errno == EEXIST, attempt < 15 else { throw failure() }
+                }
+                temporaryPath = tmp
+            }
+            #endif
+            close(fd)
+            fd = -1
+            if let temporaryPath, rename(temporaryPath, path) != 0 {
+                let error = failure()
+                unlink(temporaryPath)
+                throw error
+            }
+        } catch {
+            discard()
+            throw error
         }
     }
 
-    /// Closes and removes the temporary file; the destination is left untouched.
+    /// Closes and removes the file; the destination is left untouched.
     public func discard() {
         guard fd >= 0 else { return }
         close(fd)
         fd = -1
-        unlink(temporaryPath)
+        if let temporaryPath { unlink(temporaryPath) }
     }
 
     private func failure() -> ParlaError {
