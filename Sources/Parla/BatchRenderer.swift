@@ -258,12 +258,18 @@ private final class BatchRun: @unchecked Sendable {
         for worker in workers { try worker.awaitReady() }
         // Group commit on its own thread: a sync takes tens of milliseconds, which no thread
         // feeding a worker should wait for.
+        // It sleeps until a second has passed since the last commit, or until the rendering
+        // ends (woken at once: the last commit is on the batch's critical path).
         let rendering = StopFlag()
-        let committed = DispatchSemaphore(value: 0)
+        let wake = DispatchSemaphore(value: 0), committed = DispatchSemaphore(value: 0)
         startThread(name: "parla.render.commit") { [self] in
             while !rendering.isRaised {
-                usleep(50_000)
-                if monotonicNanoseconds() - lastCommit >= 1_000_000_000 { commitPending() }
+                let due = lastCommit + 1_000_000_000, now = monotonicNanoseconds()
+                if now >= due {
+                    commitPending()
+                } else {
+                    _ = wake.wait(timeout: .now() + .nanoseconds(Int(due - now)))
+                }
             }
             committed.signal()
         }
@@ -277,8 +283,9 @@ private final class BatchRun: @unchecked Sendable {
         }
         group.wait()
         rendering.raise()
+        wake.signal()
         committed.wait()
-        commitPending()
+        commitPending(droppingPages: false)  // on the way out: not worth the time
         var final = shared.withLock { s in
             var p = s.progress
             p.latest = nil
@@ -467,7 +474,7 @@ private final class BatchRun: @unchecked Sendable {
 
     /// Syncs the output's file system, then appends the result lines of the items finished
     /// before the sync.
-    private func commitPending() {
+    private func commitPending(droppingPages: Bool = true) {
         lastCommit = monotonicNanoseconds()
         let (lines, files) = shared.withLock { s in
             defer {
@@ -491,7 +498,7 @@ private final class BatchRun: @unchecked Sendable {
         // The files are on disk now: their pages need not stay in memory. A long batch then
         // keeps a few seconds of output in the page cache instead of pushing everything else
         // out, and its next files are written into pages it has just used.
-        for name in files {
+        for name in files where droppingPages {
             let fd = open(options.outputDirectory + "/" + name, O_RDONLY | O_CLOEXEC)
             guard fd >= 0 else { continue }
             _ = posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED)
