@@ -159,7 +159,7 @@ private final class Spill {
     init(for path: String) throws(ParlaError) {
         self.path = path
         let slash = path.lastIndex(of: "/")
-        let directory = slash.map { String(path[..<$0]) } ?? "."
+        let directory = slash.map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
         var fd: Int32 = -1
         #if os(Linux)
         fd = AtomicFile.unnamedFile(in: directory)

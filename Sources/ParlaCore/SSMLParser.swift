@@ -21,6 +21,7 @@ struct SSMLParser {
     private var starts: [Int32] = []
     private var ends: [Int32] = []
     private var pauses: [Utterance.Pause] = []
+    private var sentenceBreaks: [Int] = []
     private var lastScalar: Unicode.Scalar?
     /// Text emitted under the current element, appended to `text` when the element changes.
     private var pending = ""
@@ -77,7 +78,7 @@ struct SSMLParser {
         flush()
         var utterance = Utterance(text)
         utterance.pauses = pauses
-        utterance.source = SourceMap(markup: markup, starts: starts, ends: ends)
+        utterance.source = SourceMap(markup: markup, starts: starts, ends: ends, sentenceBreaks: sentenceBreaks)
         return utterance
     }
 
@@ -98,11 +99,17 @@ struct SSMLParser {
         pending = ""
     }
 
-    /// Appends a line break that separates blocks, attributed to the tag at `range`.
+    /// Ends a sentence here (for the timeline), and appends a line break that separates the
+    /// blocks (for the engine), attributed to the tag at `range`.
     private mutating func separate(at range: Range<Int>) {
+        breakSentence()
         if let last = lastScalar, !last.properties.isWhitespace {
             emit("\n", from: range.lowerBound..<range.lowerBound)
         }
+    }
+
+    private mutating func breakSentence() {
+        if sentenceBreaks.last != starts.count { sentenceBreaks.append(starts.count) }
     }
 
     // MARK: Tags
@@ -170,6 +177,8 @@ struct SSMLParser {
         case "break":
             let duration = try breakDuration(attrs, at: tagStart)
             pauses.append(.init(offset: starts.count, duration: duration))
+            // SSML: a strong break is a sentence boundary, a weaker one a pause within it.
+            if ["strong", "x-strong"].contains(attrs["strength"]) { breakSentence() }
         case "sub":
             guard let alias = attrs["alias"] else { throw error("<sub> needs an alias attribute", at: tagStart) }
             // The alias is spoken in place of the content; it maps to the whole <sub> element.

@@ -164,27 +164,45 @@ public struct TimelineBuilder {
     /// Whether an engine sentence event at `start` only marks the start of a run (a cut made by
     /// an SSML `<break>` or a change of voice, language or rate) inside a sentence that goes on:
     /// nothing but spaces lie between the run's start and `start`, and the text before them
-    /// ends with neither sentence punctuation nor a line break (`<p>`, `<s>`, a new paragraph).
+    /// does not end a sentence. It does when it ends with sentence punctuation, and, in markup,
+    /// at a `<p>` or `<s>` boundary or a strong `<break>` (line breaks there are layout); in
+    /// plain text, at a blank line.
     private func continuesSentence(at start: Int, runStart: Int) -> Bool {
         guard runStart <= start, start <= textScalars.count,
               textScalars[runStart..<start].allSatisfy({ $0.properties.isWhitespace }) else { return false }
-        var i = start
+        var i = start, lineBreaks = 0
         while i > 0, textScalars[i - 1].properties.isWhitespace {
-            if Self.isLineBreak(textScalars[i - 1]) { return false }
             i -= 1
+            switch textScalars[i] {
+            case "\n", "\u{0B}", "\u{85}", "\u{2028}": lineBreaks += 1
+            case "\r": if i + 1 >= textScalars.count || textScalars[i + 1] != "\n" { lineBreaks += 1 }
+            case "\u{0C}", "\u{2029}": lineBreaks += 2  // a page or paragraph separator
+            default: break
+            }
         }
-        return i > 0 && !Self.endsSentence(textScalars[..<i])
+        guard i > 0 else { return false }
+        if let source = plan.source {
+            if source.breaksSentence(in: i...start) { return false }
+        } else if lineBreaks >= 2 {
+            return false
+        }
+        return !Self.endsSentence(textScalars[..<i])
     }
 
-    private static func isLineBreak(_ s: Unicode.Scalar) -> Bool {
-        s == "\n" || s == "\r" || s == "\u{0B}" || s == "\u{0C}" || s == "\u{85}" || s == "\u{2028}" || s == "\u{2029}"
-    }
-
-    /// Whether the last visible scalar of `scalars` ends a sentence (`.`, `!`, `?`, `。`, `؟`, …);
-    /// an empty or blank stretch counts as ended.
+    /// Whether the last visible scalar of `scalars`, past closing quotes and brackets, ends a
+    /// sentence (`.`, `!`, `?`, `。`, `؟`, `।`, `…`: Unicode's Sentence_Terminal, and the
+    /// ellipsis); an empty or blank stretch counts as ended.
     public static func endsSentence(_ scalars: some BidirectionalCollection<Unicode.Scalar>) -> Bool {
-        guard let last = scalars.last(where: { !$0.properties.isWhitespace }) else { return true }
-        return ".!?。！？؟…".unicodeScalars.contains(last)
+        var sawText = false
+        for s in scalars.reversed() where !s.properties.isWhitespace {
+            sawText = true
+            switch s.properties.generalCategory {
+            case .closePunctuation, .finalPunctuation, .initialPunctuation: continue
+            default: if s == "\"" || s == "'" { continue }
+            }
+            return s.properties.isSentenceTerminal || s == "…"
+        }
+        return !sawText
     }
 
     /// Whether run `index` of the plan ends at the end of a sentence.

@@ -85,11 +85,25 @@ public struct SourceMap: Sendable, Hashable {
     /// For text scalar `i`, its range in `markup` (scalar offsets) is `starts[i]..<ends[i]`.
     let starts: [Int32]
     let ends: [Int32]
+    /// Text offsets, ascending, where the markup ends a sentence whatever the punctuation:
+    /// `<p>` and `<s>` boundaries and strong `<break>`s. (Whitespace in markup is layout.)
+    let sentenceBreaks: [Int]
 
-    init(markup: String, starts: [Int32], ends: [Int32]) {
+    init(markup: String, starts: [Int32], ends: [Int32], sentenceBreaks: [Int] = []) {
         self.markup = markup
         self.starts = starts
         self.ends = ends
+        self.sentenceBreaks = sentenceBreaks
+    }
+
+    /// Whether the markup ends a sentence at a text offset in `range`.
+    func breaksSentence(in range: ClosedRange<Int>) -> Bool {
+        var lo = 0, hi = sentenceBreaks.count
+        while lo < hi {
+            let mid = (lo + hi) / 2
+            if sentenceBreaks[mid] < range.lowerBound { lo = mid + 1 } else { hi = mid }
+        }
+        return lo < sentenceBreaks.count && sentenceBreaks[lo] <= range.upperBound
     }
 
     /// The range in the markup covered by the text scalars `range`.

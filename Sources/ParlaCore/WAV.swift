@@ -1,4 +1,5 @@
 import FoundationEssentials
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -55,9 +56,14 @@ public final class AtomicFile {
     ///   a complete file still appears atomically, but a machine crash may lose it (batch
     ///   rendering syncs whole groups of files at once instead).
     /// - Throws: ``ParlaError/unwritableOutput(path:reason:)`` if it cannot be created.
-    public init(path: String, durable: Bool = true) throws(ParlaError) {
+    public convenience init(path: String, durable: Bool = true) throws(ParlaError) {
+        try self.init(path: path, durable: durable, naming: .shared)
+    }
+
+    init(path: String, durable: Bool, naming: Naming) throws(ParlaError) {
         self.path = path
         self.durable = durable
+        self.naming = naming
         if let slash = path.lastIndex(of: "/") {
             directory = slash == path.startIndex ? "/" : String(path[..<slash])
             name = String(path[path.index(after: slash)...])
@@ -69,47 +75,82 @@ public final class AtomicFile {
         if stat(path, &st) == 0, st.st_mode & S_IFMT == S_IFDIR {
             throw .unwritableOutput(path: path, reason: "it is a directory")
         }
-        var fd: Int32 = -1
-        #if os(Linux)
-        if Self.usesUnnamedFiles { fd = open(directory, Self.tmpfile | O_WRONLY | O_CLOEXEC, 0o644) }
-        #endif
+        var fd = naming.unnamedFile(in: directory, mode: 0o644)
         if fd < 0 {
             guard stat(directory, &st) == 0, st.st_mode & S_IFMT == S_IFDIR else {
                 throw .unwritableOutput(path: path, reason: "the directory '\(directory)' does not exist")
             }
-            var tmp = ""
-            for attempt in 0..<16 {
-                tmp = Self.hiddenName(directory, name, attempt)
-                fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
-                if fd >= 0 || errno != EEXIST { break }
-            }
-            guard fd >= 0 else { throw .unwritableOutput(path: path, reason: String(cString: strerror(errno))) }
-            temporaryPath = tmp
+            let (hidden, named) = Self.createHidden(directory, name)
+            guard named >= 0 else { throw .unwritableOutput(path: path, reason: String(cString: strerror(errno))) }
+            fd = named
+            temporaryPath = hidden
         }
         self.fd = fd
         buffer.reserveCapacity(1 << 16)
     }
 
-    /// A hidden name next to the destination, with this process's id (for the cleanups).
+    /// A new file under a hidden name next to the destination, with this process's id (for
+    /// the cleanups), open for writing; the descriptor is -1 on failure (see `errno`).
+    private static func createHidden(_ directory: String, _ name: String) -> (String, Int32) {
+        var tmp = "", fd: Int32 = -1
+        for attempt in 0..<16 {
+            tmp = hiddenName(directory, name, attempt)
+            fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+            if fd >= 0 || errno != EEXIST { break }
+        }
+        return (tmp, fd)
+    }
+
     private static func hiddenName(_ directory: String, _ name: String, _ attempt: Int) -> String {
         directory + "/." + name + ".parla-\(getpid())-\(attempt)-\(UInt32.random(in: 0...UInt32.max)).tmp"
     }
 
-    #if os(Linux)
-    /// Linux's `O_TMPFILE` (`__O_TMPFILE | O_DIRECTORY`, a macro Swift does not import; this
-    /// value holds on x86-64, ARM, RISC-V, PowerPC and s390).
-    private static let tmpfile: Int32 = 0o20_000_000 | O_DIRECTORY
+    /// Whether and how files are created unnamed: the process shares one policy, which turns
+    /// unnamed files off for good at the first sign that they do not work here (a file system
+    /// without `O_TMPFILE`, a sandbox that does not let `/proc/self/fd` name them); tests make
+    /// their own.
+    final class Naming: Sendable {
+        let works: Atomic<Bool>
+        /// Where an unnamed file's descriptor is seen as a path, to link it into place.
+        let fdPaths: String
 
-    /// Whether files are written unnamed: they can be given a name through `/proc/self/fd`.
-    /// (Tests turn it off to check the fallback.)
-    nonisolated(unsafe) static var usesUnnamedFiles = access("/proc/self/fd", X_OK) == 0
+        init(unnamed: Bool, fdPaths: String = "/proc/self/fd/") {
+            #if os(Linux)
+            works = Atomic(unnamed)
+            #else
+            works = Atomic(false)
+            #endif
+            self.fdPaths = fdPaths
+        }
+
+        static let shared = Naming(unnamed: access("/proc/self/fd", X_OK) == 0)
+
+        /// An unnamed file in `directory`, open for reading and writing, or -1 (see `errno`).
+        func unnamedFile(in directory: String, mode: mode_t) -> Int32 {
+            #if os(Linux)
+            guard works.load(ordering: .relaxed) else { return -1 }
+            // O_TMPFILE is `__O_TMPFILE | O_DIRECTORY`, a macro Swift does not import; this
+            // value holds on x86-64, ARM, RISC-V, PowerPC and s390.
+            let fd = open(directory, 0o20_000_000 | O_DIRECTORY | O_RDWR | O_CLOEXEC, mode)
+            if fd < 0, errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL {
+                let e = errno
+                works.store(false, ordering: .relaxed)
+                errno = e
+            }
+            return fd
+            #else
+            return -1
+            #endif
+        }
+    }
+
+    private let naming: Naming
 
     /// Opens an unnamed file in `directory` for reading and writing (`O_TMPFILE`), or returns
-    /// -1 where the file system cannot.
+    /// -1 where that cannot be done.
     public static func unnamedFile(in directory: String) -> Int32 {
-        open(directory, tmpfile | O_RDWR | O_CLOEXEC, 0o600)
+        Naming.shared.unnamedFile(in: directory, mode: 0o600)
     }
-    #endif
 
     deinit {
         if fd >= 0 {
@@ -167,21 +208,29 @@ public final class AtomicFile {
             guard !durable || fsync(fd) == 0 || errno == EINVAL else { throw failure() }
             #if os(Linux)
             if temporaryPath == nil {
-                let proc = "/proc/self/fd/\(fd)"
+                let proc = naming.fdPaths + "\(fd)"
                 if linkat(AT_FDCWD, proc, AT_FDCWD, path, AT_SYMLINK_FOLLOW) == 0 {
                     close(fd)
                     fd = -1
                     return
                 }
-                guard errno == EEXIST else { throw failure() }
                 // Replacing a file: a name of its own first, then an atomic rename.
-                var tmp = ""
-                for attempt in 0..<16 {
-                    tmp = Self.hiddenName(directory, name, attempt)
-                    if linkat(AT_FDCWD, proc, AT_FDCWD, tmp, AT_SYMLINK_FOLLOW) == 0 { break }
-                    guard errno == EEXIST, attempt < 15 else { throw failure() }
+                var linked: String?
+                if errno == EEXIST {
+                    for attempt in 0..<16 {
+                        let tmp = Self.hiddenName(directory, name, attempt)
+                        if linkat(AT_FDCWD, proc, AT_FDCWD, tmp, AT_SYMLINK_FOLLOW) == 0 { linked = tmp }
+                        if linked != nil || errno != EEXIST { break }
+                    }
                 }
-                temporaryPath = tmp
+                if linked == nil {
+                    if errno == ENOSPC || errno == EDQUOT || errno == EROFS || errno == EIO { throw failure() }
+                    // The file cannot be named here: copy it under a hidden name, and use
+                    // hidden names from now on.
+                    naming.works.store(false, ordering: .relaxed)
+                    linked = try copyToHiddenName()
+                }
+                temporaryPath = linked
             }
             #endif
             close(fd)
@@ -195,6 +244,36 @@ public final class AtomicFile {
             discard()
             throw error
         }
+    }
+
+    /// Copies this (unnamed) file to a new file under a hidden name, synced if durable.
+    private func copyToHiddenName() throws(ParlaError) -> String {
+        let (tmp, out) = Self.createHidden(directory, name)
+        guard out >= 0 else { throw failure() }
+        var ok = true
+        var offset: off_t = 0
+        var block = [UInt8](repeating: 0, count: 1 << 16)
+        copying: while ok {
+            let n = block.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, offset) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { ok = n == 0; break }
+            var start = 0
+            while start < n {
+                let m = block[start..<n].withUnsafeBytes { Glibc.write(out, $0.baseAddress, $0.count) }
+                if m < 0 && errno == EINTR { continue }
+                guard m > 0 else { ok = false; break copying }
+                start += m
+            }
+            offset += off_t(n)
+        }
+        if ok && durable && fsync(out) != 0 && errno != EINVAL { ok = false }
+        let error = failure()
+        close(out)
+        guard ok else {
+            unlink(tmp)
+            throw error
+        }
+        return tmp
     }
 
     /// Closes and removes the file; the destination is left untouched.

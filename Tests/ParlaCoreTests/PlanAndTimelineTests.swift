@@ -124,6 +124,15 @@ struct AlignmentTests {
         }
     }
 
+    @Test func sentenceEndsLookPastClosingQuotesAndKnowOtherScripts() {
+        for ended in ["Stop.", #"He said "Stop.""#, "(see above.)", "„Halt.“", "« Arrête. »", "「はい。」", "है।", "ہے۔", "Wait…", "Really?!  ", "", "  "] {
+            #expect(TimelineBuilder.endsSentence(ended.unicodeScalars), "\(ended)")
+        }
+        for open in ["Hello there", "Dear Sir,", #"He said "Stop""#, "(see above)", "one; two", "x:"] {
+            #expect(!TimelineBuilder.endsSentence(open.unicodeScalars), "\(open)")
+        }
+    }
+
     @Test func noEventsAtAllStillGivesEveryWordATime() throws {
         let words = try timeline("one two three", events: [])
         #expect(words.map(\.word) == ["one", "two", "three"])

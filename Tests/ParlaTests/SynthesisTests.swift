@@ -127,6 +127,34 @@ struct SynthesisTests {
         #expect(try await sentences(#"<speak>One. <break time="300ms"/> Two.</speak>"#) == ["One.", "Two."])
         #expect(try await sentences(#"<speak><p>A heading</p><break time="300ms"/><p>A paragraph.</p></speak>"#)
             == ["A heading", "A paragraph."])
+        // Line breaks in markup are layout; <p> ends a sentence even after a space.
+        #expect(try await sentences("<speak>\n  Hello there\n  <break time=\"300ms\"/>\n  my friend.\n</speak>")
+            == ["Hello there\n  <break time=\"300ms\"/>\n  my friend."])
+        #expect(try await sentences(#"<speak><p>Chapter One </p><p xml:lang="fr">Il était une fois.</p></speak>"#)
+            == ["Chapter One", "Il était une fois."])
+        // Closing quotes after the full stop, and a strong break.
+        #expect(try await sentences(#"<speak>He said "Stop." <break time="300ms"/> Then he left.</speak>"#)
+            == [#"He said "Stop.""#, "Then he left."])
+        #expect(try await sentences(#"<speak>Hello <break strength="strong"/> world.</speak>"#) == ["Hello", "world."])
+    }
+
+    /// In plain text a single line break inside a sentence is wrapping; a blank line ends it.
+    @Test func plainTextSentencesSpanWrappedLinesNotParagraphs() async throws {
+        func sentences(_ parts: [(String, LanguageTag?)]) async throws -> [String] {
+            var text = AttributedString()
+            for (s, language) in parts {
+                var a = AttributedString(s)
+                a.speechLanguage = language
+                text += a
+            }
+            let (_, timeline) = try await render(Utterance(text, language: "en"))
+            let scalars = Array(String(text.characters).unicodeScalars)
+            return timeline.sentences.map { String(String.UnicodeScalarView(scalars[$0.range])) }
+        }
+        #expect(try await sentences([("He said\n", nil), ("bonjour à tous", "fr"), (" and left.", nil)])
+            == ["He said\nbonjour à tous and left."])
+        #expect(try await sentences([("A title\n\n", nil), ("Il était une fois.", "fr")])
+            == ["A title", "Il était une fois."])
     }
 
     @Test func writesAWAVFileSoxAccepts() async throws {

@@ -48,6 +48,7 @@ struct WorkerProtocolTests {
             ResultsLog.line(id: "broke", line: 4, seconds: 2, languages: [], voices: [], timings: false, captions: false),
             ResultsLog.line(id: "broke", line: 4, error: "disk full"),
             "not json at all",
+            #"{"id": "cut", "status": "ok", "line": 7, "wav": "cut.w"#,
             #"{"id": "bad-status", "status": "okay"}"#,
             #"{"id": "long", "status": "ok", "pad": ""# + String(repeating: "x", count: 2 << 20) + #""}"#,
             #"{"id": "torn", "status": "o"#,
