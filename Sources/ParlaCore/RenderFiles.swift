@@ -158,8 +158,7 @@ private final class Spill {
     /// An unlinked file next to `path` (on the output's disk, not in a RAM-backed /tmp).
     init(for path: String) throws(ParlaError) {
         self.path = path
-        let slash = path.lastIndex(of: "/")
-        let directory = slash.map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
+        let directory = AtomicFile.split(path).directory
         var fd: Int32 = -1
         #if os(Linux)
         fd = AtomicFile.unnamedFile(in: directory)

@@ -64,13 +64,7 @@ public final class AtomicFile {
         self.path = path
         self.durable = durable
         self.naming = naming
-        if let slash = path.lastIndex(of: "/") {
-            directory = slash == path.startIndex ? "/" : String(path[..<slash])
-            name = String(path[path.index(after: slash)...])
-        } else {
-            directory = "."
-            name = path
-        }
+        (directory, name) = Self.split(path)
         var st = stat()
         if stat(path, &st) == 0, st.st_mode & S_IFMT == S_IFDIR {
             throw .unwritableOutput(path: path, reason: "it is a directory")
@@ -87,6 +81,12 @@ public final class AtomicFile {
         }
         self.fd = fd
         buffer.reserveCapacity(1 << 16)
+    }
+
+    /// `path`'s directory ("." for a bare name, "/" at the root) and last component.
+    static func split(_ path: String) -> (directory: String, name: String) {
+        guard let slash = path.lastIndex(of: "/") else { return (".", path) }
+        return (slash == path.startIndex ? "/" : String(path[..<slash]), String(path[path.index(after: slash)...]))
     }
 
     /// A new file under a hidden name next to the destination, with this process's id (for
@@ -186,15 +186,7 @@ public final class AtomicFile {
     public var size: Int { written + buffer.count }
 
     private func flush() throws(ParlaError) {
-        var start = 0
-        while start < buffer.count {
-            let n = buffer[start...].withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw failure()
-            }
-            start += n
-        }
+        guard buffer.withUnsafeBytes({ Self.writeAll(fd, $0) }) else { throw failure() }
         written += buffer.count
         buffer.removeAll(keepingCapacity: true)
     }
@@ -246,6 +238,18 @@ public final class AtomicFile {
         }
     }
 
+    /// Writes all of `bytes` to `fd`; false on an error (see `errno`).
+    private static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Bool {
+        var start = 0
+        while start < bytes.count {
+            let n = Glibc.write(fd, bytes.baseAddress! + start, bytes.count - start)
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { return false }
+            start += n
+        }
+        return true
+    }
+
     /// Copies this (unnamed) file to a new file under a hidden name, synced if durable.
     private func copyToHiddenName() throws(ParlaError) -> String {
         let (tmp, out) = Self.createHidden(directory, name)
@@ -253,17 +257,11 @@ public final class AtomicFile {
         var ok = true
         var offset: off_t = 0
         var block = [UInt8](repeating: 0, count: 1 << 16)
-        copying: while ok {
+        while ok {
             let n = block.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, offset) }
             if n < 0 && errno == EINTR { continue }
             guard n > 0 else { ok = n == 0; break }
-            var start = 0
-            while start < n {
-                let m = block[start..<n].withUnsafeBytes { Glibc.write(out, $0.baseAddress, $0.count) }
-                if m < 0 && errno == EINTR { continue }
-                guard m > 0 else { ok = false; break copying }
-                start += m
-            }
+            ok = block[..<n].withUnsafeBytes { Self.writeAll(out, $0) }
             offset += off_t(n)
         }
         if ok && durable && fsync(out) != 0 && errno != EINVAL { ok = false }

@@ -17,13 +17,6 @@ struct AtomicFileTests {
 
     func contents(_ path: String) throws -> Data { try Data(contentsOf: URL(fileURLWithPath: path)) }
 
-    /// Whether the file system under `dir` can make unnamed files (not every one can).
-    func supportsUnnamedFiles(_ dir: URL) -> Bool {
-        let fd = open(dir.path, 0o20_000_000 | O_DIRECTORY | O_WRONLY | O_CLOEXEC, 0o600)
-        if fd >= 0 { close(fd) }
-        return fd >= 0
-    }
-
     @Test(arguments: Mode.allCases)
     func filesAppearWholeOrNotAtAll(mode: Mode) throws {
         let dir = try makeTemporaryDirectory()

@@ -50,6 +50,13 @@ public func waitForExit(_ p: Process) -> Int32 {
     return p.terminationReason == .uncaughtSignal ? 128 + p.terminationStatus : p.terminationStatus
 }
 
+/// Whether the file system under `dir` can make unnamed files (`O_TMPFILE`; not every one can).
+public func supportsUnnamedFiles(_ dir: URL) -> Bool {
+    let fd = open(dir.path, 0o20_000_000 | O_DIRECTORY | O_WRONLY | O_CLOEXEC, 0o600)
+    if fd >= 0 { close(fd) }
+    return fd >= 0
+}
+
 /// A new empty directory under the system's temporary directory.
 public func makeTemporaryDirectory() throws -> URL {
     let url = FileManager.default.temporaryDirectory.appendingPathComponent("parla-test-\(UUID().uuidString)")
