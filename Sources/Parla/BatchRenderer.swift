@@ -202,11 +202,21 @@ private final class BatchRun: @unchecked Sendable {
         var pending: [String] = []
         /// The files of the items in `pending` that were rendered.
         var pendingFiles: [String] = []
+        /// Result lines (and their files) that arrived before a line that comes earlier in the
+        /// input, by their place among the batch's lines: they join `pending` in input order.
+        var held: [Int: (line: String, files: [String])] = [:]
+        /// The place of the next line to join `pending`.
+        var released = 0
     }
     private let shared = Mutex(Shared())
     /// Held while the input is read, apart from `shared`: a slow producer must not hold up
     /// the threads reporting finished items.
-    private let inputLock = Mutex(false)  // true once the input has ended
+    private let inputLock = Mutex(InputState())
+    private struct InputState {
+        var ended = false
+        /// The place the next result line gets among the batch's lines (see ``finish(_:at:)``).
+        var sequence = 0
+    }
 
     init(options: BatchRenderOptions, next: @escaping @Sendable () throws -> BatchEntry?, stopping: StopFlag, report: @escaping @Sendable (BatchProgress) -> Void) throws {
         self.options = options
@@ -285,6 +295,15 @@ private final class BatchRun: @unchecked Sendable {
         rendering.raise()
         wake.signal()
         committed.wait()
+        // Lines still held wait for items that will not come (the batch failed): the lines
+        // there are go out in order.
+        shared.withLock { s in
+            for place in s.held.keys.sorted() {
+                s.pending.append(s.held[place]!.line)
+                s.pendingFiles += s.held[place]!.files
+            }
+            s.held = [:]
+        }
         commitPending(droppingPages: false)  // on the way out: not worth the time
         var final = shared.withLock { s in
             var p = s.progress
@@ -335,8 +354,8 @@ private final class BatchRun: @unchecked Sendable {
                 guard let chunk = waiting.isEmpty ? (isStopping ? nil : takeChunk()) : waiting.removeFirst() else { break }
                 guard let request = try? JSONEncoder().encode(chunk) else {
                     // Only the library's callers can get here (a rate that is not a number).
-                    for item in chunk.rendered {
-                        finish(BatchItemResult(id: item.id, line: item.line, status: .failed("the item cannot be sent to a render worker: check that its rate and pitch are numbers")))
+                    for (item, place) in zip(chunk.rendered, chunk.sequence) {
+                        finish(BatchItemResult(id: item.id, line: item.line, status: .failed("the item cannot be sent to a render worker: check that its rate and pitch are numbers")), at: place)
                     }
                     continue
                 }
@@ -361,7 +380,7 @@ private final class BatchRun: @unchecked Sendable {
             }
             idleDeaths = 0
             guard let chunk = queued.first else { break }
-            let item = chunk.rendered[answered]
+            let item = chunk.rendered[answered], place = chunk.sequence[answered]
             let result: WorkerResult
             do {
                 result = try current.receive(for: item)
@@ -383,7 +402,7 @@ private final class BatchRun: @unchecked Sendable {
             let status: BatchItemResult.Status = result.ok
                 ? .rendered(seconds: result.seconds, languages: result.languages, voices: result.voices)
                 : .failed(result.error ?? "unknown error")
-            finish(BatchItemResult(id: item.id, line: item.line, status: status))
+            finish(BatchItemResult(id: item.id, line: item.line, status: status), at: place)
         }
         if let worker { recordPeak(worker.finish()) }
     }
@@ -405,63 +424,81 @@ private final class BatchRun: @unchecked Sendable {
     private func takeChunk() -> RenderChunk? {
         while !isStopping {
             var entries: [RenderChunk.Entry] = []
-            var reports: [BatchItemResult] = []  // made after the lock is released
-            defer { reports.forEach(finish) }
+            var sequence: [Int] = []  // of the entries to render
+            var reports: [(BatchItemResult, Int?)] = []  // made after the lock is released
+            defer { for (result, place) in reports { finish(result, at: place) } }
             let ended: Bool
             do {
-                ended = try inputLock.withLock { ended throws -> Bool in
+                ended = try inputLock.withLock { input throws -> Bool in
                     var weight = 0
-                    while !ended, weight < RenderChunk.maxWeight, entries.count < RenderChunk.maxItems, !isStopping {
+                    while !input.ended, weight < RenderChunk.maxWeight, entries.count < RenderChunk.maxItems, !isStopping {
                         guard let entry = try next() else {
-                            ended = true
+                            input.ended = true
                             shared.withLock { $0.inputEnded = true }
                             break
                         }
                         switch entry {
                         case .invalid(let e):
                             if let shard = options.shard, !shard.contains(e.id) { continue }
-                            reports.append(BatchItemResult(id: e.id, line: e.line, status: .failed("line \(e.line): \(e.reason)")))
+                            reports.append((BatchItemResult(id: e.id, line: e.line, status: .failed("line \(e.line): \(e.reason)")), input.sequence))
+                            input.sequence += 1
                         case .item(let item):
                             if let shard = options.shard, !shard.contains(item.id) { continue }
                             let done = !options.force && results.isDone(item.id, timings: options.timings, captions: options.captions)
-                            if done { reports.append(BatchItemResult(id: item.id, line: item.line, status: .skipped)) }
+                            if done {
+                                reports.append((BatchItemResult(id: item.id, line: item.line, status: .skipped), nil))
+                            } else {
+                                sequence.append(input.sequence)
+                                input.sequence += 1
+                            }
                             entries.append(RenderChunk.Entry(item: item, replay: done))
                             weight += RenderChunk.weight(of: item)
                         }
                     }
-                    return ended
+                    return input.ended
                 }
             } catch {
-                inputLock.withLock { $0 = true }
+                inputLock.withLock { $0.ended = true }
                 fail(error)
                 return nil
             }
             while entries.last?.replay == true { entries.removeLast() }  // nothing after them to render
-            if !entries.isEmpty { return RenderChunk(entries: entries) }
+            if !entries.isEmpty { return RenderChunk(entries: entries, sequence: sequence) }
             if ended { return nil }
         }
         return nil
     }
 
-    /// Counts and reports `result`, and queues its line for `results.jsonl`. Files are not
-    /// synced one by one: about once a second, the output's file system is synced and the
-    /// lines of the items finished before it are appended, so a line marked ok always names
-    /// files that are on disk, even after a machine crash (group commit, ``commitPending()``).
-    private func finish(_ result: BatchItemResult) {
+    /// Counts and reports `result`, and queues its line for `results.jsonl`, where it goes at
+    /// `place` among this run's lines (in input order, so the log too is the same for any
+    /// number of jobs): a line waits for the lines before it. Files are not synced one by
+    /// one: about once a second, the output's file system is synced and the lines queued
+    /// before it are appended, so a line marked ok always names files that are on disk, even
+    /// after a machine crash (group commit, ``commitPending()``). A skipped item has no line.
+    private func finish(_ result: BatchItemResult, at place: Int?) {
         shared.withLock { s in
+            var line: String?, files: [String] = []
             switch result.status {
             case .rendered(let seconds, let languages, let voices):
                 s.progress.rendered += 1
                 s.progress.audioSeconds += seconds
-                s.pending.append(ResultsLog.line(id: result.id, line: result.line, seconds: seconds, languages: languages, voices: voices, timings: options.timings, captions: options.captions))
-                s.pendingFiles.append(result.id + ".wav")
-                if options.timings { s.pendingFiles.append(result.id + ".json") }
-                if options.captions { s.pendingFiles.append(result.id + ".vtt") }
+                line = ResultsLog.line(id: result.id, line: result.line, seconds: seconds, languages: languages, voices: voices, timings: options.timings, captions: options.captions)
+                files.append(result.id + ".wav")
+                if options.timings { files.append(result.id + ".json") }
+                if options.captions { files.append(result.id + ".vtt") }
             case .failed(let message):
                 s.progress.failed += 1
-                s.pending.append(ResultsLog.line(id: result.id, line: result.line, error: message))
+                line = ResultsLog.line(id: result.id, line: result.line, error: message)
             case .skipped:
                 s.progress.skipped += 1
+            }
+            if let line, let place {
+                s.held[place] = (line, files)
+                while let next = s.held.removeValue(forKey: s.released) {
+                    s.pending.append(next.line)
+                    s.pendingFiles += next.files
+                    s.released += 1
+                }
             }
             s.progress.latest = result
             s.progress.elapsedSeconds = elapsed

@@ -71,10 +71,14 @@ struct RenderChunk: Codable, Sendable {
     let entries: [Entry]
     /// The items whose results are expected, in order.
     let rendered: [BatchItem]
+    /// For the orchestrator only (never sent): the place of each of `rendered` among the
+    /// batch's result lines, which `results.jsonl` gets in this order.
+    let sequence: [Int]
 
-    init(entries: [Entry]) {
+    init(entries: [Entry], sequence: [Int] = []) {
         self.entries = entries
         rendered = entries.filter { !$0.replay }.map(\.item)
+        self.sequence = sequence
     }
 
     private enum CodingKeys: String, CodingKey { case entries }
@@ -102,7 +106,8 @@ struct RenderChunk: Codable, Sendable {
             if seen == answered {
                 let rest = entries[(index + 1)...]
                 guard rest.contains(where: { !$0.replay }) else { return nil }
-                return RenderChunk(entries: entries[...index].map { Entry(item: $0.item, replay: true) } + rest)
+                return RenderChunk(entries: entries[...index].map { Entry(item: $0.item, replay: true) } + rest,
+                                   sequence: Array(sequence.dropFirst(answered + 1)))
             }
             seen += 1
         }

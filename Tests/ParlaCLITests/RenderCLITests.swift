@@ -170,6 +170,8 @@ struct RenderCLITests {
         #expect(await exitStatus(p) == 1, "\(message)")
         #expect(message.contains("39 rendered, 1 failed"), "\(message)")
         #expect(message.contains("the render worker stopped while rendering this item"))
+        // The items the replacement worker rendered keep their places in results.jsonl.
+        #expect(try results(out).compactMap { $0["line"] as? Int } == Array(1...40))
         let again = try await render([input.path, "-o", out.path])
         #expect(again.status == 0)
         #expect(again.error.contains("1 rendered, 0 failed, 39 already done"), "\(again.error)")
@@ -216,18 +218,25 @@ struct RenderCLITests {
             default: items.append("{\"id\": \"i\(n)\", \"text\": \"Le numéro \(n). Deux phrases ici.\", \"voice\": \"espeak-ng.fr\"}")
             }
         }
+        items.insert("{\"id\": \"bad\", \"text\": }", at: 60)  // its line too has its place in results.jsonl
         try items.joined(separator: "\n").write(to: input, atomically: true, encoding: .utf8)
-        var runs: [[String: Data]] = []
+        var runs: [[String: Data]] = [], logs: [String] = []
         for jobs in ["1", "2"] {
             let out = dir.appendingPathComponent("jobs\(jobs)")
             let r = try await render([input.path, "-o", out.path, "--timings", "--vtt", "--jobs", jobs])
-            #expect(r.status == 0, "\(r.error)")
-            #expect(r.error.contains("120 rendered"))
+            #expect(r.status == 1, "\(r.error)")
+            #expect(r.error.contains("120 rendered, 1 failed"), "\(r.error)")
             runs.append(try outputs(out))
+            logs.append(try String(contentsOf: out.appendingPathComponent("results.jsonl"), encoding: .utf8))
         }
         #expect(runs[0].count == 360)
         #expect(runs[0].keys.sorted() == runs[1].keys.sorted())
         for (name, data) in runs[0] where runs[1][name] != data { Issue.record("\(name) differs between --jobs 1 and --jobs 2") }
+        // results.jsonl too: its lines are in input order, whichever worker finished first.
+        #expect(logs[0] == logs[1])
+        let lines = logs[1].split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        #expect(lines.compactMap { $0["line"] as? Int } == Array(1...121))
+        #expect(lines.count == 121 && lines[60]["status"] as? String == "failed")
         // Captions: one cue per sentence, markup stripped.
         let vtt = String(decoding: runs[0]["i3.vtt"] ?? Data(), as: UTF8.self)
         #expect(vtt.hasPrefix("WEBVTT\n\n1\n00:00:00."))
