@@ -611,7 +611,7 @@ private final class WorkerProcess: @unchecked Sendable {  // used by one thread 
     /// - Throws: what kept it from starting.
     func awaitReady() throws {
         guard let ready = try output.next(),
-              let answer = try? JSONDecoder().decode(WorkerResult.self, from: Data(ready))
+              let answer = WorkerResult.decode(ready)
         else {
             _ = finish()
             throw ParlaError.engineFailure("a render worker exited before it was ready (run with --jobs 1 and check standard error)")
@@ -627,7 +627,7 @@ private final class WorkerProcess: @unchecked Sendable {  // used by one thread 
     /// The worker's answer for `item`, the oldest item to render sent and not yet answered.
     /// - Throws: if the worker died (or answered out of turn); it cannot be used again.
     func receive(for item: BatchItem) throws -> WorkerResult {
-        guard let line = try output.next(), let result = try? JSONDecoder().decode(WorkerResult.self, from: Data(line)),
+        guard let line = try output.next(), let result = WorkerResult.decode(line),
               result.id == item.id
         else {
             throw ParlaError.engineFailure("the render worker stopped while rendering this item (run the same command again to retry it)")
@@ -648,7 +648,7 @@ private final class WorkerProcess: @unchecked Sendable {  // used by one thread 
         close(output.fd)
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        guard let last, let stats = try? JSONDecoder().decode(WorkerResult.self, from: Data(last)) else { return 0 }
+        guard let last, let stats = WorkerResult.decode(last) else { return 0 }
         return stats.peakBytes ?? 0
     }
 }

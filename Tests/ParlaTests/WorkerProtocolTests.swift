@@ -20,6 +20,19 @@ struct WorkerProtocolTests {
             #expect(line.dropLast().last == UInt8(ascii: "}"))  // what the worker checks
             let decoded = try JSONDecoder().decode(WorkerResult.self, from: Data(line.dropLast()))
             #expect(decoded == result)
+            #expect(WorkerResult.decode(Array(line.dropLast())) == result)
+        }
+        // Lines without escapes are read directly (the same result as JSONDecoder's), others
+        // by JSONDecoder; anything else is not a result.
+        #expect(WorkerResult.direct(Array(results[0].jsonLine.dropLast())) == nil)  // escapes
+        for result in results.dropFirst(2) {
+            #expect(WorkerResult.direct(Array(result.jsonLine.dropLast())) == result)
+        }
+        let other = #"{ "voices": ["v"], "ok": true, "id": "z", "seconds": 0, "languages": [] }"#
+        #expect(WorkerResult.direct(Array(other.utf8)) == nil)
+        #expect(WorkerResult.decode(Array(other.utf8)) == WorkerResult(id: "z", ok: true, voices: ["v"]))
+        for junk in [#"{"id":"a","ok":true"#, #"{"id":"a","ok":maybe}"#, "", #"{"id":"a","ok":true,"seconds":1,"languages":["x"],"voices":[]}x"#] {
+            #expect(WorkerResult.decode(Array(junk.utf8)) == nil, "\(junk)")
         }
     }
 
@@ -31,6 +44,9 @@ struct WorkerProtocolTests {
         #expect(rest?.entries.map(\.item.id) == ["i0", "i1", "i2", "i3", "i4"])
         #expect(rest?.entries.map(\.replay) == [true, true, true, false, false])
         #expect(rest?.rendered.map(\.id) == ["i3", "i4"])
+        // Their places among the results lines go with them.
+        let placed = RenderChunk(entries: chunk.entries, sequence: [10, 11, 12, 13])
+        #expect(placed.remainder(afterAnswering: 1)?.sequence == [12, 13])
         #expect(chunk.remainder(afterAnswering: 3) == nil)  // i4 failed, nothing after it
     }
 
