@@ -35,6 +35,12 @@ public struct BatchRenderOptions: Sendable {
     /// CPU time for `--jobs 1` on the VM the benchmark runs on. Turn it off when other
     /// programs keep one of those CPUs busy.
     public var pinsWorkers = true
+    /// Speak every item from a pristine engine in a process of its own, so its audio depends
+    /// on nothing but the item: the same in any input order, shard or company. By default items
+    /// are spoken in chunks of consecutive items, whose engine state carries over from item to
+    /// item (identical for any number of jobs, but not across orders or shardings), which costs
+    /// a fork per chunk instead of one per item.
+    public var isolatesItems = false
 
     /// Options writing to `outputDirectory` with one worker per core.
     public init(outputDirectory: String, jobs: Int? = nil) {
@@ -431,7 +437,8 @@ private final class BatchRun: @unchecked Sendable {
             do {
                 ended = try inputLock.withLock { input throws -> Bool in
                     var weight = 0
-                    while !input.ended, weight < RenderChunk.maxWeight, entries.count < RenderChunk.maxItems, !isStopping {
+                    let maxItems = options.isolatesItems ? 1 : RenderChunk.maxItems
+                    while !input.ended, weight < RenderChunk.maxWeight, entries.count < maxItems, !isStopping {
                         guard let entry = try next() else {
                             input.ended = true
                             shared.withLock { $0.inputEnded = true }

@@ -30,7 +30,10 @@ struct Render: AsyncParsableCommand {
 
             --jobs N worker processes render in parallel (default: one per core). Items are spoken in \
             chunks of consecutive items, cut the same way for any --jobs, each from the same engine \
-            state, so the files are byte-identical for any --jobs and after a resume.
+            state, so the files (and results.jsonl, whose lines are in input order) are byte-identical \
+            for any --jobs and after a resume. espeak-ng's state carries over from item to item within \
+            a chunk, so another input order or sharding changes some samples and pauses; with \
+            --isolate every item is spoken from a fresh engine and depends on nothing else.
 
             --shard K/N renders only the items whose id hashes to K (0-based) of N, the same on every \
             machine: run shards 0..N-1 anywhere and concatenate their results.jsonl files.
@@ -59,6 +62,9 @@ struct Render: AsyncParsableCommand {
 
     @Flag(name: .customLong("no-pin"), help: "Let the system move workers between CPUs. By default, with no more jobs than CPUs, worker i runs on the i-th CPU: cheaper (5-8% less CPU time measured on a VM), but slower if other programs keep one of those CPUs busy.")
     var noPin = false
+
+    @Flag(name: .customLong("isolate"), help: "Speak every item from a fresh engine, in a process of its own: its audio then depends on the item alone, the same in any input order or shard. Costs more CPU time (a process per item instead of per chunk); use the same choice when resuming.")
+    var isolate = false
 
     @Option(name: .customLong("shard"), help: ArgumentHelp("Render only shard K of N (0-based), e.g. 0/4 or $(JOB_COMPLETION_INDEX)/4 in a Kubernetes Indexed Job.", valueName: "K/N"))
     var shard: String?
@@ -96,6 +102,7 @@ struct Render: AsyncParsableCommand {
         options.captions = vtt
         options.force = force
         options.pinsWorkers = !noPin
+        options.isolatesItems = isolate
         options.shard = try shard.map(Self.parseShard)
         options.language = try language.map { try LanguageTag(parsing: $0) }
         options.voice = try voice.map { try catalog.voice(identifier: $0).identifier }

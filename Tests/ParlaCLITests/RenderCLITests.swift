@@ -356,6 +356,42 @@ struct RenderCLITests {
         #expect(bad.error.contains("0 ≤ K < N"))
     }
 
+    /// With --isolate every item is spoken from a fresh engine: sharded runs and a reversed
+    /// input give the same files as one whole run. Without it, the engine's state carries over
+    /// within a chunk, and the shards' files differ from the whole run's.
+    @Test func isolatedItemsAreTheSameInAnyShardOrOrder() async throws {
+        let dir = try makeTemporaryDirectory()
+        let lines = (1...24).map { n in
+            ["item-\(n)\ten\tNumber \(n), with a pause, then more words.", "item-\(n)\tfr\tLe numéro \(n), puis une phrase.",
+             "item-\(n)\tel\tΑριθμός \(n), και άλλες λέξεις."][n % 3]
+        }
+        let input = dir.appendingPathComponent("in.tsv"), reversed = dir.appendingPathComponent("reversed.tsv")
+        try lines.joined(separator: "\n").write(to: input, atomically: true, encoding: .utf8)
+        try lines.reversed().joined(separator: "\n").write(to: reversed, atomically: true, encoding: .utf8)
+        func run(_ file: URL, _ name: String, _ extra: [String]) async throws -> [String: Data] {
+            let out = dir.appendingPathComponent(name)
+            let r = try await render([file.path, "-o", out.path, "--progress", "none"] + extra)
+            #expect(r.status == 0, "\(r.error)")
+            return try outputs(out)
+        }
+        let whole = try await run(input, "whole", ["--isolate"])
+        #expect(whole.count == 24)
+        var sharded: [String: Data] = [:], plainSharded: [String: Data] = [:]
+        for k in 0..<3 {
+            sharded.merge(try await run(input, "shard\(k)", ["--isolate", "--shard", "\(k)/3"])) { a, _ in a }
+            plainSharded.merge(try await run(input, "plain\(k)", ["--shard", "\(k)/3"])) { a, _ in a }
+        }
+        let backwards = try await run(reversed, "reversed", ["--isolate", "--jobs", "1"])
+        #expect(sharded.keys.sorted() == whole.keys.sorted() && backwards.keys.sorted() == whole.keys.sorted())
+        for (name, data) in whole {
+            if sharded[name] != data { Issue.record("\(name): the isolated shard's file differs from the whole run's") }
+            if backwards[name] != data { Issue.record("\(name): the isolated reversed run's file differs from the whole run's") }
+        }
+        // Why the option exists: in chunks, the shards' files are not all the whole run's.
+        let plainWhole = try await run(input, "plainWhole", [])
+        #expect(plainWhole.contains { plainSharded[$0.key] != $0.value })
+    }
+
     @Test func invalidUTF8AndHugeLinesFailAloneWithClearErrors() async throws {
         let dir = try makeTemporaryDirectory()
         let input = dir.appendingPathComponent("in.txt")
