@@ -470,7 +470,11 @@ private final class BatchRun: @unchecked Sendable {
                 return nil
             }
             while entries.last?.replay == true { entries.removeLast() }  // nothing after them to render
-            if !entries.isEmpty { return RenderChunk(entries: entries, sequence: sequence) }
+            if !entries.isEmpty {
+                let chunk = RenderChunk(entries: entries, sequence: sequence)
+                precondition(chunk.sequence.count == chunk.rendered.count)
+                return chunk
+            }
             if ended { return nil }
         }
         return nil
@@ -482,6 +486,8 @@ private final class BatchRun: @unchecked Sendable {
     /// one: about once a second, the output's file system is synced and the lines queued
     /// before it are appended, so a line marked ok always names files that are on disk, even
     /// after a machine crash (group commit, ``commitPending()``). A skipped item has no line.
+    /// (Lines wait in memory, about 150 bytes each, while an earlier item is spoken: a 1 MB
+    /// line, about a minute of synthesis, may hold tens of thousands of short items' lines.)
     private func finish(_ result: BatchItemResult, at place: Int?) {
         shared.withLock { s in
             var line: String?, files: [String] = []
@@ -499,6 +505,7 @@ private final class BatchRun: @unchecked Sendable {
             case .skipped:
                 s.progress.skipped += 1
             }
+            precondition(line == nil || place != nil, "a result line without its place")
             if let line, let place {
                 s.held[place] = (line, files)
                 while let next = s.held.removeValue(forKey: s.released) {

@@ -60,7 +60,7 @@ extension WorkerResult {
         guard c.take(#"{"id":"#), let id = c.string(), c.take(#","ok":"#) else { return nil }
         let ok: Bool
         if c.take("true") { ok = true } else if c.take("false") { ok = false } else { return nil }
-        guard c.take(#","seconds":"#), let seconds = c.number().flatMap(Double.init),
+        guard c.take(#","seconds":"#), let seconds = c.number().flatMap(Double.init), seconds.isFinite,
               c.take(#","languages":"#), let languages = c.strings(),
               c.take(#","voices":"#), let voices = c.strings() else { return nil }
         var result = WorkerResult(id: id, ok: ok, seconds: seconds, languages: languages, voices: voices)
@@ -122,13 +122,24 @@ private struct ByteCursor {
         return take("]") ? list : nil
     }
 
-    /// The text of a number (digits, sign, point, exponent).
+    /// The text of a JSON number: `-?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?`.
     mutating func number() -> String? {
         let start = index
-        while index < bytes.count, (0x30...0x39).contains(bytes[index]) || [0x2B, 0x2D, 0x2E, 0x45, 0x65].contains(bytes[index]) {
-            index += 1
+        func digits() -> Int {
+            let from = index
+            while index < bytes.count, (0x30...0x39).contains(bytes[index]) { index += 1 }
+            return index - from
         }
-        return index > start ? String(decoding: bytes[start..<index], as: UTF8.self) : nil
+        _ = take("-")
+        let leadingZero = index < bytes.count && bytes[index] == 0x30
+        let whole = digits()
+        guard whole > 0, !(leadingZero && whole > 1) else { return nil }
+        if take("."), digits() == 0 { return nil }
+        if take("e") || take("E") {
+            if !take("+") { _ = take("-") }
+            guard digits() > 0 else { return nil }
+        }
+        return String(decoding: bytes[start..<index], as: UTF8.self)
     }
 }
 
@@ -156,11 +167,11 @@ struct RenderChunk: Codable, Sendable {
     let entries: [Entry]
     /// The items whose results are expected, in order.
     let rendered: [BatchItem]
-    /// For the orchestrator only (never sent): the place of each of `rendered` among the
-    /// batch's result lines, which `results.jsonl` gets in this order.
+    /// For the orchestrator only (never sent; empty in a worker): the place of each of
+    /// `rendered` among the batch's result lines, which `results.jsonl` gets in this order.
     let sequence: [Int]
 
-    init(entries: [Entry], sequence: [Int] = []) {
+    init(entries: [Entry], sequence: [Int]) {
         self.entries = entries
         rendered = entries.filter { !$0.replay }.map(\.item)
         self.sequence = sequence
@@ -169,7 +180,7 @@ struct RenderChunk: Codable, Sendable {
     private enum CodingKeys: String, CodingKey { case entries }
 
     init(from decoder: any Decoder) throws {
-        self.init(entries: try decoder.container(keyedBy: CodingKeys.self).decode([Entry].self, forKey: .entries))
+        self.init(entries: try decoder.container(keyedBy: CodingKeys.self).decode([Entry].self, forKey: .entries), sequence: [])
     }
 
     /// A chunk closes after the item that brings its texts to this many bytes (about 2

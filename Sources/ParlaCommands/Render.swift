@@ -30,8 +30,8 @@ struct Render: AsyncParsableCommand {
 
             --jobs N worker processes render in parallel (default: one per core). Items are spoken in \
             chunks of consecutive items, cut the same way for any --jobs, each from the same engine \
-            state, so the files (and results.jsonl, whose lines are in input order) are byte-identical \
-            for any --jobs and after a resume. espeak-ng's state carries over from item to item within \
+            state, so the files are byte-identical for any --jobs and after a resume (results.jsonl, \
+            whose lines are in input order, for any --jobs). espeak-ng's state carries over from item to item within \
             a chunk, so another input order or sharding changes some samples and pauses; with \
             --isolate every item is spoken from a fresh engine and depends on nothing else.
 

@@ -31,6 +31,13 @@ struct WorkerProtocolTests {
         let other = #"{ "voices": ["v"], "ok": true, "id": "z", "seconds": 0, "languages": [] }"#
         #expect(WorkerResult.direct(Array(other.utf8)) == nil)
         #expect(WorkerResult.decode(Array(other.utf8)) == WorkerResult(id: "z", ok: true, voices: ["v"]))
+        // Numbers JSON does not allow are not results either.
+        for number in ["+1", "01", ".5", "1.", "1e", "1e400", "- 1"] {
+            #expect(WorkerResult.direct(Array(#"{"id":"a","ok":true,"seconds":\#(number),"languages":[],"voices":[]}"#.utf8)) == nil, "\(number)")
+        }
+        for number in ["0", "-0.0", "12.5", "1e-05", "2E+3"] {
+            #expect(WorkerResult.direct(Array(#"{"id":"a","ok":true,"seconds":\#(number),"languages":[],"voices":[]}"#.utf8))?.seconds == Double(number), "\(number)")
+        }
         for junk in [#"{"id":"a","ok":true"#, #"{"id":"a","ok":maybe}"#, "", #"{"id":"a","ok":true,"seconds":1,"languages":["x"],"voices":[]}x"#] {
             #expect(WorkerResult.decode(Array(junk.utf8)) == nil, "\(junk)")
         }
@@ -39,7 +46,7 @@ struct WorkerProtocolTests {
     @Test func aDeadWorkersChunkIsResentWithWhatCameBeforeReplayed() {
         let items = (0..<5).map { BatchItem(id: "i\($0)", text: "t") }
         // i0 was done before (replay), i1 answered, i2 in progress when the worker died.
-        let chunk = RenderChunk(entries: items.enumerated().map { RenderChunk.Entry(item: $1, replay: $0 == 0) })
+        let chunk = RenderChunk(entries: items.enumerated().map { RenderChunk.Entry(item: $1, replay: $0 == 0) }, sequence: [])
         let rest = chunk.remainder(afterAnswering: 1)
         #expect(rest?.entries.map(\.item.id) == ["i0", "i1", "i2", "i3", "i4"])
         #expect(rest?.entries.map(\.replay) == [true, true, true, false, false])
