@@ -84,7 +84,7 @@ for name in os.listdir(p1):
         audio += (os.path.getsize(f"{p1}/{name}") - 44) / 2 / 22050
 identical = all(
     open(f"{p1}/{n}", "rb").read() == open(f"{pN}/{n}", "rb").read()
-    for n in os.listdir(p1) if n.endswith(".wav"))
+    for n in os.listdir(p1) if n.endswith(".wav") or n == "results.jsonl")
 
 print(f"corpus: {corpus} ({len(rows)} lines, {len(set(r[1] for r in rows))} languages, "
       f"{audio / 3600:.2f} h of audio), {cores} cores, median of {runs} runs (the loop: 1 run)")
@@ -125,5 +125,5 @@ print(f"all-core wall / floor single-core time: {r1:.2f}  (target <= 0.6: {verdi
 print(f"--jobs 1 CPU / floor CPU:               {r2:.2f}  (target <= 1.15: {verdict(r2 <= 1.15)})")
 print(f"espeak-ng loop wall / all-core wall:    {r3:.1f}x (target >= 5: {verdict(r3 >= 5)})")
 print(f"peak memory of a worker:                {worker:.1f} MB (target <= 60: {verdict(worker <= 60)})")
-print(f"--jobs 1 and --jobs {cores} WAV files identical: {identical}")
+print(f"--jobs 1 and --jobs {cores} WAV files and results.jsonl identical: {identical}")
 shutil.rmtree(tmp, ignore_errors=True)
