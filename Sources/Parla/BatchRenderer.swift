@@ -213,6 +213,25 @@ private final class BatchRun: @unchecked Sendable {
         var held: [Int: (line: String, files: [String])] = [:]
         /// The place of the next line to join `pending`.
         var released = 0
+
+        /// Queues the result line at `place`, and every held line that then comes next.
+        mutating func queue(_ line: String, files: [String], at place: Int) {
+            held[place] = (line, files)
+            while let next = held.removeValue(forKey: released) {
+                pending.append(next.line)
+                pendingFiles += next.files
+                released += 1
+            }
+        }
+
+        /// Queues the lines still held, in order: the lines before them will not come.
+        mutating func releaseHeld() {
+            for place in held.keys.sorted() {
+                pending.append(held[place]!.line)
+                pendingFiles += held[place]!.files
+            }
+            held = [:]
+        }
     }
     private let shared = Mutex(Shared())
     /// Held while the input is read, apart from `shared`: a slow producer must not hold up
@@ -301,15 +320,8 @@ private final class BatchRun: @unchecked Sendable {
         rendering.raise()
         wake.signal()
         committed.wait()
-        // Lines still held wait for items that will not come (the batch failed): the lines
-        // there are go out in order.
-        shared.withLock { s in
-            for place in s.held.keys.sorted() {
-                s.pending.append(s.held[place]!.line)
-                s.pendingFiles += s.held[place]!.files
-            }
-            s.held = [:]
-        }
+        // Lines still held wait for items that will not come (the batch failed).
+        shared.withLock { $0.releaseHeld() }
         commitPending(droppingPages: false)  // on the way out: not worth the time
         var final = shared.withLock { s in
             var p = s.progress
@@ -506,14 +518,7 @@ private final class BatchRun: @unchecked Sendable {
                 s.progress.skipped += 1
             }
             precondition(line == nil || place != nil, "a result line without its place")
-            if let line, let place {
-                s.held[place] = (line, files)
-                while let next = s.held.removeValue(forKey: s.released) {
-                    s.pending.append(next.line)
-                    s.pendingFiles += next.files
-                    s.released += 1
-                }
-            }
+            if let line, let place { s.queue(line, files: files, at: place) }
             s.progress.latest = result
             s.progress.elapsedSeconds = elapsed
             report(s.progress)
@@ -718,21 +723,12 @@ final class ResultsLog: @unchecked Sendable {
     /// The id and status of a line exactly as ``line(id:line:seconds:languages:voices:timings:captions:)``
     /// writes it, when its id needs no escapes; nil for anything else, which JSONDecoder then
     /// reads (a million lines take about 1 s this way, and 4–5 s through JSONDecoder).
-    private static let head = Array(#"{"id": ""#.utf8), middle = Array(#"", "status": ""#.utf8)
-
     private static func entry(_ line: [UInt8]) -> Entry? {
-        guard line.count > head.count + middle.count, line.starts(with: head),
+        var c = ByteCursor(bytes: line)
+        guard c.take(#"{"id": "#), let id = c.string(), c.take(#", "status": "#), let status = c.string(),
+              status == "ok" || status == "failed",
               line.last(where: { $0 != 0x20 && $0 != 0x0D }) == 0x7D else { return nil }  // ends with }
-        var i = head.count
-        while i < line.count, line[i] != 0x22 {  // "
-            if line[i] == 0x5C || line[i] < 0x20 { return nil }  // \ or a control character
-            i += 1
-        }
-        guard line[i...].starts(with: middle), let id = String(validating: line[head.count..<i], as: UTF8.self) else { return nil }
-        let rest = line[(i + middle.count)...]
-        if rest.starts(with: #"ok""#.utf8) { return Entry(id: id, status: "ok") }
-        if rest.starts(with: #"failed""#.utf8) { return Entry(id: id, status: "failed") }
-        return nil
+        return Entry(id: id, status: status)
     }
 
     deinit { close(fd) }

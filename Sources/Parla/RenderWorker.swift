@@ -81,8 +81,9 @@ extension WorkerResult {
     }
 }
 
-/// Reads the few JSON shapes ``WorkerResult/direct(_:)`` expects from a line of bytes.
-private struct ByteCursor {
+/// Reads the few JSON shapes of the lines Parla writes itself (``WorkerResult/direct(_:)``,
+/// the results log) from a line of bytes.
+struct ByteCursor {
     let bytes: [UInt8]
     var index = 0
     var atEnd: Bool { index == bytes.count }
