@@ -34,8 +34,9 @@ let package = Package(
 
         // MARK: Library
         .target(name: "CParlaWorker"),
+        .target(name: "CParlaEngineHost"),
         .target(name: "ParlaCore", swiftSettings: swiftSettings),
-        .target(name: "ParlaESpeak", dependencies: ["ParlaCore", "CESpeakNG"], swiftSettings: swiftSettings),
+        .target(name: "ParlaESpeak", dependencies: ["ParlaCore", "CESpeakNG", "CParlaEngineHost"], swiftSettings: swiftSettings),
         .target(name: "ParlaPulseAudio", dependencies: ["ParlaCore", "CPulseAudio"], swiftSettings: swiftSettings),
         .target(name: "Parla", dependencies: ["ParlaCore", "ParlaESpeak", "ParlaPulseAudio", "CParlaWorker"], swiftSettings: swiftSettings),
 

@@ -16,8 +16,6 @@ extern int parla_render_worker_main(void);
 
 pid_t parla_fork(void) { return fork(); }
 
-int parla_pipe_cloexec(int fds[2]) { return pipe2(fds, O_CLOEXEC); }
-
 int parla_syncfs(int fd) { return syncfs(fd); }
 
 int parla_allowed_cpus(void) {
@@ -55,6 +53,7 @@ void parla_item_child_setup(void) {
 __attribute__((constructor)) static void parla_render_worker_hook(void) {
     const char *value = getenv(PARLA_RENDER_WORKER_ENV);
     if (value != NULL && value[0] == '1') {
+        unsetenv(PARLA_RENDER_WORKER_ENV);  // programs a worker might start are not workers
         _exit(parla_render_worker_main());
     }
 }

@@ -573,52 +573,18 @@ private final class WorkerProcess: @unchecked Sendable {  // used by one thread 
     /// Starts a worker, on the `cpu`-th allowed CPU if given, and sends it the settings; see
     /// ``awaitReady()``.
     init(settings: RenderSettings, cpu: Int?) throws {
-        var toWorker: [Int32] = [-1, -1], fromWorker: [Int32] = [-1, -1]
-        guard parla_pipe_cloexec(&toWorker) == 0, parla_pipe_cloexec(&fromWorker) == 0 else {
-            throw ParlaError.engineFailure("cannot create a pipe for a render worker: \(String(cString: strerror(errno)))")
-        }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_adddup2(&actions, toWorker[0], 0)
-        posix_spawn_file_actions_adddup2(&actions, fromWorker[1], 1)
-        // The running program itself, even if its file was replaced or deleted since it started.
-        let exe = "/proc/self/exe"
-        var env = ProcessInfo.processInfo.environment
-        env["PARLA_RENDER_WORKER"] = "1"
-        env["SWIFT_DETERMINISTIC_HASHING"] = "1"  // the same choices in every worker
-        env["LD_BIND_NOW"] = "1"  // resolve symbols once in the worker, not in every forked child
-        let argv = [exe, "(parla render worker)"]
-        let envp = env.map { "\($0.key)=\($0.value)" }
-        var pid: pid_t = 0
-        // Threads of this process may block signals, and Ctrl-C handling ignores SIGINT and
-        // SIGTERM: the worker starts with no signal blocked and SIGTERM, SIGHUP and SIGPIPE
-        // at their defaults (it ignores SIGINT and SIGPIPE itself).
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var empty = sigset_t()
-        sigemptyset(&empty)
-        posix_spawnattr_setsigmask(&attributes, &empty)
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        for sig in [SIGTERM, SIGHUP, SIGPIPE, SIGINT] { sigaddset(&defaults, sig) }
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-        let rc = withCStrings(argv) { a in withCStrings(envp) { e in posix_spawn(&pid, exe, &actions, &attributes, a, e) } }
-        close(toWorker[0])
-        close(fromWorker[1])
-        guard rc == 0 else {
-            close(toWorker[1])
-            close(fromWorker[0])
-            throw ParlaError.engineFailure("cannot start a render worker (\(exe)): \(String(cString: strerror(rc)))")
-        }
+        let child = try ChildProcess.spawnSelf(role: "parla render worker", environment: [
+            "PARLA_RENDER_WORKER": "1",
+            "SWIFT_DETERMINISTIC_HASHING": "1",  // the same choices in every worker
+            "LD_BIND_NOW": "1",  // resolve symbols once in the worker, not in every forked child
+        ])
+        let pid = child.pid
         self.pid = pid
         // Before it forks anything: its chunk processes inherit the CPU. (A failure leaves
         // the worker free to run anywhere, which is only slower.)
         if let cpu { _ = parla_pin_to_allowed_cpu(pid, Int32(cpu)) }
-        input = toWorker[1]
-        output = LineReader(fd: fromWorker[0], name: "a render worker")
+        input = child.input
+        output = LineReader(fd: child.output, name: "a render worker")
         let settingsLine = try JSONEncoder().encode(settings)
         guard send(Array(settingsLine)) else {
             _ = finish()
@@ -672,11 +638,6 @@ private final class WorkerProcess: @unchecked Sendable {  // used by one thread 
     }
 }
 
-private func withCStrings<R>(_ strings: [String], _ body: (UnsafePointer<UnsafeMutablePointer<CChar>?>) -> R) -> R {
-    let pointers = strings.map { strdup($0) } + [nil]
-    defer { pointers.forEach { free($0) } }
-    return pointers.withUnsafeBufferPointer { body($0.baseAddress!) }
-}
 
 /// `results.jsonl`: streamed once to learn which ids are done, then appended one whole line per write.
 final class ResultsLog: @unchecked Sendable {

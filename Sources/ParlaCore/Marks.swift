@@ -23,6 +23,9 @@ public struct SentenceMark: Sendable, Hashable {
     public var startSample: Int
     /// Sample just after the sentence's speech.
     public var endSample: Int
+    /// True when the engine's report of the sentence's start was repaired (its time lay
+    /// outside the audio or went backwards, and was moved to the nearest possible time).
+    public var isEstimated: Bool = false
 }
 
 /// A stretch of the input spoken in one language by one voice.

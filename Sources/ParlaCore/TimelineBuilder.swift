@@ -22,8 +22,28 @@ public struct TimelineBuilder {
     private var segmentIndex = -1
     private var segmentStart = 0
     private var segmentRange = 0..<0
-    private var pendingSentence: (range: Range<Int>, start: Int)?
+    /// The sentence being spoken: where it starts in the spoken text and in the caller's
+    /// text, its first sample, and whether that sample was repaired.
+    private var pendingSentence: (spoken: Int, input: Int, start: Int, estimated: Bool)?
+    /// Sentence starts (in the caller's text) that no word handed out has reached yet: a word
+    /// that would run across one is cut there, so that every word lies inside one sentence.
+    private var openSentenceStarts: [Int] = []
     private var silence = SilenceTracker()
+    /// The grapheme clusters of the caller's text (``Utterance/inputText``), in whose index
+    /// space every range is handed out.
+    private let inputClusters: GraphemeBoundaries
+    /// The grapheme clusters of the spoken text (the same as ``inputClusters`` for plain text).
+    private let spokenClusters: GraphemeBoundaries
+    /// Where the last word, sentence and segment handed out end, in the caller's text: each
+    /// mark starts at or after the end of the one before it.
+    private var lastWordStart = 0
+    private var lastWordEnd = 0
+    private var lastSentenceEnd = 0
+    private var lastSegmentEnd = 0
+    /// The current segment's range in the caller's text.
+    private var segmentInputRange = 0..<0
+    /// Where the first run's audio starts.
+    private var speechStartSample: Int?
     /// Whether words and sentences are marked. Off (for a batch that writes no timings or
     /// captions), no word or sentence events are made and the audio is not scanned for the
     /// silences that trim their ends: only segments are reported, each ending where the next
@@ -37,6 +57,8 @@ public struct TimelineBuilder {
         self.textScalars = Array(plan.text.unicodeScalars)
         self.segments = plan.segments
         self.emit = emit
+        self.inputClusters = GraphemeBoundaries(plan.source?.markup ?? plan.text)
+        self.spokenClusters = plan.source == nil ? inputClusters : GraphemeBoundaries(plan.text)
     }
 
     // MARK: Driving
@@ -67,6 +89,7 @@ public struct TimelineBuilder {
         let run = plan.runs[index]
         runIndex = index
         self.input = input
+        if speechStartSample == nil { speechStartSample = sampleCount }
         var seg = max(segmentIndex, 0)
         while seg + 1 < segments.count, !segments[seg].range.contains(run.range.lowerBound) { seg += 1 }
         if seg != segmentIndex {
@@ -74,6 +97,10 @@ public struct TimelineBuilder {
             segmentIndex = seg
             segmentStart = sampleCount
             segmentRange = segments[seg].range
+            let r = inputRange(segmentRange)
+            let lo = max(r.lowerBound, lastSegmentEnd)
+            segmentInputRange = lo..<max(lo, r.upperBound)
+            lastSegmentEnd = segmentInputRange.upperBound
         }
         aligner = marksWords ? RunAligner(scalars: textScalars, range: run.range, startSample: sampleCount) : nil
     }
@@ -89,25 +116,68 @@ public struct TimelineBuilder {
 
     /// Records an engine word event: 1-based engine `position`, `length` in scalars, at `sample`
     /// counted from the start of the current run's audio.
+    ///
+    /// The engine's events are untrusted: a position outside the run, before the last word or
+    /// inside a word already timed is dropped, and a time outside the audio made so far (or
+    /// before the previous word's) is moved to the nearest possible one, which marks the word
+    /// as estimated.
     public mutating func word(position: Int, length: Int, runSample: Int) {
         guard let input, var aligner else { return }
-        guard let start = input.textOffset(ofEnginePosition: position - 1) else { return }
-        let endEngine = position - 1 + max(length, 1) - 1
-        let end = (input.textOffset(ofEnginePosition: endEngine) ?? start) + 1
-        aligner.anchor(start..<max(start + 1, end), sample: aligner.startSample + runSample, silences: silence.intervals)
+        guard let start = input.textOffset(ofEnginePosition: position &- 1) else { return }
+        let endEngine = (position &- 1).addingReportingOverflow(max(length, 1) - 1)
+        let end = (endEngine.overflow ? nil : input.textOffset(ofEnginePosition: endEngine.partialValue)).map { $0 + 1 } ?? start + 1
+        let (sample, repaired) = clampedSample(runSample, runStart: aligner.startSample)
+        aligner.anchor(start..<max(start + 1, end), sample: sample, repaired: repaired, silences: silence.intervals)
         self.aligner = aligner
         flushWords()
     }
 
     /// Records an engine sentence event at 1-based engine `position`, `runSample` into the run.
+    ///
+    /// A sentence that does not start after the one before it (the engine sometimes reports a
+    /// sentence again, or one behind the words it has already spoken) is dropped; a time
+    /// outside the audio made so far, or before the previous sentence's, is clamped and the
+    /// sentence marked as estimated.
     public mutating func sentence(position: Int, runSample: Int) {
-        guard let input, let aligner, let start = input.textOffset(ofEnginePosition: position - 1) else { return }
-        let sample = aligner.startSample + runSample
-        if let p = pendingSentence {
-            if continuesSentence(at: start, runStart: aligner.range.lowerBound) { return }
-            emitSentence(p.range.lowerBound..<start, startSample: p.start, endSample: sample)
+        guard let input, let aligner, let position = input.textOffset(ofEnginePosition: position &- 1) else { return }
+        // A sentence starts with a whole word, or at least a whole grapheme cluster.
+        let start = aligner.wordStart(containing: position)
+        var (sample, repaired) = clampedSample(runSample, runStart: aligner.startSample)
+        guard let p = pendingSentence else {
+            // The first sentence holds everything before it too: the engine may speak words
+            // (or skip them) before it reports a sentence.
+            pendingSentence = start > 0 ? (0, 0, speechStartSample ?? sample, repaired) : (start, inputStart(of: start), sample, repaired)
+            return
         }
-        pendingSentence = (start..<start, sample)
+        guard start > p.spoken, !continuesSentence(at: start, runStart: aligner.range.lowerBound) else { return }
+        // In the caller's text: not inside a word already handed out, and after the start of
+        // the sentence it ends.
+        var boundary = inputStart(of: start)
+        if lastWordStart < boundary && boundary < lastWordEnd { boundary = lastWordEnd }
+        guard boundary > p.input else { return }
+        if sample < p.start {
+            sample = p.start
+            repaired = true
+        }
+        emitSentence(p.spoken..<start, input: p.input..<boundary, startSample: p.start, endSample: sample, estimated: p.estimated)
+        pendingSentence = (start, boundary, sample, repaired)
+        openSentenceStarts.append(boundary)
+    }
+
+    /// Where spoken-text offset `offset` lies in the caller's text, at a grapheme boundary.
+    private func inputStart(of offset: Int) -> Int {
+        inputRange(offset..<offset).lowerBound
+    }
+
+    /// The utterance sample of an engine event `runSample` samples into the run that started at
+    /// `runStart`, moved into the audio made so far (the engine reports each event with the
+    /// audio block it belongs to); whether it had to be moved.
+    private func clampedSample(_ runSample: Int, runStart: Int) -> (sample: Int, repaired: Bool) {
+        let (sum, overflow) = runStart.addingReportingOverflow(runSample)
+        if overflow { return (runSample < 0 ? runStart : sampleCount, true) }
+        if sum < runStart { return (runStart, true) }
+        if sum > sampleCount { return (sampleCount, true) }
+        return (sum, false)
     }
 
     /// Ends the current run once the engine has returned.
@@ -123,7 +193,9 @@ public struct TimelineBuilder {
     public mutating func finish() {
         endRun()
         if let p = pendingSentence {
-            emitSentence(p.range.lowerBound..<textScalars.count, startSample: p.start, endSample: speechEnd())
+            emitSentence(
+                p.spoken..<textScalars.count, input: p.input..<inputClusters.scalarCount,
+                startSample: p.start, endSample: max(p.start, speechEnd()), estimated: p.estimated)
             pendingSentence = nil
         }
         finishSegment()
@@ -134,9 +206,20 @@ public struct TimelineBuilder {
     private mutating func flushWords() {
         guard var aligner else { return }
         for w in aligner.takeFinal() {
-            let text = String(String.UnicodeScalarView(textScalars[w.range]))
+            // In the caller's text: whole clusters, inside the segment, after the last word.
+            let r = inputRange(w.range)
+            let lo = max(r.lowerBound, lastWordEnd, segmentInputRange.lowerBound)
+            var hi = min(r.upperBound, segmentInputRange.upperBound)
+            openSentenceStarts.removeAll { $0 <= lo }
+            if let next = openSentenceStarts.first, next < hi { hi = next }
+            guard lo < hi else { continue }  // nothing of the word is left to mark
+            lastWordStart = lo
+            lastWordEnd = hi
+            // Plain text: the word is the text its range covers; markup: the decoded text.
+            let spoken = plan.source == nil ? lo..<hi : w.range
+            let text = String(String.UnicodeScalarView(textScalars[spoken]))
             emit(.word(WordMark(
-                range: inputRange(w.range), word: text, startSample: w.start, endSample: w.end,
+                range: lo..<hi, word: text, startSample: w.start, endSample: w.end,
                 segment: segmentIndex, isEstimated: w.estimated)))
         }
         self.aligner = aligner
@@ -149,16 +232,27 @@ public struct TimelineBuilder {
         return sampleCount
     }
 
-    private func emitSentence(_ range: Range<Int>, startSample: Int, endSample: Int) {
-        var lo = range.lowerBound, hi = range.upperBound
-        while lo < hi, textScalars[lo].properties.isWhitespace { lo += 1 }
-        while hi > lo, textScalars[hi - 1].properties.isWhitespace { hi -= 1 }
+    /// Emits the sentence spoken from `range` of the spoken text, which lies within `input`
+    /// of the caller's text.
+    private mutating func emitSentence(_ range: Range<Int>, input: Range<Int>, startSample: Int, endSample: Int, estimated: Bool) {
+        // Without the blank clusters at either end (a space followed by a combining mark is
+        // one cluster, and not blank).
+        var lo = spokenClusters.floor(range.lowerBound), hi = spokenClusters.ceiling(range.upperBound)
+        while lo < hi, case let next = spokenClusters.ceiling(lo + 1),
+              textScalars[lo..<next].allSatisfy({ $0.properties.isWhitespace }) { lo = next }
+        while hi > lo, case let previous = spokenClusters.floor(hi - 1),
+              textScalars[previous..<hi].allSatisfy({ $0.properties.isWhitespace }) { hi = previous }
         guard lo < hi else { return }
-        var end = endSample
+        let r = inputRange(lo..<hi)
+        let start = max(r.lowerBound, lastSentenceEnd, input.lowerBound)
+        let end = min(r.upperBound, input.upperBound)
+        guard start < end else { return }
+        lastSentenceEnd = end
+        var endTime = endSample
         if let gap = silence.intervals.last(where: { $0.lowerBound > startSample && $0.lowerBound < endSample && $0.upperBound >= endSample - 1 }) {
-            end = gap.lowerBound
+            endTime = gap.lowerBound
         }
-        emit(.sentence(SentenceMark(range: inputRange(lo..<hi), startSample: startSample, endSample: max(startSample, end))))
+        emit(.sentence(SentenceMark(range: start..<end, startSample: startSample, endSample: max(startSample, endTime), isEstimated: estimated)))
     }
 
     /// Whether an engine sentence event at `start` only marks the start of a run (a cut made by
@@ -215,14 +309,16 @@ public struct TimelineBuilder {
         guard segmentIndex >= 0 else { return }
         let seg = segments[segmentIndex]
         emit(.segment(SegmentMark(
-            index: segmentIndex, range: inputRange(segmentRange), language: seg.language,
+            index: segmentIndex, range: segmentInputRange, language: seg.language,
             voice: seg.voice.identifier, startSample: segmentStart, endSample: sampleCount)))
         segmentIndex = -1
     }
 
-    /// Maps a range of spoken-text scalars to the caller's input text.
+    /// Maps a range of spoken-text scalars to the caller's input text, widened to whole
+    /// grapheme clusters there (a cut between runs, or markup next to a combining mark, can
+    /// fall inside a cluster of the caller's text).
     private func inputRange(_ range: Range<Int>) -> Range<Int> {
-        plan.source?.markupRange(of: range) ?? range
+        inputClusters.widening(plan.source?.markupRange(of: range) ?? range)
     }
 }
 
@@ -319,7 +415,7 @@ struct RunAligner {
         for (i, ch) in chars.enumerated() {
             boundaries.append(offset)
             let n = ch.unicodeScalars.count
-            let first = ch.unicodeScalars.first!
+            guard let first = ch.unicodeScalars.first else { continue }  // a Character is never empty
             let isolated = Self.isIsolatedScript(first)
             var isWord = ch.isLetter || ch.isNumber || first.properties.generalCategory == .nonspacingMark
             if !isWord, previousWasWord, ch == "'" || ch == "’" || ch == "." && chars[safe: i - 1]?.isNumber == true,
@@ -351,7 +447,9 @@ struct RunAligner {
     }
 
     /// Records that the engine started speaking text `textRange` at `sample`.
-    mutating func anchor(_ textRange: Range<Int>, sample: Int, silences: [Range<Int>]) {
+    /// `repaired` says the engine's time for it was moved into the audio: the mark is then
+    /// flagged as estimated.
+    mutating func anchor(_ textRange: Range<Int>, sample: Int, repaired: Bool = false, silences: [Range<Int>]) {
         guard !finished else { return }
         let lo = max(textRange.lowerBound, range.lowerBound), hi = min(textRange.upperBound, range.upperBound)
         guard lo < hi else { return }
@@ -361,8 +459,17 @@ struct RunAligner {
         if k == nil {
             // Something the engine speaks that is not a word token (a symbol, an emoji): give it
             // its own mark if it is visible text, expanded to whole grapheme clusters.
-            let g = graphemeRange(lo..<hi)
-            guard scalars[g].contains(where: { !$0.properties.isWhitespace }) else { return }
+            // Without the spaces around it (the engine's length can run over them), as
+            // sentences are trimmed.
+            var g = graphemeRange(lo..<hi)
+            func isBlank(_ cluster: Range<Int>) -> Bool { scalars[cluster].allSatisfy { $0.properties.isWhitespace } }
+            while !g.isEmpty, case let first = graphemeRange(g.lowerBound..<(g.lowerBound + 1)), isBlank(first) {
+                g = first.upperBound..<max(first.upperBound, g.upperBound)
+            }
+            while !g.isEmpty, case let last = graphemeRange((g.upperBound - 1)..<g.upperBound), isBlank(last) {
+                g = g.lowerBound..<max(g.lowerBound, last.lowerBound)
+            }
+            guard !g.isEmpty else { return }
             let at = firstToken(startingAtOrAfter: g.lowerBound) ?? tokens.count
             guard at >= emitted, at > (lastAnchor ?? -1), at == tokens.count || tokens[at].range.lowerBound >= g.upperBound else { return }
             if at > 0, tokens[at - 1].range.upperBound > g.lowerBound { return }
@@ -373,9 +480,10 @@ struct RunAligner {
         guard let k, k >= emitted, tokens[k].start == nil else { return }
         if let a = lastAnchor, k < a { return }
         let floor = lastAnchor.flatMap { tokens[$0].start } ?? startSample
-        tokens[k].start = max(sample, floor)
-        tokens[k].estimated = false
-        interpolate(upTo: k, endSample: tokens[k].start!)
+        let start = max(sample, floor)
+        tokens[k].start = start
+        tokens[k].estimated = repaired || sample < floor
+        interpolate(upTo: k, endSample: start)
         lastAnchor = k
         finalize(upTo: k, silences: silences)
     }
@@ -429,6 +537,14 @@ struct RunAligner {
             finalized.append(Final(range: t.range, start: s, end: e, estimated: t.estimated))
             emitted += 1
         }
+    }
+
+    /// The start of the word token containing `offset`, else of the grapheme cluster
+    /// containing it.
+    func wordStart(containing offset: Int) -> Int {
+        if let k = tokenIndex(containing: offset) { return tokens[k].range.lowerBound }
+        guard range.contains(offset) else { return offset }
+        return graphemeRange(offset..<offset).lowerBound
     }
 
     private func tokenIndex(containing offset: Int) -> Int? {

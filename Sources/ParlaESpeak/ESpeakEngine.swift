@@ -14,8 +14,13 @@ public final class StopFlag: Sendable {
     public var isRaised: Bool { raised.load(ordering: .acquiring) }
 }
 
-/// The espeak-ng engine. espeak-ng is one global state per process, so there is exactly one
-/// engine, and every call to the C library runs on the engine's own thread.
+/// The espeak-ng engine of live speech and of ``SpeechSynthesizer``'s renderings.
+///
+/// espeak-ng runs in an engine host: a process of its own (this program, started again),
+/// because espeak-ng 1.51 can crash on some texts (it overflows fixed buffers and reads
+/// uninitialised memory; see docs/DESIGN.md). A crash there fails the one utterance being
+/// spoken, with an error that says so, and the next utterance starts a new host: the program
+/// that uses Parla never dies of it. Every call runs on the engine's own thread.
 public actor ESpeakEngine {
     /// The process's engine.
     public static let shared = ESpeakEngine()
@@ -24,33 +29,35 @@ public actor ESpeakEngine {
     /// Runs the actor on the engine's dedicated thread.
     public nonisolated var unownedExecutor: UnownedSerialExecutor { Self.executor.asUnownedSerialExecutor() }
 
-    private let core = ESpeakCore()
+    private let host = EngineHost()
 
     private init() {}
 
-    /// Initialises espeak-ng once and returns its output sample rate (22050 Hz for the stock voices).
+    /// Starts the engine host (once) and returns its output sample rate (22050 Hz for the
+    /// stock voices).
     /// - Throws: ``ParlaError/engineFailure(_:)`` if espeak-ng or its data cannot be loaded.
-    public func start() throws(ParlaError) -> Int { try core.start() }
+    public func start() throws(ParlaError) -> Int { try host.start() }
 
     /// Names of the voices the installed espeak-ng offers (its `--voices` list), as the engine
     /// selects them: the voice file's name, e.g. `en-US`, `fr`, `cmn`.
-    public func installedVoices() throws(ParlaError) -> [String] { try core.installedVoices() }
+    public func installedVoices() throws(ParlaError) -> [String] { try host.installedVoices() }
 
     /// Speaks `plan`, passing audio and timed marks to `emit` on the engine thread as they are
     /// produced. Returns the number of samples produced.
     /// - Throws: ``ParlaError/cancelled`` if `stop` was raised, ``ParlaError/engineFailure(_:)``
-    ///   if espeak-ng rejects a voice or the text.
+    ///   if espeak-ng rejects a voice or the text, or crashes on it.
     public func synthesize(
         _ plan: SpeechPlan, stop: StopFlag, emit: @escaping @Sendable (SynthesisEvent) -> Void
     ) throws(ParlaError) -> Int {
-        try core.synthesize(plan, stop: stop, emit: emit)
+        try synthesizePlan(plan, engine: host, stop: stop, marksWords: true, emit: emit)
     }
 }
 
 /// espeak-ng driven directly from the calling thread, for a process that synthesizes on one
 /// thread only and never touches ``ESpeakEngine/shared``: Parla's render workers, which fork
 /// a copy of themselves per chunk of items so every chunk starts from the same engine state (espeak-ng
-/// keeps hidden state, such as its pitch flutter phase, from one synthesis to the next).
+/// keeps hidden state, such as its pitch flutter phase, from one synthesis to the next). A
+/// crash of espeak-ng there ends only the chunk's process, and the worker reports the item.
 public final class ESpeakDirectEngine {
     private let core = ESpeakCore()
 
@@ -75,12 +82,76 @@ public final class ESpeakDirectEngine {
     /// (``TimelineBuilder/marksWords``).
     /// - Throws: ``ParlaError/cancelled`` if `stop` was raised, ``ParlaError/engineFailure(_:)``.
     public func synthesize(_ plan: SpeechPlan, stop: StopFlag, marksWords: Bool = true, emit: @escaping (SynthesisEvent) -> Void) throws(ParlaError) -> Int {
-        try core.synthesize(plan, stop: stop, marksWords: marksWords, emit: emit)
+        try synthesizePlan(plan, engine: core, stop: stop, marksWords: marksWords, emit: emit)
     }
 }
 
-/// The calls into espeak-ng, confined by its owner to one thread at a time.
-private final class ESpeakCore {
+/// One run for the engine: the voice, prosody and text of a ``SpeechPlan/Run``.
+struct RunRequest {
+    var voice: String
+    var rate: Int32
+    var pitch: Int32
+    var volume: Int32
+    var punctuation: Int32
+    var flags: UInt32
+    var text: String
+}
+
+/// An engine that speaks runs: espeak-ng in this process (``ESpeakCore``) or in an engine
+/// host (``EngineHost``).
+protocol RunEngine: AnyObject {
+    /// Loads the engine; returns its sample rate.
+    func start() throws(ParlaError) -> Int
+    /// Speaks one run, passing audio and raw events on as they come; `shouldStop` is asked
+    /// at every audio block.
+    /// - Throws: ``ParlaError/cancelled`` once stopped, ``ParlaError/engineFailure(_:)``.
+    func speak(
+        _ run: RunRequest, shouldStop: () -> Bool,
+        audio: (UnsafeBufferPointer<Int16>) -> Void, event: (RawEngineEvent) -> Void
+    ) throws(ParlaError)
+}
+
+/// Speaks `plan` run by run with `engine`, turning what it reports into timed events.
+func synthesizePlan(
+    _ plan: SpeechPlan, engine: some RunEngine, stop: StopFlag, marksWords: Bool, emit: @escaping (SynthesisEvent) -> Void
+) throws(ParlaError) -> Int {
+    let rate = try engine.start()
+    var builder = TimelineBuilder(plan: plan, sampleRate: rate, emit: emit)
+    builder.marksWords = marksWords
+    builder.silence(plan.leadingSilence)
+    for (index, run) in plan.runs.enumerated() {
+        if stop.isRaised { throw .cancelled }
+        builder.silence(run.silenceBefore)
+        let punct: espeak_PUNCT_TYPE = switch run.punctuation {
+        case .none: espeakPUNCT_NONE
+        case .some: espeakPUNCT_SOME
+        case .all: espeakPUNCT_ALL
+        }
+        let input = builder.beginRun(index)
+        var flags = UInt32(espeakCHARS_UTF8)
+        if input.isMarkup { flags |= UInt32(espeakSSML) }
+        if index == plan.runs.count - 1 || builder.runEndsSentence(index) { flags |= UInt32(espeakENDPAUSE) }
+        let request = RunRequest(
+            voice: run.voice.engineVoiceName, rate: Int32(clamping: run.rate), pitch: Int32(clamping: run.pitch),
+            volume: Int32(clamping: run.volume), punctuation: Int32(bitPattern: punct.rawValue), flags: flags, text: input.text)
+        try engine.speak(request, shouldStop: { stop.isRaised }, audio: { samples in
+            builder.audio(Array(samples))
+        }, event: { e in
+            switch e.kind {
+            case .word: builder.word(position: Int(e.position), length: Int(e.length), runSample: Int(e.sample))
+            case .sentence: builder.sentence(position: Int(e.position), runSample: Int(e.sample))
+            }
+        })
+        if stop.isRaised { throw .cancelled }
+        builder.endRun()
+    }
+    builder.silence(plan.trailingSilence)
+    builder.finish()
+    return builder.sampleCount
+}
+
+/// The calls into espeak-ng in this process, confined by its owner to one thread at a time.
+final class ESpeakCore: RunEngine {
     private var sampleRate: Int?
     private var currentVoice: String?
 
@@ -113,66 +184,66 @@ private final class ESpeakCore {
         return names
     }
 
-    func synthesize(_ plan: SpeechPlan, stop: StopFlag, marksWords: Bool = true, emit: @escaping (SynthesisEvent) -> Void) throws(ParlaError) -> Int {
-        let rate = try start()
-        let context = SynthContext(builder: TimelineBuilder(plan: plan, sampleRate: rate, emit: emit), stop: stop)
-        context.builder.marksWords = marksWords
-        context.builder.silence(plan.leadingSilence)
-        for (index, run) in plan.runs.enumerated() {
-            if stop.isRaised { throw .cancelled }
-            context.builder.silence(run.silenceBefore)
-            try setVoice(run.voice.engineVoiceName)
-            espeak_SetParameter(espeakRATE, Int32(run.rate), 0)
-            espeak_SetParameter(espeakPITCH, Int32(run.pitch), 0)
-            espeak_SetParameter(espeakVOLUME, Int32(run.volume), 0)
-            let punct: espeak_PUNCT_TYPE = switch run.punctuation {
-            case .none: espeakPUNCT_NONE
-            case .some: espeakPUNCT_SOME
-            case .all: espeakPUNCT_ALL
-            }
-            espeak_SetParameter(espeakPUNCTUATION, Int32(punct.rawValue), 0)
-
-            let input = context.builder.beginRun(index)
-            var flags = UInt32(espeakCHARS_UTF8)
-            if input.isMarkup { flags |= UInt32(espeakSSML) }
-            if index == plan.runs.count - 1 || context.builder.runEndsSentence(index) { flags |= UInt32(espeakENDPAUSE) }
-            let status = withExtendedLifetime(context) {
-                input.text.withCString { cText in
-                    espeak_Synth(
-                        cText, input.text.utf8.count + 1, 0, POS_CHARACTER, 0, flags, nil,
-                        Unmanaged.passUnretained(context).toOpaque())
+    func speak(
+        _ run: RunRequest, shouldStop: () -> Bool,
+        audio: (UnsafeBufferPointer<Int16>) -> Void, event: (RawEngineEvent) -> Void
+    ) throws(ParlaError) {
+        _ = try start()
+        try setVoice(run.voice)
+        espeak_SetParameter(espeakRATE, run.rate, 0)
+        espeak_SetParameter(espeakPITCH, run.pitch, 0)
+        espeak_SetParameter(espeakVOLUME, run.volume, 0)
+        espeak_SetParameter(espeakPUNCTUATION, run.punctuation, 0)
+        let status = withoutActuallyEscaping(shouldStop) { shouldStop in
+            withoutActuallyEscaping(audio) { audio in
+                withoutActuallyEscaping(event) { event in
+                    let context = SynthContext(shouldStop: shouldStop, audio: audio, event: event)
+                    return withExtendedLifetime(context) {
+                        run.text.withCString { cText in
+                            espeak_Synth(
+                                cText, run.text.utf8.count + 1, 0, POS_CHARACTER, 0, run.flags, nil,
+                                Unmanaged.passUnretained(context).toOpaque())
+                        }
+                    }
                 }
             }
-            if stop.isRaised { throw .cancelled }
-            guard status == EE_OK else {
-                throw .engineFailure("espeak_Synth returned error \(status.rawValue) for run \(index)")
-            }
-            context.builder.endRun()
         }
-        context.builder.silence(plan.trailingSilence)
-        context.builder.finish()
-        return context.builder.sampleCount
+        if shouldStop() { throw .cancelled }
+        guard status == EE_OK else {
+            throw .engineFailure("espeak_Synth returned error \(status.rawValue)")
+        }
     }
 
-    private func setVoice(_ name: String) throws(ParlaError) {
+    /// Selects voice `name` unless it is selected already.
+    /// - Throws: ``ParlaError/engineFailure(_:)`` if espeak-ng has no such voice.
+    func setVoice(_ name: String) throws(ParlaError) {
         guard name != currentVoice else { return }
         let status = espeak_SetVoiceByName(name)
         guard status == EE_OK else {
             currentVoice = nil
-            throw .engineFailure("espeak-ng has no voice '\(name)' (the voice catalog may be out of date: run 'python3 scripts/generate-voices.py')")
+            throw ParlaError.unknownEngineVoice(name)
         }
         currentVoice = name
     }
 }
 
-/// What the C callback needs while one `espeak_Synth` call runs; touched only on the engine thread.
-private final class SynthContext {
-    var builder: TimelineBuilder
-    let stop: StopFlag
+extension ParlaError {
+    /// espeak-ng has no voice of this name.
+    static func unknownEngineVoice(_ name: String) -> ParlaError {
+        .engineFailure("espeak-ng has no voice '\(name)' (the voice catalog may be out of date: run 'python3 scripts/generate-voices.py')")
+    }
+}
 
-    init(builder: TimelineBuilder, stop: StopFlag) {
-        self.builder = builder
-        self.stop = stop
+/// What the C callback needs while one `espeak_Synth` call runs; touched only on its thread.
+private final class SynthContext {
+    let shouldStop: () -> Bool
+    let audio: (UnsafeBufferPointer<Int16>) -> Void
+    let event: (RawEngineEvent) -> Void
+
+    init(shouldStop: @escaping () -> Bool, audio: @escaping (UnsafeBufferPointer<Int16>) -> Void, event: @escaping (RawEngineEvent) -> Void) {
+        self.shouldStop = shouldStop
+        self.audio = audio
+        self.event = event
     }
 }
 
@@ -186,19 +257,19 @@ private func synthCallback(
     while e.pointee.type != espeakEVENT_LIST_TERMINATED { e += 1 }
     guard let userData = e.pointee.user_data ?? events.pointee.user_data else { return 0 }
     let context = Unmanaged<SynthContext>.fromOpaque(userData).takeUnretainedValue()
-    if context.stop.isRaised { return 1 }
+    if context.shouldStop() { return 1 }
     if let wav, count > 0 {
-        context.builder.audio(Array(UnsafeBufferPointer(start: wav, count: Int(count))))
+        context.audio(UnsafeBufferPointer(start: wav, count: Int(count)))
     }
     var ev = events
     while ev.pointee.type != espeakEVENT_LIST_TERMINATED {
-        switch ev.pointee.type {
-        case espeakEVENT_WORD:
-            context.builder.word(position: Int(ev.pointee.text_position), length: Int(ev.pointee.length), runSample: Int(ev.pointee.sample))
-        case espeakEVENT_SENTENCE:
-            context.builder.sentence(position: Int(ev.pointee.text_position), runSample: Int(ev.pointee.sample))
-        default:
-            break
+        let kind: RawEngineEvent.Kind? = switch ev.pointee.type {
+        case espeakEVENT_WORD: .word
+        case espeakEVENT_SENTENCE: .sentence
+        default: nil
+        }
+        if let kind {
+            context.event(RawEngineEvent(kind: kind, position: ev.pointee.text_position, length: ev.pointee.length, sample: ev.pointee.sample))
         }
         ev += 1
     }

@@ -5,8 +5,6 @@
 #define PARLA_RENDER_WORKER_ENV "PARLA_RENDER_WORKER"
 /// fork(2), for the render worker (Swift does not import it on every platform).
 pid_t parla_fork(void);
-/// pipe2(fds, O_CLOEXEC).
-int parla_pipe_cloexec(int fds[2]);
 /// syncfs(2): flush the file system holding fd.
 int parla_syncfs(int fd);
 /// In a worker's child (one per chunk of items): die with the worker (PR_SET_PDEATHSIG), stdin from /dev/null, stdout to stderr.

@@ -1,0 +1,10 @@
+#ifndef PARLA_ENGINE_HOST_H
+#define PARLA_ENGINE_HOST_H
+/// The environment variable that turns a process linking Parla's engine into its engine host
+/// (set only in the environment of the child Parla starts; the host removes it at once).
+#define PARLA_ENGINE_HOST_ENV "PARLA_ENGINE_HOST"
+/// In a child Parla started: die with the thread that started it (PR_SET_PDEATHSIG, SIGKILL).
+void parla_die_with_parent(void);
+/// pipe2(fds, O_CLOEXEC) (Swift does not import pipe2 without _GNU_SOURCE).
+int parla_pipe_cloexec(int fds[2]);
+#endif

@@ -1,0 +1,75 @@
+import FoundationEssentials
+internal import CParlaEngineHost
+import ParlaCore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A copy of this program started as a helper (an engine host or a render worker), with a
+/// pipe to its standard input and one from its standard output.
+package struct ChildProcess: Sendable {
+    /// Its process id.
+    package let pid: pid_t
+    /// Writes to its standard input.
+    package let input: Int32
+    /// Reads its standard output.
+    package let output: Int32
+
+    /// Starts `/proc/self/exe` (the running program, even if its file was replaced or deleted
+    /// since it started) with `environment` added to this process's, `role` as its name in
+    /// `ps`, no signal blocked, and SIGTERM, SIGHUP, SIGPIPE and SIGINT at their defaults
+    /// (this process's threads may block signals, and Ctrl-C handling ignores SIGINT and
+    /// SIGTERM). Both pipe ends it keeps are close-on-exec.
+    /// - Throws: ``ParlaError/engineFailure(_:)`` if the pipes or the process cannot be made.
+    package static func spawnSelf(role: String, environment: [String: String], stderrToNull: Bool = false) throws(ParlaError) -> ChildProcess {
+        var toChild: [Int32] = [-1, -1], fromChild: [Int32] = [-1, -1]
+        guard parla_pipe_cloexec(&toChild) == 0 else { throw .engineFailure("cannot create a pipe for the \(role): \(String(cString: strerror(errno)))") }
+        guard parla_pipe_cloexec(&fromChild) == 0 else {
+            close(toChild[0]); close(toChild[1])
+            throw .engineFailure("cannot create a pipe for the \(role): \(String(cString: strerror(errno)))")
+        }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_adddup2(&actions, toChild[0], 0)
+        posix_spawn_file_actions_adddup2(&actions, fromChild[1], 1)
+        if stderrToNull { posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0) }
+        let exe = "/proc/self/exe"
+        var env = ProcessInfo.processInfo.environment
+        for (k, v) in environment { env[k] = v }
+        let argv = [exe, "(\(role))"]
+        let envp = env.map { "\($0.key)=\($0.value)" }
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var empty = sigset_t()
+        sigemptyset(&empty)
+        posix_spawnattr_setsigmask(&attributes, &empty)
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        for sig in [SIGTERM, SIGHUP, SIGPIPE, SIGINT] { sigaddset(&defaults, sig) }
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        var pid: pid_t = 0
+        let rc = withCStrings(argv) { a in withCStrings(envp) { e in posix_spawn(&pid, exe, &actions, &attributes, a, e) } }
+        close(toChild[0])
+        close(fromChild[1])
+        guard rc == 0 else {
+            close(toChild[1])
+            close(fromChild[0])
+            throw .engineFailure("cannot start the \(role) (\(exe)): \(String(cString: strerror(rc)))")
+        }
+        return ChildProcess(pid: pid, input: toChild[1], output: fromChild[0])
+    }
+}
+
+/// Calls `body` with `strings` as a NULL-terminated C array.
+private func withCStrings<R>(_ strings: [String], _ body: (UnsafePointer<UnsafeMutablePointer<CChar>?>) -> R) -> R {
+    let pointers = strings.map { strdup($0) } + [nil]
+    defer { pointers.forEach { free($0) } }
+    return pointers.withUnsafeBufferPointer { buffer in
+        // A non-empty array always has storage.
+        guard let base = buffer.baseAddress else { return body(UnsafePointer(bitPattern: 8)!) }
+        return body(base)
+    }
+}

@@ -1,0 +1,267 @@
+import FoundationEssentials
+import ParlaCore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// espeak-ng in a process of its own: this program started again with `PARLA_ENGINE_HOST=1`,
+/// whose C constructor runs ``parlaEngineHostMain()`` before `main` (see `CParlaWorker`).
+///
+/// Parla sends it one run at a time (``EngineMessage``) on its standard input and reads the
+/// audio and raw engine events it reports on its standard output; ``TimelineBuilder``
+/// repairs those events as it would in-process. If the host dies (espeak-ng 1.51 can crash on
+/// some texts) or stops answering, the run fails with an error saying so, and the next run
+/// starts a new host. Used from one thread at a time (the engine's).
+final class EngineHost: RunEngine {
+    private var pid: pid_t = 0
+    private var toHost: Int32 = -1
+    private var fromHost: Int32 = -1
+    private var sampleRate: Int?
+    private var seq: UInt32 = 0
+    /// How long the host may stay silent while it speaks or loads before it is given up.
+    static let timeout: Int32 = 15_000
+
+    deinit { shutDown() }
+
+    func start() throws(ParlaError) -> Int {
+        if let sampleRate, pid > 0 { return sampleRate }
+        try spawn()
+        guard let (type, payload) = receive(), type == EngineMessage.ready.rawValue else {
+            throw failure(while: "loading")
+        }
+        var r = PayloadReader(payload)
+        let rate = Int(r.i32())
+        guard rate > 0 else {
+            let reason = String(decoding: r.rest(), as: UTF8.self)
+            shutDown()
+            throw .engineFailure(reason.isEmpty ? "espeak-ng could not be initialised" : reason)
+        }
+        sampleRate = rate
+        return rate
+    }
+
+    func installedVoices() throws(ParlaError) -> [String] {
+        _ = try start()
+        var w = MessageWriter()
+        w.message(.listVoices) { _ in }
+        guard w.write(to: toHost), let (type, payload) = receive(), type == EngineMessage.voiceList.rawValue else {
+            throw failure(while: "listing voices")
+        }
+        return String(decoding: payload, as: UTF8.self).split(separator: "\n").map(String.init)
+    }
+
+    func speak(
+        _ run: RunRequest, shouldStop: () -> Bool,
+        audio: (UnsafeBufferPointer<Int16>) -> Void, event: (RawEngineEvent) -> Void
+    ) throws(ParlaError) {
+        _ = try start()
+        seq &+= 1
+        let mine = seq
+        var w = MessageWriter()
+        w.message(.speak) { w in
+            w.u32(mine)
+            w.u32(run.flags)
+            for v in [run.rate, run.pitch, run.volume, run.punctuation] { w.i32(v) }
+            let voice = Array(run.voice.utf8.prefix(Int(UInt16.max)))
+            w.u8(UInt8(truncatingIfNeeded: voice.count))
+            w.u8(UInt8(truncatingIfNeeded: voice.count >> 8))
+            voice.withUnsafeBytes { w.raw($0) }
+            Array(run.text.utf8).withUnsafeBytes { w.raw($0) }
+        }
+        guard w.write(to: toHost) else { throw failure(while: "speaking") }
+        var stopSent = false
+        while true {
+            if !stopSent, shouldStop() {
+                var s = MessageWriter()
+                s.message(.stop) { $0.u32(mine) }
+                stopSent = true
+                guard s.write(to: toHost) else { throw failure(while: "stopping") }
+            }
+            guard let (type, payload) = receive() else { throw failure(while: "speaking") }
+            switch EngineMessage(rawValue: type) {
+            case .audio:
+                guard !stopSent else { continue }
+                payload.withUnsafeBytes { raw in
+                    audio(raw.bindMemory(to: Int16.self))
+                }
+            case .event:
+                guard !stopSent else { continue }
+                var r = PayloadReader(payload)
+                let kind = RawEngineEvent.Kind(rawValue: r.u8())
+                let e = (position: r.i32(), length: r.i32(), sample: r.i32())
+                if let kind, r.isValid { event(RawEngineEvent(kind: kind, position: e.position, length: e.length, sample: e.sample)) }
+            case .done:
+                var r = PayloadReader(payload)
+                let done = r.u32()
+                let status = EngineRunStatus(rawValue: r.i32())
+                guard done == mine else { continue }  // the end of a run stopped earlier
+                if stopSent || shouldStop() { throw .cancelled }
+                switch status {
+                case .ok: return
+                case .unknownVoice: throw .unknownEngineVoice(run.voice)
+                case .stopped: throw .cancelled
+                default: throw .engineFailure("espeak-ng could not speak this text")
+                }
+            default:
+                shutDown()
+                throw .engineFailure("the engine host sent a message Parla does not understand (type \(type))")
+            }
+        }
+    }
+
+    // MARK: The process
+
+    private func spawn() throws(ParlaError) {
+        shutDown()
+        let child: ChildProcess
+        do {
+            child = try ChildProcess.spawnSelf(
+                role: "parla engine host",
+                environment: ["PARLA_ENGINE_HOST": "1", "SWIFT_BACKTRACE": "enable=no"],
+                stderrToNull: ProcessInfo.processInfo.environment["PARLA_ENGINE_DEBUG"] == nil)
+        } catch {
+            throw .engineFailure("cannot start the engine host: \(error)")
+        }
+        pid = child.pid
+        toHost = child.input
+        fromHost = child.output
+        sampleRate = nil
+    }
+
+    /// The next message, nil if the host is gone or silent for longer than ``timeout``.
+    private func receive() -> (type: UInt8, payload: [UInt8])? {
+        guard fromHost >= 0 else { return nil }
+        var fds = pollfd(fd: fromHost, events: Int16(POLLIN), revents: 0)
+        var rc: Int32
+        repeat { rc = poll(&fds, 1, Self.timeout) } while rc < 0 && errno == EINTR
+        guard rc > 0 else { return nil }
+        return readMessage(fromHost)
+    }
+
+    /// Ends the host and describes what happened to it, for an error about `activity`.
+    private func failure(while activity: String) -> ParlaError {
+        let how = shutDown()
+        return .engineFailure("espeak-ng \(how) while \(activity) (the next utterance starts it again)")
+    }
+
+    /// Kills and reaps the host if it runs; says how it ended.
+    @discardableResult
+    private func shutDown() -> String {
+        guard pid > 0 else { return "is not running" }
+        if toHost >= 0 { close(toHost) }
+        if fromHost >= 0 { close(fromHost) }
+        toHost = -1
+        fromHost = -1
+        var status: Int32 = 0
+        var reaped = waitpid(pid, &status, WNOHANG)
+        // A host that has just closed its output may not have finished dying yet.
+        for _ in 0..<50 where reaped == 0 {
+            usleep(2_000)
+            reaped = waitpid(pid, &status, WNOHANG)
+        }
+        if reaped == 0 {
+            // Still alive: silent for too long, or asked to stop by closing its input.
+            kill(pid, SIGKILL)
+            repeat { reaped = waitpid(pid, &status, 0) } while reaped < 0 && errno == EINTR
+            pid = 0
+            return "stopped answering"
+        }
+        pid = 0
+        let signal = status & 0x7F
+        if reaped > 0, signal != 0 {
+            let name = strsignal(signal).map { String(cString: $0) } ?? "signal \(signal)"
+            return "crashed (\(name))"
+        }
+        return "exited"
+    }
+}
+
+// MARK: - The host's side
+
+/// The engine host's main loop (called by the C constructor when `PARLA_ENGINE_HOST` is set,
+/// before Swift's `main`): loads espeak-ng, then speaks the runs it reads from standard input
+/// until standard input ends.
+@_cdecl("parla_engine_host_main")
+public func parlaEngineHostMain() -> Int32 {
+    signal(SIGPIPE, SIG_IGN)  // a write to a gone parent fails and ends the loop instead
+    let core = ESpeakCore()
+    var out = MessageWriter()
+    do {
+        let rate = try core.start()
+        out.message(.ready) { $0.i32(Int32(clamping: rate)) }
+    } catch {
+        out.message(.ready) { w in
+            w.i32(0)
+            Array(error.description.utf8).withUnsafeBytes { w.raw($0) }
+        }
+    }
+    guard out.write(to: 1) else { return 1 }
+    while let (type, payload) = readMessage(0) {
+        out.removeAll()
+        switch EngineMessage(rawValue: type) {
+        case .speak:
+            var r = PayloadReader(payload)
+            let seq = r.u32()
+            let flags = r.u32()
+            let (rate, pitch, volume, punctuation) = (r.i32(), r.i32(), r.i32(), r.i32())
+            let voiceLength = Int(r.u8()) | Int(r.u8()) << 8
+            let voice = r.string(length: voiceLength)
+            let text = String(decoding: r.rest(), as: UTF8.self)
+            guard r.isValid else { return 2 }
+            let request = RunRequest(voice: voice, rate: rate, pitch: pitch, volume: volume, punctuation: punctuation, flags: flags, text: text)
+            var stopped = false
+            var lost = false
+            var status = EngineRunStatus.ok
+            do {
+                do { try core.setVoice(voice) } catch { throw EngineRunStatus.unknownVoice }
+                try core.speak(request, shouldStop: {
+                    if !stopped { stopped = stopRequested(for: seq) }
+                    return stopped || lost
+                }, audio: { samples in
+                    out.message(.audio) { $0.raw(UnsafeRawBufferPointer(samples)) }
+                    if !out.write(to: 1) { lost = true }
+                    out.removeAll()
+                }, event: { e in
+                    out.message(.event) { w in
+                        w.u8(e.kind.rawValue)
+                        w.i32(e.position)
+                        w.i32(e.length)
+                        w.i32(e.sample)
+                    }
+                })
+            } catch let e as EngineRunStatus {
+                status = e
+            } catch ParlaError.cancelled {
+                status = .stopped
+            } catch {
+                status = .synthesisFailed
+            }
+            if lost { return 0 }
+            out.message(.done) { w in
+                w.u32(seq)
+                w.i32(status.rawValue)
+            }
+        case .listVoices:
+            let names = (try? core.installedVoices()) ?? []
+            out.message(.voiceList) { w in Array(names.joined(separator: "\n").utf8).withUnsafeBytes { w.raw($0) } }
+        case .stop:
+            continue  // for a run that has already ended
+        default:
+            return 2
+        }
+        guard out.write(to: 1) else { return 0 }
+    }
+    return 0
+}
+
+/// Whether a stop for run `seq` (or a later one) waits on standard input; reads it if so.
+private func stopRequested(for seq: UInt32) -> Bool {
+    var fds = pollfd(fd: 0, events: Int16(POLLIN), revents: 0)
+    while poll(&fds, 1, 0) > 0 {
+        guard let (type, payload) = readMessage(0) else { return true }  // Parla is gone
+        var r = PayloadReader(payload)
+        if type == EngineMessage.stop.rawValue, r.u32() >= seq { return true }
+        fds.revents = 0
+    }
+    return false
+}

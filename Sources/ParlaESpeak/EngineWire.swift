@@ -1,0 +1,163 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The messages between Parla and its engine host (see ``EngineHost``): a type byte, a
+/// little-endian 32-bit payload length, and the payload.
+enum EngineMessage: UInt8 {
+    // Parla → host
+    /// Speak one run: seq u32, flags u32, rate, pitch, volume, punctuation (i32 each), the
+    /// voice name (u16 length + UTF-8), then the text (UTF-8, the rest of the payload).
+    case speak = 0x53
+    /// Stop speaking run seq (u32) or any earlier one.
+    case stop = 0x58
+    /// List the installed voices.
+    case listVoices = 0x56
+    // host → Parla
+    /// The engine is loaded: sample rate (i32; 0 and a message if it failed to load).
+    case ready = 0x52
+    /// Audio: native 16-bit samples.
+    case audio = 0x41
+    /// An engine event: type u8, position i32, length i32, sample i32.
+    case event = 0x45
+    /// A run ended: seq u32, status i32 (``EngineRunStatus``).
+    case done = 0x44
+    /// The installed voices: names separated by newlines.
+    case voiceList = 0x4C
+}
+
+/// How one run ended in the engine.
+enum EngineRunStatus: Int32, Error {
+    case ok = 0
+    case stopped = 1
+    case unknownVoice = 2
+    case synthesisFailed = 3
+}
+
+/// An engine event as espeak-ng reported it (untrusted: ``TimelineBuilder`` repairs it).
+struct RawEngineEvent {
+    enum Kind: UInt8 {
+        case word = 1
+        case sentence = 2
+    }
+    var kind: Kind
+    var position: Int32
+    var length: Int32
+    var sample: Int32
+}
+
+/// Builds messages.
+struct MessageWriter {
+    private(set) var bytes: [UInt8] = []
+
+    mutating func begin(_ type: EngineMessage) -> Int {
+        bytes.append(type.rawValue)
+        let at = bytes.count
+        bytes += [0, 0, 0, 0]
+        return at
+    }
+
+    mutating func end(_ lengthAt: Int) {
+        let n = UInt32(truncatingIfNeeded: bytes.count - lengthAt - 4)
+        for i in 0..<4 { bytes[lengthAt + i] = UInt8(truncatingIfNeeded: n >> (8 * UInt32(i))) }
+    }
+
+    mutating func u8(_ v: UInt8) { bytes.append(v) }
+    mutating func u32(_ v: UInt32) { for i in 0..<4 { bytes.append(UInt8(truncatingIfNeeded: v >> (8 * UInt32(i)))) } }
+    mutating func i32(_ v: Int32) { u32(UInt32(bitPattern: v)) }
+    mutating func raw(_ p: UnsafeRawBufferPointer) { bytes.append(contentsOf: p) }
+
+    mutating func message(_ type: EngineMessage, _ body: (inout MessageWriter) -> Void) {
+        let at = begin(type)
+        body(&self)
+        end(at)
+    }
+
+    mutating func removeAll() { bytes.removeAll(keepingCapacity: true) }
+
+    /// Writes everything to `fd`; false if the other end is gone.
+    func write(to fd: Int32) -> Bool { writeFully(fd, bytes) }
+}
+
+/// Reads fields from a payload; every read is bounds-checked (a short payload reads zeros and
+/// marks the reader invalid).
+struct PayloadReader {
+    let bytes: [UInt8]
+    var offset = 0
+    var isValid = true
+
+    init(_ bytes: [UInt8]) { self.bytes = bytes }
+
+    mutating func u8() -> UInt8 {
+        guard offset < bytes.count else { isValid = false; return 0 }
+        defer { offset += 1 }
+        return bytes[offset]
+    }
+
+    mutating func u32() -> UInt32 {
+        guard offset + 4 <= bytes.count else { isValid = false; offset = bytes.count; return 0 }
+        var v: UInt32 = 0
+        for i in 0..<4 { v |= UInt32(bytes[offset + i]) << (8 * UInt32(i)) }
+        offset += 4
+        return v
+    }
+
+    mutating func i32() -> Int32 { Int32(bitPattern: u32()) }
+
+    mutating func string(length: Int) -> String {
+        guard length >= 0, offset + length <= bytes.count else { isValid = false; offset = bytes.count; return "" }
+        defer { offset += length }
+        return String(decoding: bytes[offset..<(offset + length)], as: UTF8.self)
+    }
+
+    mutating func rest() -> ArraySlice<UInt8> {
+        defer { offset = bytes.count }
+        return bytes[min(offset, bytes.count)...]
+    }
+}
+
+/// Writes all of `bytes` to `fd`, retrying after signals and partial writes; false on error.
+func writeFully(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
+    bytes.withUnsafeBytes { buf in
+        guard var p = buf.baseAddress else { return true }
+        var left = buf.count
+        while left > 0 {
+            let n = Glibc.write(fd, p, left)
+            if n < 0 {
+                if errno == EINTR { continue }
+                return false
+            }
+            p += n
+            left -= n
+        }
+        return true
+    }
+}
+
+/// Fills `buffer` from `fd`; false at end of file or on error.
+func readFully(_ fd: Int32, _ buffer: UnsafeMutableRawBufferPointer) -> Bool {
+    guard let base = buffer.baseAddress else { return true }
+    var got = 0
+    while got < buffer.count {
+        let n = Glibc.read(fd, base + got, buffer.count - got)
+        if n < 0 {
+            if errno == EINTR { continue }
+            return false
+        }
+        if n == 0 { return false }
+        got += n
+    }
+    return true
+}
+
+/// Reads one message from `fd` (blocking); nil at end of file, on error or for a message
+/// longer than `limit` bytes.
+func readMessage(_ fd: Int32, limit: Int = 64 << 20) -> (type: UInt8, payload: [UInt8])? {
+    var header = [UInt8](repeating: 0, count: 5)
+    guard header.withUnsafeMutableBytes({ readFully(fd, $0) }) else { return nil }
+    let length = Int(UInt32(header[1]) | UInt32(header[2]) << 8 | UInt32(header[3]) << 16 | UInt32(header[4]) << 24)
+    guard length <= limit else { return nil }
+    var payload = [UInt8](repeating: 0, count: length)
+    guard payload.withUnsafeMutableBytes({ readFully(fd, $0) }) else { return nil }
+    return (header[0], payload)
+}
