@@ -6,6 +6,7 @@
 #include "parla_engine_host.h"
 #include <fcntl.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdlib.h>
 #include <sys/prctl.h>
 #include <unistd.h>
@@ -15,6 +16,10 @@ extern int parla_engine_host_main(void);
 void parla_die_with_parent(void) { prctl(PR_SET_PDEATHSIG, SIGKILL); }
 
 int parla_pipe_cloexec(int fds[2]) { return pipe2(fds, O_CLOEXEC); }
+
+int parla_spawn_close_from(posix_spawn_file_actions_t *actions, int fd) {
+    return posix_spawn_file_actions_addclosefrom_np(actions, fd);
+}
 
 __attribute__((constructor)) static void parla_engine_host_hook(void) {
     const char *value = getenv(PARLA_ENGINE_HOST_ENV);

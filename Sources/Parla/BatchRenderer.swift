@@ -160,8 +160,9 @@ public final class BatchRenderer: Sendable {
         let iterator = Mutex<S.Iterator?>(nil)
         return render { () -> BatchEntry? in
             iterator.withLock { it in
-                if it == nil { it = items.makeIterator() }
-                return it!.next().map(BatchEntry.item)
+                var current = it ?? items.makeIterator()
+                defer { it = current }
+                return current.next().map(BatchEntry.item)
             }
         }
     }
@@ -247,9 +248,6 @@ private final class BatchRun: @unchecked Sendable {
         self.options = options
         self.next = next
         self.stopping = stopping
-        // A worker that dies makes writes to its pipe fail with EPIPE instead of killing
-        // this process.
-        signal(SIGPIPE, SIG_IGN)
         self.report = report
         if let code = AtomicFile.makeDirectories(options.outputDirectory) {
             throw ParlaError.unwritableOutput(path: options.outputDirectory, reason: String(cString: strerror(code)))
@@ -621,7 +619,7 @@ private final class WorkerProcess: @unchecked Sendable {  // used by one thread 
     }
 
     /// Queues one request line (a JSON chunk) in the worker's input; false if the worker is gone.
-    func send(_ bytes: [UInt8]) -> Bool { writeAll(input, bytes + [0x0A]) }
+    func send(_ bytes: [UInt8]) -> Bool { writeFully(input, bytes + [0x0A]) }
 
     /// Ends the worker (it exits at the end of its input) and returns its peak memory in bytes,
     /// its per-chunk processes included.

@@ -17,6 +17,7 @@ final class LiveSpeech: @unchecked Sendable {
     private static let ids = Atomic<Int>(0)
 
     let output: PulseAudioOutput
+    private let engine: ESpeakEngine
     private let planner: @Sendable (Utterance) throws(ParlaError) -> SpeechPlan
     private let state = Mutex(State())
     private let wake = DispatchSemaphore(value: 0)
@@ -38,8 +39,9 @@ final class LiveSpeech: @unchecked Sendable {
         var nextSubscriber = 0
     }
 
-    init(output: PulseAudioOutput, planner: @escaping @Sendable (Utterance) throws(ParlaError) -> SpeechPlan) {
+    init(output: PulseAudioOutput, engine: ESpeakEngine, planner: @escaping @Sendable (Utterance) throws(ParlaError) -> SpeechPlan) {
         self.output = output
+        self.engine = engine
         self.planner = planner
     }
 
@@ -184,7 +186,7 @@ final class LiveSpeech: @unchecked Sendable {
     private func run(_ pb: Playback, _ utterance: Utterance) async {
         do {
             let plan = try planner(utterance)
-            let rate = try await ESpeakEngine.shared.start()
+            let rate = try await engine.start()
             let stream = try output.openStream(sampleRate: rate, name: String(plan.text.prefix(60)))
             let live = state.withLock { s -> Bool in
                 pb.sampleRate = rate
@@ -200,7 +202,7 @@ final class LiveSpeech: @unchecked Sendable {
             wake.signal()
             let ahead = output.options.maxBufferedAhead.components
             let aheadLimit = max(rate, Int(ahead.seconds) * rate + Int(Double(ahead.attoseconds) / 1e18 * Double(rate)))
-            let total = try await ESpeakEngine.shared.synthesize(plan, stop: pb.stop) { event in
+            let total = try await engine.synthesize(plan, stop: pb.stop) { event in
                 switch event {
                 case .audio(let buffer):
                     do { try stream.write(buffer.samples) } catch { pb.stop.raise() }
@@ -369,7 +371,7 @@ private struct OffsetCursor {
             index = scalars.startIndex
             utf16 = 0
         }
-        var i = index!
+        var i = index ?? scalars.startIndex
         while scalar < offset, i < scalars.endIndex {
             utf16 += scalars[i].utf16.count
             i = scalars.index(after: i)

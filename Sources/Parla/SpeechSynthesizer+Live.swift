@@ -17,7 +17,7 @@ extension SpeechSynthesizer {
     var live: LiveSpeech {
         liveSpeechStorage.withLock { stored in
             if let stored { return stored }
-            let made = LiveSpeech(output: PulseAudioOutput(options: audioOutput)) { [weak self] u throws(ParlaError) in
+            let made = LiveSpeech(output: PulseAudioOutput(options: audioOutput), engine: engine) { [weak self] u throws(ParlaError) in
                 guard let self else { throw .cancelled }
                 return try self.plan(u)
             }
@@ -115,7 +115,7 @@ extension SpeechSynthesizer {
     /// - Throws: ``ParlaError/audioServerUnavailable(reason:)`` if there is no sound server.
     public func prepareToSpeak() async throws {
         let output = live.output
-        _ = try await ESpeakEngine.shared.start()
+        _ = try await engine.start()
         try output.connect()
     }
 }

@@ -25,6 +25,8 @@ public final class SpeechSynthesizer: Sendable {
     /// Where live speech plays (device, latency, stream role).
     public let audioOutput: AudioOutputOptions
     let liveSpeechStorage = Mutex<LiveSpeech?>(nil)
+    /// The engine that speaks (``ESpeakEngine/shared`` unless a test gives it its own).
+    let engine: ESpeakEngine
 
     /// Creates a synthesizer using `catalog` (default: the catalog found next to the program,
     /// through `PARLA_VOICES`, or in the source checkout).
@@ -34,10 +36,19 @@ public final class SpeechSynthesizer: Sendable {
     ///   - detector: the detector to use (default: the catalog's model, with the user's
     ///     languages from `LANGUAGE`/`LANG` as preferences).
     ///   - audioOutput: where ``speak(_:)`` and ``announce(_:)`` play.
-    public init(
+    public convenience init(
         catalog: VoiceCatalog? = nil, defaultLanguage: LanguageTag = "en", detectsLanguages: Bool = true,
         detector: LanguageDetector? = nil, audioOutput: AudioOutputOptions = AudioOutputOptions()
     ) {
+        self.init(catalog: catalog, defaultLanguage: defaultLanguage, detectsLanguages: detectsLanguages, detector: detector, audioOutput: audioOutput, engine: .shared)
+    }
+
+    /// A synthesizer on `engine` (tests give it an engine of its own).
+    package init(
+        catalog: VoiceCatalog? = nil, defaultLanguage: LanguageTag = "en", detectsLanguages: Bool = true,
+        detector: LanguageDetector? = nil, audioOutput: AudioOutputOptions = AudioOutputOptions(), engine: ESpeakEngine
+    ) {
+        self.engine = engine
         self.audioOutput = audioOutput
         self.explicitCatalog = catalog
         self.defaultLanguage = defaultLanguage
@@ -80,7 +91,7 @@ public final class SpeechSynthesizer: Sendable {
 
     /// The sample rate of the audio this synthesizer produces (22050 Hz with espeak-ng's voices).
     public func sampleRate() async throws -> Int {
-        try await ESpeakEngine.shared.start()
+        try await engine.start()
     }
 
     /// Synthesizes `utterance`, calling `callback` with each audio block and each timed mark as it
@@ -94,11 +105,11 @@ public final class SpeechSynthesizer: Sendable {
         _ utterance: Utterance, toBufferCallback callback: @escaping @Sendable (SynthesisEvent) -> Void
     ) async throws -> SpeechTimeline {
         let plan = try plan(utterance)
-        let rate = try await ESpeakEngine.shared.start()
+        let rate = try await engine.start()
         let timeline = Mutex(SpeechTimeline(sampleRate: rate))
         let stop = StopFlag()
         try await withTaskCancellationHandler {
-            _ = try await ESpeakEngine.shared.synthesize(plan, stop: stop) { event in
+            _ = try await engine.synthesize(plan, stop: stop) { event in
                 timeline.withLock { $0.record(event) }
                 callback(event)
             }
@@ -132,7 +143,7 @@ public final class SpeechSynthesizer: Sendable {
     @discardableResult
     public func write(_ utterance: Utterance, to url: URL, timingsURL: URL? = nil) async throws -> SpeechTimeline {
         let plan = try plan(utterance)  // fail on bad input before touching the file system
-        let rate = try await ESpeakEngine.shared.start()
+        let rate = try await engine.start()
         let wav = try WAVFileWriter(path: url.path, sampleRate: rate)
         let timingsFile: AtomicFile?
         do {
@@ -145,7 +156,7 @@ public final class SpeechSynthesizer: Sendable {
         let stop = StopFlag()
         do {
             try await withTaskCancellationHandler {
-                _ = try await ESpeakEngine.shared.synthesize(plan, stop: stop) { event in sink.take(event, stop: stop) }
+                _ = try await engine.synthesize(plan, stop: stop) { event in sink.take(event, stop: stop) }
             } onCancel: {
                 stop.raise()
             }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import ParlaESpeak
 import Parla
 
 /// `parla`: speak text in the right language aloud or to WAV with word timings, detect languages, list voices.
@@ -52,6 +53,10 @@ public func runAsRoot<Command: AsyncParsableCommand>(_: Command.Type) async {
             try command.run()
         }
     } catch {
+        await ESpeakEngine.shutDownShared()
         Command.exit(withError: error)
     }
+    // The engine host exits and is waited for, so that its CPU time counts as this
+    // command's (for `time` and the benchmarks) and nothing outlives the command.
+    await ESpeakEngine.shutDownShared()
 }

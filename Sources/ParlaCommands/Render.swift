@@ -133,9 +133,9 @@ struct Render: AsyncParsableCommand {
                 final = p
                 break
             }
-            if case .failed(let message) = p.latest?.status {
+            if let latest = p.latest, case .failed(let message) = latest.status {
                 display.clearLine()
-                printError("error: item \(p.latest!.id): \(message)")
+                printError("error: item \(latest.id): \(message)")
             }
             display.show(p)
         }

@@ -33,7 +33,7 @@ public struct LanguageTag: Sendable, Hashable, Comparable, CustomStringConvertib
 
     /// The four-letter script subtag if the tag has one (`Hant` for `zh-Hant-TW`).
     public var script: String? {
-        subtags.first { $0.count == 4 && $0.first!.isLetter }.map(String.init)
+        subtags.first { $0.count == 4 && $0.first?.isLetter == true }.map(String.init)
     }
 
     /// The region subtag if the tag has one (`BR` for `pt-BR`, `419` for `es-419`).
@@ -81,7 +81,7 @@ public struct LanguageTag: Sendable, Hashable, Comparable, CustomStringConvertib
             } else if part.count == 1 {
                 afterSingleton = true
                 out += part.lowercased()
-            } else if part.count == 4, part.first!.isLetter, i < 2 {
+            } else if part.count == 4, part.first?.isLetter == true, i < 2 {
                 out += part.prefix(1).uppercased() + part.dropFirst().lowercased()
             } else if part.count == 2, part.allSatisfy(\.isLetter) {
                 out += part.uppercased()
@@ -120,7 +120,7 @@ extension StringProtocol {
     func trimmingASCIIWhitespace() -> String {
         let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\t" || $0 == "\n" || $0 == "\r" }
         guard let start = firstIndex(where: { !isSpace($0) }) else { return "" }
-        let end = lastIndex(where: { !isSpace($0) })!
+        let end = lastIndex(where: { !isSpace($0) }) ?? start
         return String(self[start...end])
     }
 }

@@ -106,8 +106,8 @@ public final class CaptionFileWriter {
                 } else if ch == ">", let t = tag {
                     if t.hasPrefix("break") { out.append(" ") }  // a pause separates words
                     tag = nil
-                } else if tag != nil {
-                    tag!.append(ch)
+                } else if let t = tag {
+                    tag = t + String(ch)
                 } else {
                     out.append(ch)
                 }
@@ -167,9 +167,9 @@ private final class Spill {
             // Named like the other temporary files (`.NAME.parla-PID-….tmp`), so that a process
             // killed before the unlink below leaves nothing that the cleanups do not find.
             var template = Array((directory + "/.spill.parla-\(getpid())-XXXXXX.tmp").utf8CString)
-            fd = template.withUnsafeMutableBufferPointer { mkstemps($0.baseAddress!, 4) }
+            fd = template.withUnsafeMutableBufferPointer { t in t.baseAddress.map { mkstemps($0, 4) } ?? -1 }
             guard fd >= 0 else { throw .unwritableOutput(path: path, reason: "no temporary file: " + String(cString: strerror(errno))) }
-            template.withUnsafeBufferPointer { _ = unlink($0.baseAddress!) }
+            template.withUnsafeBufferPointer { t in _ = t.baseAddress.map { unlink($0) } }
         }
         guard let f = fdopen(fd, "w+") else {
             close(fd)

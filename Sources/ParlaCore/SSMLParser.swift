@@ -40,6 +40,10 @@ struct SSMLParser {
     }
 
     mutating func parse() throws(ParlaError) -> Utterance {
+        // Offsets into the markup are kept as Int32 (half the memory of Int for long documents).
+        guard scalars.count < Int(Int32.max) else {
+            throw .invalidSSML(line: 1, column: 1, reason: "the document is longer than \(Int32.max) characters; split it into several documents")
+        }
         skipProlog()
         guard peek("<speak") else { throw error("the document must start with <speak>") }
         var sawRoot = false
@@ -227,10 +231,10 @@ struct SSMLParser {
     private func relative(_ raw: String, attribute: String, at offset: Int, named: [String: Double]) throws(ParlaError) -> Double {
         let v = raw.trimmingASCIIWhitespace()
         if let n = named[v] { return n }
-        if v.hasSuffix("%"), let n = Double(v.dropLast()) {
+        if v.hasSuffix("%"), let n = Double(v.dropLast()), n.isFinite {
             let m = (v.hasPrefix("+") || v.hasPrefix("-")) ? 1 + n / 100 : n / 100
             if m > 0 { return m }
-        } else if let n = Double(v), n > 0, !v.hasPrefix("+") {
+        } else if let n = Double(v), n > 0, n.isFinite, !v.hasPrefix("+") {
             return n
         }
         throw error("\(attribute)='\(raw)' is not a value Parla understands (use a name such as 'fast', a percentage such as '150%' or '+10%', or a positive number)", at: offset)
@@ -239,7 +243,7 @@ struct SSMLParser {
     private func volume(_ raw: String, at offset: Int) throws(ParlaError) -> Double {
         let v = raw.trimmingASCIIWhitespace()
         if let n = Self.volumeNames[v] { return n }
-        if v.hasSuffix("dB"), let db = Double(v.dropLast(2)) {
+        if v.hasSuffix("dB"), let db = Double(v.dropLast(2)), db.isFinite {
             return min(pow(10, db / 20), 2)
         }
         if let n = Double(v), (0...100).contains(n) { return n / 50 }

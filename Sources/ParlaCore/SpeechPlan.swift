@@ -47,6 +47,19 @@ public struct SpeechPlan: Sendable {
     public static let pitchRange: ClosedRange<Double> = 0...2
     /// Accepted range of ``Utterance/volume``.
     public static let volumeRange: ClosedRange<Double> = 0...2
+    /// Accepted ranges of the rate, pitch and volume attributes of spans (multipliers; SSML
+    /// nests them, so they reach further than the utterance's own settings, and the result
+    /// is clamped to what the engine can do). NaN and infinities are rejected.
+    public static let attributeRateRange: ClosedRange<Double> = 0.01...100
+    public static let attributePitchRange: ClosedRange<Double> = 0...100
+    public static let attributeVolumeRange: ClosedRange<Double> = 0...100
+    /// The longest pause or delay an utterance may hold (a longer one is a mistake, and would
+    /// be rendered as that much silence).
+    public static let longestPause: Duration = .seconds(3600)
+
+    private static func seconds(_ d: Duration) -> Double {
+        Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
+    }
 
     /// Resolves `utterance` against `catalog`: validates its settings, picks a voice for every
     /// language span and splits the text where any setting changes or a pause is placed.
@@ -63,6 +76,21 @@ public struct SpeechPlan: Sendable {
         }
         guard Self.volumeRange.contains(utterance.volume) else {
             throw .parameterOutOfRange(name: "Volume", value: utterance.volume, range: Self.volumeRange)
+        }
+        for d in [utterance.preUtteranceDelay, utterance.postUtteranceDelay] + utterance.pauses.map(\.duration) {
+            guard d >= .zero, d <= Self.longestPause else {
+                throw .parameterOutOfRange(name: "Pause or delay (seconds)", value: Self.seconds(d), range: 0...Self.seconds(Self.longestPause))
+            }
+        }
+        for run in utterance.text.runs {
+            let attrs = run.attributes
+            for (name, value, range) in [
+                ("Rate attribute (multiplier)", attrs[SpeechAttributes.RateAttribute.self], Self.attributeRateRange),
+                ("Pitch attribute (multiplier)", attrs[SpeechAttributes.PitchAttribute.self], Self.attributePitchRange),
+                ("Volume attribute (multiplier)", attrs[SpeechAttributes.VolumeAttribute.self], Self.attributeVolumeRange),
+            ] {
+                if let value, !range.contains(value) { throw .parameterOutOfRange(name: name, value: value, range: range) }
+            }
         }
         let text = utterance.string
         guard text.unicodeScalars.contains(where: { !$0.properties.isWhitespace }) else { throw .emptyText }

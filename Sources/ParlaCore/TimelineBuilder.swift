@@ -66,7 +66,9 @@ public struct TimelineBuilder {
     /// Appends `duration` of silence to the audio.
     public mutating func silence(_ duration: Duration) {
         let (s, atto) = duration.components
-        var n = Int(s) * sampleRate + Int((Double(atto) / 1e18) * Double(sampleRate))
+        let (whole, overflow) = Int(s).multipliedReportingOverflow(by: sampleRate)
+        guard !overflow else { return }  // SpeechPlan accepts pauses of up to an hour
+        var n = whole + Int((Double(atto) / 1e18) * Double(sampleRate))
         guard n > 0 else { return }
         while n > 0 {
             let chunk = min(n, 4096)

@@ -68,7 +68,9 @@ enum TimelineJSON {
 public enum JSONText {
     /// `value` with exactly three decimals, e.g. `1.500`.
     public static func threeDecimals(_ value: Double) -> String {
-        let thousandths = Int((value * 1000).rounded())
+        // JSON has no NaN or infinity: NaN is written as 0, infinities as ±1e12.
+        let finite = value.isNaN ? 0 : min(max(value, -1e12), 1e12)
+        let thousandths = Int((finite * 1000).rounded())
         let frac = String(abs(thousandths) % 1000)
         return (thousandths < 0 ? "-" : "") + "\(abs(thousandths) / 1000)." + String(repeating: "0", count: 3 - frac.count) + frac
     }

@@ -240,9 +240,10 @@ public final class AtomicFile {
 
     /// Writes all of `bytes` to `fd`; false on an error (see `errno`).
     private static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Bool {
+        guard let base = bytes.baseAddress else { return true }
         var start = 0
         while start < bytes.count {
-            let n = Glibc.write(fd, bytes.baseAddress! + start, bytes.count - start)
+            let n = Glibc.write(fd, base + start, bytes.count - start)
             if n < 0 && errno == EINTR { continue }
             guard n > 0 else { return false }
             start += n

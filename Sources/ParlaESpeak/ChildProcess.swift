@@ -6,10 +6,12 @@ import Glibc
 #endif
 
 /// A copy of this program started as a helper (an engine host or a render worker), with a
-/// pipe to its standard input and one from its standard output.
+/// socket to its standard input and a pipe from its standard output. (A socket, so that
+/// writing to a helper that has died fails with EPIPE through ``writeFully(_:_:)`` instead of
+/// raising SIGPIPE in a program that may not ignore it.)
 package struct ChildProcess: Sendable {
     /// Its process id.
-    package let pid: pid_t
+    package let pid: Int32
     /// Writes to its standard input.
     package let input: Int32
     /// Reads its standard output.
@@ -19,11 +21,13 @@ package struct ChildProcess: Sendable {
     /// since it started) with `environment` added to this process's, `role` as its name in
     /// `ps`, no signal blocked, and SIGTERM, SIGHUP, SIGPIPE and SIGINT at their defaults
     /// (this process's threads may block signals, and Ctrl-C handling ignores SIGINT and
-    /// SIGTERM). Both pipe ends it keeps are close-on-exec.
+    /// SIGTERM). It inherits no other descriptor of this process.
     /// - Throws: ``ParlaError/engineFailure(_:)`` if the pipes or the process cannot be made.
     package static func spawnSelf(role: String, environment: [String: String], stderrToNull: Bool = false) throws(ParlaError) -> ChildProcess {
         var toChild: [Int32] = [-1, -1], fromChild: [Int32] = [-1, -1]
-        guard parla_pipe_cloexec(&toChild) == 0 else { throw .engineFailure("cannot create a pipe for the \(role): \(String(cString: strerror(errno)))") }
+        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &toChild) == 0 else {
+            throw .engineFailure("cannot create a socket for the \(role): \(String(cString: strerror(errno)))")
+        }
         guard parla_pipe_cloexec(&fromChild) == 0 else {
             close(toChild[0]); close(toChild[1])
             throw .engineFailure("cannot create a pipe for the \(role): \(String(cString: strerror(errno)))")
@@ -34,6 +38,9 @@ package struct ChildProcess: Sendable {
         posix_spawn_file_actions_adddup2(&actions, toChild[0], 0)
         posix_spawn_file_actions_adddup2(&actions, fromChild[1], 1)
         if stderrToNull { posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0) }
+        // Nothing else of this process: a helper holding the write end of someone else's pipe
+        // (Foundation's Pipe, for one, is not close-on-exec) would keep its reader waiting.
+        _ = parla_spawn_close_from(&actions, 3)
         let exe = "/proc/self/exe"
         var env = ProcessInfo.processInfo.environment
         for (k, v) in environment { env[k] = v }
@@ -65,11 +72,12 @@ package struct ChildProcess: Sendable {
 
 /// Calls `body` with `strings` as a NULL-terminated C array.
 private func withCStrings<R>(_ strings: [String], _ body: (UnsafePointer<UnsafeMutablePointer<CChar>?>) -> R) -> R {
-    let pointers = strings.map { strdup($0) } + [nil]
-    defer { pointers.forEach { free($0) } }
-    return pointers.withUnsafeBufferPointer { buffer in
-        // A non-empty array always has storage.
-        guard let base = buffer.baseAddress else { return body(UnsafePointer(bitPattern: 8)!) }
-        return body(base)
+    let array = UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>.allocate(capacity: strings.count + 1)
+    for (i, s) in strings.enumerated() { array[i] = strdup(s) }
+    array[strings.count] = nil
+    defer {
+        for i in 0..<strings.count { free(array[i]) }
+        array.deallocate()
     }
+    return body(array)
 }

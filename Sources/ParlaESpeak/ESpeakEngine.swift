@@ -22,25 +22,58 @@ public final class StopFlag: Sendable {
 /// spoken, with an error that says so, and the next utterance starts a new host: the program
 /// that uses Parla never dies of it. Every call runs on the engine's own thread.
 public actor ESpeakEngine {
-    /// The process's engine.
-    public static let shared = ESpeakEngine()
+    /// The engine synthesizers share.
+    public static let shared = ESpeakEngine(shared: true)
+    /// Whether the shared engine has been started (read without creating it).
+    private static let sharedStarted = Atomic<Bool>(false)
 
-    private static let executor = ThreadExecutor(name: "parla.espeak-ng")
+    private let executor: ThreadExecutor
+    private let isShared: Bool
     /// Runs the actor on the engine's dedicated thread.
-    public nonisolated var unownedExecutor: UnownedSerialExecutor { Self.executor.asUnownedSerialExecutor() }
+    public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
 
     private let host = EngineHost()
 
-    private init() {}
+    /// An engine with a thread and a host of its own (the thread lives as long as the
+    /// process): for tests that must not disturb the shared engine.
+    package init() {
+        self.init(shared: false)
+    }
+
+    private init(shared: Bool) {
+        executor = ThreadExecutor(name: "parla.espeak-ng")
+        isShared = shared
+    }
+
+    /// Ends the shared engine's host if it was ever started, and waits for it to exit (see
+    /// ``shutDown()``); does nothing otherwise.
+    public static func shutDownShared() async {
+        guard sharedStarted.load(ordering: .acquiring) else { return }
+        await shared.shutDown()
+    }
 
     /// Starts the engine host (once) and returns its output sample rate (22050 Hz for the
     /// stock voices).
     /// - Throws: ``ParlaError/engineFailure(_:)`` if espeak-ng or its data cannot be loaded.
-    public func start() throws(ParlaError) -> Int { try host.start() }
+    public func start() throws(ParlaError) -> Int {
+        if isShared { Self.sharedStarted.store(true, ordering: .releasing) }
+        return try host.start()
+    }
 
     /// Names of the voices the installed espeak-ng offers (its `--voices` list), as the engine
     /// selects them: the voice file's name, e.g. `en-US`, `fr`, `cmn`.
-    public func installedVoices() throws(ParlaError) -> [String] { try host.installedVoices() }
+    public func installedVoices() throws(ParlaError) -> [String] {
+        if isShared { Self.sharedStarted.store(true, ordering: .releasing) }
+        return try host.installedVoices()
+    }
+
+    /// The engine host's process id, nil while none runs (for tests that kill it).
+    package func hostProcessID() -> Int32? { host.processID }
+
+    /// Ends the engine host and waits for it to exit (a program that exits without this
+    /// leaves the host to notice its input closing, a moment later); the next use starts a
+    /// new one.
+    public func shutDown() { host.stop() }
 
     /// Speaks `plan`, passing audio and timed marks to `emit` on the engine thread as they are
     /// produced. Returns the number of samples produced.
@@ -49,7 +82,8 @@ public actor ESpeakEngine {
     public func synthesize(
         _ plan: SpeechPlan, stop: StopFlag, emit: @escaping @Sendable (SynthesisEvent) -> Void
     ) throws(ParlaError) -> Int {
-        try synthesizePlan(plan, engine: host, stop: stop, marksWords: true, emit: emit)
+        if isShared { Self.sharedStarted.store(true, ordering: .releasing) }
+        return try synthesizePlan(plan, engine: host, stop: stop, marksWords: true, emit: emit)
     }
 }
 

@@ -23,6 +23,12 @@ final class EngineHost: RunEngine {
 
     deinit { shutDown() }
 
+    /// The host's process id, nil while none runs.
+    var processID: pid_t? { pid > 0 ? pid : nil }
+
+    /// Ends the host: closing its input makes it exit.
+    func stop() { shutDown(gracefully: true) }
+
     func start() throws(ParlaError) -> Int {
         if let sampleRate, pid > 0 { return sampleRate }
         try spawn()
@@ -113,15 +119,10 @@ final class EngineHost: RunEngine {
 
     private func spawn() throws(ParlaError) {
         shutDown()
-        let child: ChildProcess
-        do {
-            child = try ChildProcess.spawnSelf(
-                role: "parla engine host",
-                environment: ["PARLA_ENGINE_HOST": "1", "SWIFT_BACKTRACE": "enable=no"],
-                stderrToNull: ProcessInfo.processInfo.environment["PARLA_ENGINE_DEBUG"] == nil)
-        } catch {
-            throw .engineFailure("cannot start the engine host: \(error)")
-        }
+        let child = try ChildProcess.spawnSelf(
+            role: "parla engine host",
+            environment: ["PARLA_ENGINE_HOST": "1", "SWIFT_BACKTRACE": "enable=no"],
+            stderrToNull: getenv("PARLA_ENGINE_DEBUG") == nil)
         pid = child.pid
         toHost = child.input
         fromHost = child.output
@@ -146,16 +147,18 @@ final class EngineHost: RunEngine {
 
     /// Kills and reaps the host if it runs; says how it ended.
     @discardableResult
-    private func shutDown() -> String {
+    private func shutDown(gracefully: Bool = false) -> String {
         guard pid > 0 else { return "is not running" }
         if toHost >= 0 { close(toHost) }
         if fromHost >= 0 { close(fromHost) }
         toHost = -1
         fromHost = -1
+        sampleRate = nil
         var status: Int32 = 0
         var reaped = waitpid(pid, &status, WNOHANG)
-        // A host that has just closed its output may not have finished dying yet.
-        for _ in 0..<50 where reaped == 0 {
+        // A host that has just closed its output (or been asked to end) may not have finished
+        // exiting yet.
+        for _ in 0..<(gracefully ? 250 : 50) where reaped == 0 {
             usleep(2_000)
             reaped = waitpid(pid, &status, WNOHANG)
         }

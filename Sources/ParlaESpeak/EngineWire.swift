@@ -116,13 +116,15 @@ struct PayloadReader {
     }
 }
 
-/// Writes all of `bytes` to `fd`, retrying after signals and partial writes; false on error.
-func writeFully(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
+/// Writes all of `bytes` to `fd`, retrying after signals and partial writes; false on error
+/// (a socket whose reader is gone fails with EPIPE, without SIGPIPE).
+package func writeFully(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
     bytes.withUnsafeBytes { buf in
         guard var p = buf.baseAddress else { return true }
         var left = buf.count
         while left > 0 {
-            let n = Glibc.write(fd, p, left)
+            var n = Glibc.send(fd, p, left, Int32(MSG_NOSIGNAL))
+            if n < 0 && errno == ENOTSOCK { n = Glibc.write(fd, p, left) }
             if n < 0 {
                 if errno == EINTR { continue }
                 return false

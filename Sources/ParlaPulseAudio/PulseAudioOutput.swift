@@ -131,8 +131,9 @@ public final class PulseAudioOutput: @unchecked Sendable {
         }
     }
 
+    /// libpulse's message for `code` (`pa_strerror` returns NULL for codes it does not know).
     func errorText(_ code: Int32) -> String {
-        String(cString: pa_strerror(code))
+        pa_strerror(code).map { String(cString: $0) } ?? "error \(code)"
     }
 }
 
@@ -183,17 +184,21 @@ public final class PlaybackStream: @unchecked Sendable {
         stream = s
         // Keep self alive while libpulse may call back; balanced in detach().
         let me = Unmanaged.passRetained(self).toOpaque()
-        pa_stream_set_state_callback(s, { s, userdata in
-            let me = Unmanaged<PlaybackStream>.fromOpaque(userdata!).takeUnretainedValue()
-            me.stateChanged()
+        pa_stream_set_state_callback(s, { _, userdata in
+            guard let userdata else { return }
+            Unmanaged<PlaybackStream>.fromOpaque(userdata).takeUnretainedValue().stateChanged()
         }, me)
         pa_stream_set_write_callback(s, { _, _, userdata in
-            Unmanaged<PlaybackStream>.fromOpaque(userdata!).takeUnretainedValue().pump()
+            guard let userdata else { return }
+            Unmanaged<PlaybackStream>.fromOpaque(userdata).takeUnretainedValue().pump()
         }, me)
         pa_stream_set_underflow_callback(s, { _, userdata in
-            Unmanaged<PlaybackStream>.fromOpaque(userdata!).takeUnretainedValue().underflows += 1
+            guard let userdata else { return }
+            Unmanaged<PlaybackStream>.fromOpaque(userdata).takeUnretainedValue().underflows += 1
         }, me)
-        let latencyBytes = UInt32(max(0.005, Double(output.options.targetLatency.components.seconds) + Double(output.options.targetLatency.components.attoseconds) / 1e18) * Double(sampleRate)) * 2
+        // 5 ms to 10 s: outside that a latency is a mistake, and would not fit the server's field.
+        let latency = Double(output.options.targetLatency.components.seconds) + Double(output.options.targetLatency.components.attoseconds) / 1e18
+        let latencyBytes = UInt32(clamping: Int(min(max(latency.isNaN ? 0 : latency, 0.005), 10) * Double(sampleRate)) * 2)
         var attr = pa_buffer_attr(
             maxlength: UInt32.max, tlength: latencyBytes, prebuf: UInt32.max, minreq: UInt32.max, fragsize: UInt32.max)
         let flags = pa_stream_flags_t(rawValue:
@@ -235,8 +240,9 @@ public final class PlaybackStream: @unchecked Sendable {
         if room == Int.max || room == -1 { return }
         while room >= 2 && pendingOffset < pending.count {
             let count = min(room / 2, pending.count - pendingOffset)
-            let rc = pending.withUnsafeBufferPointer { buf in
-                pa_stream_write(s, buf.baseAddress! + pendingOffset, count * 2, nil, 0, PA_SEEK_RELATIVE)
+            let rc = pending.withUnsafeBufferPointer { buf -> Int32 in
+                guard let base = buf.baseAddress else { return -1 }
+                return pa_stream_write(s, base + pendingOffset, count * 2, nil, 0, PA_SEEK_RELATIVE)
             }
             if rc < 0 { break }
             pendingOffset += count
@@ -251,7 +257,8 @@ public final class PlaybackStream: @unchecked Sendable {
             drainRequested = true
             let me = Unmanaged.passUnretained(self).toOpaque()
             drainOperation = pa_stream_drain(s, { _, success, userdata in
-                let me = Unmanaged<PlaybackStream>.fromOpaque(userdata!).takeUnretainedValue()
+                guard let userdata else { return }
+                let me = Unmanaged<PlaybackStream>.fromOpaque(userdata).takeUnretainedValue()
                 if success != 0, case .active = me.status { me.status = .drained }
                 pa_threaded_mainloop_signal(me.output.mainloop, 0)
             }, me)
@@ -301,7 +308,10 @@ public final class PlaybackStream: @unchecked Sendable {
         guard let s = stream, case .active = status else { return nil }
         var usec: pa_usec_t = 0
         guard pa_stream_get_time(s, &usec) == 0 else { return nil }
-        return min(Int(usec) * sampleRate / 1_000_000, sentSamples + pending.count - pendingOffset)
+        // The server's clock is untrusted: a time beyond what was written is what was written.
+        let written = sentSamples + pending.count - pendingOffset
+        let (product, overflow) = Int(clamping: usec).multipliedReportingOverflow(by: sampleRate)
+        return overflow ? written : min(product / 1_000_000, written)
     }
 
     /// Blocks the calling thread while more than `limit` samples are written but not yet

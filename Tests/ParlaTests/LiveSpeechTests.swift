@@ -1,5 +1,6 @@
 import Foundation
 import Parla
+import ParlaESpeak
 import ParlaTestSupport
 import Testing
 
@@ -249,6 +250,34 @@ struct LiveSpeechTests {
         try await server.restart()
         let again = await synth.speakAndWait(Utterance(string: "Back again"))
         guard case .finished = again.kind else { Issue.record("after restart: \(again.kind)"); return }
+        #expect(server.recorder.loudSampleTimes().count > 1000)
+    }
+
+    /// espeak-ng 1.51 can crash on some texts: the engine runs in a process of its own, so a
+    /// crash fails the utterance it was to speak, and the next one plays on a new engine.
+    /// (Killing it in the middle of a run is tested in ``SynthesisTests``.)
+    @Test func aCrashedEngineFailsOneUtteranceAndTheNextPlays() async throws {
+        let server = try await TestAudioServer.start()
+        let engine = ESpeakEngine()  // not the shared engine other tests are using
+        let synth = SpeechSynthesizer(audioOutput: AudioOutputOptions(device: server.sink, server: server.server), engine: engine)
+        let log = EventLog(synth)
+        _ = try await engine.start()
+        let host = try #require(await engine.hostProcessID())
+        #expect(kill(host, SIGSEGV) == 0)
+        let first = synth.speak("Nobody hears this")
+        let second = synth.speak("Still here")
+        #expect(await log.wait(timeout: 20) { log.terminal(second) != nil })
+        guard case .failed(.engineFailure(let reason))? = log.terminal(first)?.kind else {
+            Issue.record("expected an engine failure, got \(String(describing: log.terminal(first)?.kind))")
+            return
+        }
+        #expect(reason.contains("crashed (Segmentation fault)"), "\(reason)")
+        guard case .finished? = log.terminal(second)?.kind else {
+            Issue.record("the next utterance ended with \(String(describing: log.terminal(second)?.kind))")
+            return
+        }
+        #expect(log.words(second).map(\.text) == ["Still", "here"])
+        #expect(await engine.hostProcessID() != host)
         #expect(server.recorder.loudSampleTimes().count > 1000)
     }
 

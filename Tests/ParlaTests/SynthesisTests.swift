@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 import Parla
 import ParlaESpeak
@@ -222,6 +223,43 @@ struct SynthesisTests {
         fast.rate = 400
         let (quick, _) = try await render(fast)
         #expect(quick.count < plain.count)
+    }
+
+    /// The engine host dies in the middle of a run (as espeak-ng does on the texts it cannot
+    /// handle): that synthesis fails with an error that says so, and the next one succeeds.
+    @Test func engineDyingMidRunFailsThatSynthesisOnly() async throws {
+        let engine = ESpeakEngine()
+        let synth = SpeechSynthesizer(engine: engine)
+        let host = Mutex<Int32?>(nil)
+        let long = Utterance(string: Array(repeating: "One two three four five six seven eight nine ten.", count: 40).joined(separator: " "), language: "en")
+        let plan = try synth.plan(long)
+        _ = try await engine.start()
+        let pid = try #require(await engine.hostProcessID())
+        let result: Result<Int, any Error> = await {
+            do {
+                return .success(try await engine.synthesize(plan, stop: StopFlag()) { event in
+                    guard case .audio = event else { return }
+                    // After the first block the host is still speaking (40 sentences take far
+                    // longer than the pipe holds); kill it as a crash would.
+                    let first = host.withLock { h in
+                        defer { h = pid }
+                        return h == nil
+                    }
+                    if first { kill(pid, SIGKILL) }
+                })
+            } catch {
+                return .failure(error)
+            }
+        }()
+        switch result {
+        case .success: Issue.record("the synthesis succeeded although its engine was killed")
+        case .failure(let e):
+            guard case ParlaError.engineFailure(let reason)? = e as? ParlaError else { Issue.record("failed with \(e)"); break }
+            #expect(reason.contains("crashed (Killed)"), "\(reason)")
+        }
+        let again = try await synth.write(Utterance(string: "After the crash", language: "en")) { _ in }
+        #expect(again.words.map(\.word) == ["After", "the", "crash"])
+        #expect(await engine.hostProcessID() != pid)
     }
 
     @Test func catalogCoversEveryInstalledEngineVoice() async throws {

@@ -7,4 +7,8 @@
 void parla_die_with_parent(void);
 /// pipe2(fds, O_CLOEXEC) (Swift does not import pipe2 without _GNU_SOURCE).
 int parla_pipe_cloexec(int fds[2]);
+#include <spawn.h>
+/// Makes a spawned process close every descriptor from `fd` up
+/// (posix_spawn_file_actions_addclosefrom_np, glibc 2.34).
+int parla_spawn_close_from(posix_spawn_file_actions_t *actions, int fd);
 #endif

@@ -161,7 +161,7 @@ public struct LanguageDetector: Sendable {
                 k = -2
             } else if s.isNeutral {
                 k = -1
-                if v[i] >= 0x80, let ext = UnicodeScript.extensions(of: Unicode.Scalar(v[i])!) {
+                if v[i] >= 0x80, let scalar = Unicode.Scalar(v[i]), let ext = UnicodeScript.extensions(of: scalar) {
                     let ks = ext.map { key(of: $0) }
                     if ks.contains(lastKey) {
                         k = lastKey

@@ -104,7 +104,9 @@ public final class LanguageModel: @unchecked Sendable {
             guard let from = r.u32(), let to = r.u32() else { throw fail("truncated lower-case table") }
             if from < 0x10000 && to < 0x10000 { bmp[Int(from)] = UInt16(to) } else { astral[from] = to }
         }
-        guard let groupCount = r.u32() else { throw fail("truncated") }
+        // Group indices are stored in Int8 and language indices in UInt8 (the detector's
+        // back-pointers): more would not fit.
+        guard let groupCount = r.u32(), groupCount <= 127 else { throw fail("truncated, or more than 127 script groups") }
         var groups: [Group] = []
         var groupOfScript = [Int8](repeating: -1, count: 256)
         for g in 0..<Int(groupCount) {
@@ -117,7 +119,7 @@ public final class LanguageModel: @unchecked Sendable {
                 groupOfScript[Int(s.rawValue)] = Int8(g)
             }
             guard let maxOrder = r.u8(), let bits = r.u8(), let scale = r.f32(), let count = r.u16(),
-                (1...8).contains(maxOrder), (8...24).contains(bits), scale > 0, count > 0
+                (1...8).contains(maxOrder), (8...24).contains(bits), scale > 0, scale.isFinite, (1...255).contains(count)
             else { throw fail("bad group header for \(id)") }
             var languages: [LanguageTag] = []
             for _ in 0..<count {
@@ -153,7 +155,8 @@ public final class LanguageModel: @unchecked Sendable {
         let shift = UInt64(64 - group.bits)
         let maxOrder = group.maxOrder
         do {
-            let table = storage.baseAddress! + group.tableOffset
+            guard let base = storage.baseAddress else { return }
+            let table = base + group.tableOffset
             let n = word.count
             for start in 0..<n {
                 var h: UInt64 = 0xCBF2_9CE4_8422_2325
