@@ -66,7 +66,8 @@ let package = Package(
         ),
 
         // MARK: Tests
-        .testTarget(name: "ParlaCoreTests", dependencies: ["ParlaCore", "ParlaTestSupport"], swiftSettings: swiftSettings),
+        .testTarget(name: "ParlaCoreTests", dependencies: ["ParlaCore", "ParlaTestSupport", "ParlaFuzzChecks"], swiftSettings: swiftSettings),
+        .target(name: "ParlaFuzzChecks", dependencies: ["ParlaCore"], path: "Tests/Fuzz/Checks", swiftSettings: swiftSettings),
         .target(name: "ParlaTestSupport", dependencies: ["ParlaPulseAudio"], path: "Tests/ParlaTestSupport", swiftSettings: swiftSettings),
         .testTarget(name: "ParlaTests", dependencies: ["Parla", "ParlaTestSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "ParlaCLITests", dependencies: ["parla", "speak-selection", "ParlaCore", "ParlaTestSupport"], swiftSettings: swiftSettings),

@@ -24,6 +24,22 @@ public struct SpeechPlan: Sendable {
         /// Silence inserted before the run.
         public var silenceBefore: Duration
 
+        /// A run with every setting given (plans normally make their own runs).
+        package init(
+            range: Range<Int>, language: LanguageTag, voice: SpeechVoice, rate: Int, pitch: Int, volume: Int,
+            punctuation: PunctuationMode, spellOut: Bool, silenceBefore: Duration
+        ) {
+            self.range = range
+            self.language = language
+            self.voice = voice
+            self.rate = rate
+            self.pitch = pitch
+            self.volume = volume
+            self.punctuation = punctuation
+            self.spellOut = spellOut
+            self.silenceBefore = silenceBefore
+        }
+
         func sameSettings(as other: Run) -> Bool {
             language == other.language && voice == other.voice && rate == other.rate && pitch == other.pitch
                 && volume == other.volume && punctuation == other.punctuation && spellOut == other.spellOut
@@ -197,6 +213,15 @@ public struct SpeechPlan: Sendable {
         self.runs = runs
         self.leadingSilence = leading
         self.trailingSilence = trailing
+    }
+
+    /// A plan of `runs` over `text` as they are (for tests and fuzzing: no catalog, no checks).
+    package init(text: String, runs: [Run], leadingSilence: Duration = .zero, trailingSilence: Duration = .zero, source: SourceMap? = nil) {
+        self.text = text
+        self.runs = runs
+        self.leadingSilence = leadingSilence
+        self.trailingSilence = trailingSilence
+        self.source = source
     }
 
     /// The detected language segments of every stretch of text without a language attribute,

@@ -208,20 +208,22 @@ public struct TimelineBuilder {
     private mutating func flushWords() {
         guard var aligner else { return }
         for w in aligner.takeFinal() {
-            // In the caller's text: whole clusters, inside the segment, after the last word.
+            // In the caller's text: whole clusters, inside the segment, after the last word,
+            // not across the start of a sentence, and (being cut) without blanks at its ends.
             let r = inputRange(w.range)
             let lo = max(r.lowerBound, lastWordEnd, segmentInputRange.lowerBound)
             var hi = min(r.upperBound, segmentInputRange.upperBound)
             openSentenceStarts.removeAll { $0 <= lo }
             if let next = openSentenceStarts.first, next < hi { hi = next }
-            guard lo < hi else { continue }  // nothing of the word is left to mark
-            lastWordStart = lo
-            lastWordEnd = hi
+            let range = inputClusters.trimmingBlank(lo..<max(lo, hi))
+            guard !range.isEmpty else { continue }  // nothing of the word is left to mark
+            lastWordStart = range.lowerBound
+            lastWordEnd = range.upperBound
             // Plain text: the word is the text its range covers; markup: the decoded text.
-            let spoken = plan.source == nil ? lo..<hi : w.range
+            let spoken = plan.source == nil ? range : w.range
             let text = String(String.UnicodeScalarView(textScalars[spoken]))
             emit(.word(WordMark(
-                range: lo..<hi, word: text, startSample: w.start, endSample: w.end,
+                range: range, word: text, startSample: w.start, endSample: w.end,
                 segment: segmentIndex, isEstimated: w.estimated)))
         }
         self.aligner = aligner
@@ -239,13 +241,9 @@ public struct TimelineBuilder {
     private mutating func emitSentence(_ range: Range<Int>, input: Range<Int>, startSample: Int, endSample: Int, estimated: Bool) {
         // Without the blank clusters at either end (a space followed by a combining mark is
         // one cluster, and not blank).
-        var lo = spokenClusters.floor(range.lowerBound), hi = spokenClusters.ceiling(range.upperBound)
-        while lo < hi, case let next = spokenClusters.ceiling(lo + 1),
-              textScalars[lo..<next].allSatisfy({ $0.properties.isWhitespace }) { lo = next }
-        while hi > lo, case let previous = spokenClusters.floor(hi - 1),
-              textScalars[previous..<hi].allSatisfy({ $0.properties.isWhitespace }) { hi = previous }
-        guard lo < hi else { return }
-        let r = inputRange(lo..<hi)
+        let trimmed = spokenClusters.trimmingBlank(spokenClusters.widening(range))
+        guard !trimmed.isEmpty else { return }
+        let r = inputRange(trimmed)
         let start = max(r.lowerBound, lastSentenceEnd, input.lowerBound)
         let end = min(r.upperBound, input.upperBound)
         guard start < end else { return }

@@ -82,17 +82,35 @@ package struct GraphemeBoundaries {
     package let scalarCount: Int
     /// Whether each scalar offset (0…scalarCount) is a boundary.
     private var isBoundary: [Bool]
+    /// Whether each scalar offset starts a cluster made only of whitespace.
+    private var startsBlank: [Bool]
 
     package init(_ text: String) {
         var flags: [Bool] = []
+        var blank: [Bool] = []
         flags.reserveCapacity(text.utf8.count + 1)
+        blank.reserveCapacity(text.utf8.count + 1)
         for ch in text {
             flags.append(true)
-            for _ in ch.unicodeScalars.dropFirst() { flags.append(false) }
+            blank.append(ch.unicodeScalars.allSatisfy { $0.properties.isWhitespace })
+            for _ in ch.unicodeScalars.dropFirst() {
+                flags.append(false)
+                blank.append(false)
+            }
         }
         scalarCount = flags.count
         flags.append(true)
+        blank.append(false)
         isBoundary = flags
+        startsBlank = blank
+    }
+
+    /// `range` (on boundaries) without the clusters of whitespace at either end.
+    package func trimmingBlank(_ range: Range<Int>) -> Range<Int> {
+        var lo = min(max(range.lowerBound, 0), scalarCount), hi = min(max(range.upperBound, lo), scalarCount)
+        while lo < hi, startsBlank[lo] { lo = ceiling(lo + 1) }
+        while hi > lo, case let last = floor(hi - 1), startsBlank[last] { hi = last }
+        return lo..<max(lo, hi)
     }
 
     /// Whether scalar offset `offset` starts a grapheme cluster (or is the end of the text).

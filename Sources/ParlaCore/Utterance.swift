@@ -83,8 +83,8 @@ public struct SourceMap: Sendable, Hashable {
     /// The markup the utterance was parsed from.
     public let markup: String
     /// For text scalar `i`, its range in `markup` (scalar offsets) is `starts[i]..<ends[i]`.
-    let starts: [Int32]
-    let ends: [Int32]
+    package let starts: [Int32]
+    package let ends: [Int32]
     /// Text offsets, ascending, where the markup ends a sentence whatever the punctuation:
     /// `<p>` and `<s>` boundaries and strong `<break>`s. (Whitespace in markup is layout.)
     let sentenceBreaks: [Int]
@@ -97,7 +97,7 @@ public struct SourceMap: Sendable, Hashable {
     }
 
     /// Whether the markup ends a sentence at a text offset in `range`.
-    func breaksSentence(in range: ClosedRange<Int>) -> Bool {
+    package func breaksSentence(in range: ClosedRange<Int>) -> Bool {
         var lo = 0, hi = sentenceBreaks.count
         while lo < hi {
             let mid = (lo + hi) / 2
@@ -107,7 +107,7 @@ public struct SourceMap: Sendable, Hashable {
     }
 
     /// The range in the markup covered by the text scalars `range`.
-    func markupRange(of range: Range<Int>) -> Range<Int> {
+    package func markupRange(of range: Range<Int>) -> Range<Int> {
         guard !starts.isEmpty else { return 0..<0 }
         let lo = Int(starts[min(range.lowerBound, starts.count - 1)])
         let hi = range.isEmpty ? lo : Int(ends[min(range.upperBound - 1, ends.count - 1)])
