@@ -585,6 +585,9 @@ final class ItemRenderer {
         }
         output.sampleCount = start + produced
         if let writeError { output.fail(writeError) }
+        if marksWords, let broken = timeline.invariantViolation(input: inputText) {
+            output.fail(ParlaError.invalidTimeline(broken))
+        }
         do {
             try output.timings?.add(timeline, scalarOffset: scalarOffset, sampleOffset: start)
             try output.captions?.add(timeline.sentences, text: inputText, isMarkup: isMarkup, sampleOffset: start)

@@ -164,6 +164,7 @@ public final class SpeechSynthesizer: Sendable {
             try wav.finish()
             let timeline = sink.timeline
             if let timingsFile {
+                if let broken = timeline.invariantViolation(input: utterance.inputText) { throw ParlaError.invalidTimeline(broken) }
                 try timingsFile.write(Array(timeline.json().utf8))
                 try timingsFile.commit()
             }

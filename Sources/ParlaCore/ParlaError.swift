@@ -40,6 +40,9 @@ public enum ParlaError: Error, Sendable, Hashable, CustomStringConvertible {
     case audioFailure(String)
     /// An input that cannot be rendered as it is; the message says why and what to do.
     case invalidInput(String)
+    /// The word timings of an utterance broke one of their rules (a bug in Parla): they are
+    /// not written. `reason` names the rule.
+    case invalidTimeline(String)
 
     public var description: String {
         switch self {
@@ -81,6 +84,8 @@ public enum ParlaError: Error, Sendable, Hashable, CustomStringConvertible {
             return "The sound server refused to play: \(reason)."
         case .invalidInput(let message):
             return message
+        case .invalidTimeline(let reason):
+            return "Parla could not time the words of this text correctly (\(reason)). This is a bug in Parla: please report it with the text. Without --timings and --vtt the audio is rendered."
         case .languageModelNotFound(let searched):
             return "The language model langid.bin was not found (looked in: \(searched.joined(separator: ", "))). Pass --voices DIR pointing at the 'voices' directory of a Parla checkout, or pass --no-detect and -l LANG."
         }

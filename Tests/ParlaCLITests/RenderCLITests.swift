@@ -14,6 +14,30 @@ struct RenderCLITests {
         return try text.split(separator: "\n").map { try JSONSerialization.jsonObject(with: Data($0.utf8)) as! [String: Any] }
     }
 
+    /// Real multilingual text in a batch with timings: every 50th line of the language test
+    /// set (77 languages) and of both render corpora, with no failed item. (Every line:
+    /// `scripts/check-real-text`.)
+    @Test func realTextBatchHasNoFailedItem() async throws {
+        let bench = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("bench")
+        var lines: [String] = []
+        for (name, languageField) in [("langid-test.tsv", 0), ("render-corpus.tsv", 1), ("render-corpus-short.tsv", 1)] {
+            let rows = try String(contentsOf: bench.appendingPathComponent(name), encoding: .utf8).split(separator: "\n")
+            for (i, row) in rows.enumerated() where i % 50 == 0 {
+                let f = row.split(separator: "\t", omittingEmptySubsequences: false)
+                lines.append("\(name.prefix(6))-\(i)\t\(f[languageField])\t\(f[2])")
+            }
+        }
+        let dir = try makeTemporaryDirectory()
+        let tsv = dir.appendingPathComponent("real.tsv")
+        try (lines.joined(separator: "\n") + "\n").write(to: tsv, atomically: true, encoding: .utf8)
+        let out = dir.appendingPathComponent("out")
+        let run = try await render([tsv.path, "-o", out.path, "--timings"])
+        let r = try results(out)
+        let failed = r.filter { $0["status"] as? String != "ok" }
+        #expect(run.status == 0 && failed.isEmpty, "\(failed.count) of \(r.count) failed: \(failed.prefix(3)) \(run.error.suffix(500))")
+        #expect(r.count == lines.count)
+    }
+
     @Test func mixedFormatsOverridesAndBadItems() async throws {
         let dir = try makeTemporaryDirectory()
         let tsv = dir.appendingPathComponent("in.tsv")
