@@ -65,6 +65,32 @@ struct SpeechPlanTests {
         }
     }
 
+    @Test func nonFiniteAttributesAndOutlandishPausesAreRejected() throws {
+        func plan(_ edit: (inout Utterance) -> Void) throws {
+            var u = Utterance(string: "some text")
+            edit(&u)
+            _ = try SpeechPlan(u, catalog: testCatalog)
+        }
+        for value in [Double.nan, .infinity, -1, 1e9] {
+            #expect(throws: ParlaError.self) { try plan { $0.text.speechRate = value } }
+            #expect(throws: ParlaError.self) { try plan { $0.text.speechPitch = value } }
+            #expect(throws: ParlaError.self) { try plan { $0.text.speechVolume = value } }
+        }
+        #expect(throws: ParlaError.self) { try plan { $0.pitchMultiplier = .nan } }
+        #expect(throws: ParlaError.self) { try plan { $0.preUtteranceDelay = .seconds(-1) } }
+        #expect(throws: ParlaError.self) { try plan { $0.postUtteranceDelay = .seconds(7200) } }
+        #expect(throws: ParlaError.self) { try plan { $0.pauses = [.init(offset: 2, duration: .seconds(Int64.max))] } }
+        // In range, they are fine.
+        try plan {
+            $0.text.speechRate = 2
+            $0.pauses = [.init(offset: 2, duration: .milliseconds(300))]
+        }
+        // Non-finite SSML prosody is an SSML error, not a trap.
+        for bad in [#"rate="nan%""#, #"rate="inf""#, #"volume="infdB""#, #"pitch="-inf%""#] {
+            #expect(throws: ParlaError.self) { try Utterance(ssml: "<speak><prosody \(bad)>x</prosody></speak>") }
+        }
+    }
+
     @Test func voiceLookup() throws {
         #expect(try testCatalog.voice(for: "fr-CA").identifier == "t.fr")
         #expect(try testCatalog.voice(identifier: "T.FR+f2").engineVoiceName == "fr-fr+f2")
@@ -99,6 +125,48 @@ struct AlignmentTests {
         for e in events { b.word(position: e.pos, length: e.len, runSample: e.sample) }
         b.finish()
         return words
+    }
+
+    /// The engine's events for `"Better." J. R.` as espeak-ng 1.51 reports them: the last
+    /// sentence event goes back (13 after 14). It trapped the builder (issue 15).
+    @Test func sentenceEventsThatGoBackAreDropped() throws {
+        let text = "\"Better.\" J. R."
+        let plan = try SpeechPlan(Utterance(string: text), catalog: testCatalog)
+        var timeline = SpeechTimeline(sampleRate: 22050)
+        var b = TimelineBuilder(plan: plan, sampleRate: 22050) { timeline.record($0) }
+        b.beginRun(0, input: EngineInput(text: Substring(text).unicodeScalars, range: 0..<text.unicodeScalars.count, spellOut: false))
+        b.audio(Array(repeating: 1000, count: 28858))
+        b.sentence(position: 2, runSample: 2424)
+        b.word(position: 2, length: 6, runSample: 2424)
+        b.sentence(position: 11, runSample: 18472)
+        b.word(position: 11, length: 1, runSample: 18472)
+        b.sentence(position: 14, runSample: 24298)
+        b.word(position: 14, length: 1, runSample: 24298)
+        b.sentence(position: 13, runSample: 28858)  // behind the last one
+        b.word(position: 13, length: 0, runSample: 28858)
+        b.finish()
+        #expect(timeline.invariantViolation(input: text) == nil)
+        #expect(timeline.words.map(\.word) == ["Better", "J", "R"])
+        #expect(timeline.sentences.map(\.range) == [0..<9, 10..<12, 13..<15])
+    }
+
+    /// Hostile samples: before the run, past the audio, far past Int32; and a sentence before
+    /// any word. Times stay inside the audio, and moved ones are marked estimated.
+    @Test func samplesOutsideTheAudioAreClampedAndMarked() throws {
+        let text = "one two three"
+        let plan = try SpeechPlan(Utterance(string: text), catalog: testCatalog)
+        var timeline = SpeechTimeline(sampleRate: 10_000)
+        var b = TimelineBuilder(plan: plan, sampleRate: 10_000) { timeline.record($0) }
+        b.beginRun(0, input: EngineInput(text: Substring(text).unicodeScalars, range: 0..<13, spellOut: false))
+        b.sentence(position: 9, runSample: Int(Int32.max))
+        b.audio(Array(repeating: 1000, count: 3000))
+        b.word(position: 1, length: 3, runSample: -500)
+        b.word(position: 5, length: 3, runSample: 1_000_000)
+        b.word(position: 9, length: 5, runSample: Int(Int32.min))
+        b.finish()
+        #expect(timeline.invariantViolation(input: text) == nil, "\(timeline.invariantViolation(input: text) ?? "")")
+        #expect(timeline.words.map(\.isEstimated) == [true, true, true])
+        #expect(timeline.words.allSatisfy { $0.endSample <= 3000 })
     }
 
     @Test func missingDuplicateAndSymbolEventsAreRepaired() throws {
