@@ -210,6 +210,17 @@ struct DetectionTests {
         #expect(LanguagePreferences.fromEnvironment([:]).languages.isEmpty)
     }
 
+    /// The texts of the timeline property tests (scripts, quotes, initials, emoji sequences,
+    /// marks without a base, bidi and zero-width controls, long runs): segments keep their rules.
+    @Test func generatedHostileTexts() {
+        var generator = TextCaseGenerator(seed: 15)
+        for _ in 0..<2000 {
+            let c = generator.next()
+            guard !c.isSSML else { continue }
+            checkInvariants(c.text, sharedDetector.detect(c.text))
+        }
+    }
+
     @Test func oneMegabyteOfRandomUnicode() {
         var rng = SeededGenerator(seed: 42)
         var text = ""

@@ -253,6 +253,23 @@ struct LiveSpeechTests {
         #expect(server.recorder.loudSampleTimes().count > 1000)
     }
 
+    /// The texts of issue 15 trapped live speech as they trapped renderings: each is heard
+    /// to the end, with word events on grapheme boundaries of its text.
+    @Test func quotationsFollowedByInitialsAreSpokenLive() async throws {
+        let server = try await TestAudioServer.start()
+        let synth = liveSynth(server)
+        let log = EventLog(synth)
+        let texts = ["\"Better.\" J. R.", "(( \"nested.\" [quotes.] {here.})) J. R.", "tab\there. \"x.\"\r\nJ. R."]
+        let ids = texts.map { synth.speak(Utterance(string: $0, language: "en")) }
+        #expect(await log.wait(timeout: 30) { ids.allSatisfy { log.terminal($0) != nil } })
+        for (id, text) in zip(ids, texts) {
+            guard case .finished? = log.terminal(id)?.kind else { Issue.record("\(text): \(String(describing: log.terminal(id)?.kind))"); continue }
+            let words = log.words(id)
+            #expect(words.map(\.text).suffix(2) == ["J", "R"], "\(text)")
+            for w in words { #expect(String(text[w.range]) == w.text) }
+        }
+    }
+
     /// espeak-ng 1.51 can crash on some texts: the engine runs in a process of its own, so a
     /// crash fails the utterance it was to speak, and the next one plays on a new engine.
     /// (Killing it in the middle of a run is tested in ``SynthesisTests``.)
