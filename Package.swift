@@ -15,6 +15,7 @@ let package = Package(
         .library(name: "Parla", targets: ["Parla"]),
         .executable(name: "parla", targets: ["parla"]),
         .executable(name: "speak-selection", targets: ["speak-selection"]),
+        .executable(name: "parla-engine", targets: ["parla-engine"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -34,7 +35,7 @@ let package = Package(
 
         // MARK: Library
         .target(name: "CParlaWorker"),
-        .target(name: "CParlaEngineHost"),
+        .target(name: "CParlaEngineHost", dependencies: ["CESpeakNG"]),
         .target(name: "ParlaCore", swiftSettings: swiftSettings),
         .target(name: "ParlaESpeak", dependencies: ["ParlaCore", "CESpeakNG", "CParlaEngineHost"], swiftSettings: swiftSettings),
         .target(name: "ParlaPulseAudio", dependencies: ["ParlaCore", "CPulseAudio"], swiftSettings: swiftSettings),
@@ -56,6 +57,9 @@ let package = Package(
             dependencies: ["ParlaCommands", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             swiftSettings: swiftSettings
         ),
+
+        // The engine host: espeak-ng in a process of its own, with no Swift to load.
+        .executableTarget(name: "parla-engine", dependencies: ["CParlaEngineHost"]),
 
         // MARK: Examples (built by CI)
         .executableTarget(

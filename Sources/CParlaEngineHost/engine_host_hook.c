@@ -1,7 +1,8 @@
-// Every program that links Parla's engine can serve as its own engine host: ESpeakEngine
-// starts /proc/self/exe with PARLA_ENGINE_HOST=1, and this constructor runs the host's loop
-// (parlaEngineHostMain, in Swift) before main(), so the program's own main never runs there.
-// espeak-ng lives in that process because it can crash on some texts; see EngineHost.swift.
+// Every program that links Parla's engine can serve as its own engine host, for when the small
+// `parla-engine` program is not installed beside it: EngineHost starts /proc/self/exe with
+// PARLA_ENGINE_HOST=1, and this constructor runs the host's loop (engine_host.c) before
+// main(), so the program's own main never runs there. espeak-ng lives in that process
+// because it can crash on some texts; see EngineHost.swift.
 #define _GNU_SOURCE
 #include "parla_engine_host.h"
 #include <fcntl.h>
@@ -10,8 +11,6 @@
 #include <stdlib.h>
 #include <sys/prctl.h>
 #include <unistd.h>
-
-extern int parla_engine_host_main(void);
 
 void parla_die_with_parent(void) { prctl(PR_SET_PDEATHSIG, SIGKILL); }
 

@@ -2,6 +2,7 @@ import ArgumentParser
 import Dispatch
 import FoundationEssentials
 import Parla
+import ParlaESpeak
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -102,6 +103,8 @@ struct Say: AsyncParsableCommand {
     }
 
     func run() async throws {
+        // The engine loads in its own process while this one reads the catalog and the text.
+        Task { await ESpeakEngine.shared.prepare() }
         let catalog = try catalogOptions.load()
         let input = try readInput()
         var utterance = ssml ? try Utterance(ssml: input) : Utterance(string: input)

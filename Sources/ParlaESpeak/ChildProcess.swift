@@ -24,6 +24,11 @@ package struct ChildProcess: Sendable {
     /// SIGTERM). It inherits no other descriptor of this process.
     /// - Throws: ``ParlaError/engineFailure(_:)`` if the pipes or the process cannot be made.
     package static func spawnSelf(role: String, environment: [String: String], stderrToNull: Bool = false) throws(ParlaError) -> ChildProcess {
+        try spawn(executable: "/proc/self/exe", role: role, environment: environment, stderrToNull: stderrToNull)
+    }
+
+    /// Starts `executable` as ``spawnSelf(role:environment:stderrToNull:)`` starts this program.
+    package static func spawn(executable exe: String, role: String, environment: [String: String] = [:], stderrToNull: Bool = false) throws(ParlaError) -> ChildProcess {
         var toChild: [Int32] = [-1, -1], fromChild: [Int32] = [-1, -1]
         guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &toChild) == 0 else {
             throw .engineFailure("cannot create a socket for the \(role): \(String(cString: strerror(errno)))")
@@ -41,7 +46,6 @@ package struct ChildProcess: Sendable {
         // Nothing else of this process: a helper holding the write end of someone else's pipe
         // (Foundation's Pipe, for one, is not close-on-exec) would keep its reader waiting.
         _ = parla_spawn_close_from(&actions, 3)
-        let exe = "/proc/self/exe"
         var env = ProcessInfo.processInfo.environment
         for (k, v) in environment { env[k] = v }
         let argv = [exe, "(\(role))"]

@@ -60,6 +60,14 @@ public actor ESpeakEngine {
         return try host.start()
     }
 
+    /// Starts loading the engine in the background (in its own process) and returns at once,
+    /// so that it is ready sooner when the first utterance needs it. Errors surface later,
+    /// from ``start()`` or ``synthesize(_:stop:emit:)``.
+    public func prepare() {
+        if isShared { Self.sharedStarted.store(true, ordering: .releasing) }
+        try? host.launch()
+    }
+
     /// Names of the voices the installed espeak-ng offers (its `--voices` list), as the engine
     /// selects them: the voice file's name, e.g. `en-US`, `fr`, `cmn`.
     public func installedVoices() throws(ParlaError) -> [String] {

@@ -3,6 +3,11 @@
 /// The environment variable that turns a process linking Parla's engine into its engine host
 /// (set only in the environment of the child Parla starts; the host removes it at once).
 #define PARLA_ENGINE_HOST_ENV "PARLA_ENGINE_HOST"
+/// The version of the messages between Parla and its engine host (EngineWire.swift).
+#define PARLA_ENGINE_PROTOCOL 1
+/// The engine host's loop: loads espeak-ng, then speaks the runs read from standard input
+/// until it ends (engine_host.c). Returns the exit status.
+int parla_engine_host_main(void);
 /// In a child Parla started: die with the thread that started it (PR_SET_PDEATHSIG, SIGKILL).
 void parla_die_with_parent(void);
 /// pipe2(fds, O_CLOEXEC) (Swift does not import pipe2 without _GNU_SOURCE).

@@ -1,0 +1,234 @@
+// Parla's engine host: espeak-ng in a process of its own (see EngineHost.swift for why).
+//
+// It reads runs to speak on standard input and writes the audio and the raw engine events
+// on standard output, in the messages of EngineWire.swift: a type byte, a little-endian
+// 32-bit payload length, the payload. It repairs nothing: Parla treats what it reports as
+// untrusted. It runs as the small `parla-engine` program, or inside any program that links
+// Parla, started again with PARLA_ENGINE_HOST=1 (engine_host_hook.c).
+#define _GNU_SOURCE
+#include "parla_engine_host.h"
+#include <errno.h>
+#include <espeak-ng/speak_lib.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <wchar.h>
+
+enum { MSG_SPEAK = 'S', MSG_STOP = 'X', MSG_LIST_VOICES = 'V', MSG_READY = 'R', MSG_AUDIO = 'A', MSG_EVENT = 'E', MSG_DONE = 'D', MSG_VOICE_LIST = 'L' };
+enum { STATUS_OK = 0, STATUS_STOPPED = 1, STATUS_UNKNOWN_VOICE = 2, STATUS_FAILED = 3 };
+enum { EVENT_WORD = 1, EVENT_SENTENCE = 2 };
+#define MAX_MESSAGE (64u << 20)
+
+// espeak-ng creates an audio device at initialisation even for synchronous output, which
+// connects to the sound server (a stream on PulseAudio, a wake-up of a suspended sink, a hang
+// of up to 30 s when the server accepts connections but plays nothing). Defining the
+// pcaudiolib constructor here, in the program, makes espeak-ng's call resolve to this one:
+// no audio device, no connection. Parla plays through its own PulseAudio stream.
+struct audio_object;
+struct audio_object *create_audio_device_object(const char *device, const char *application_name, const char *description) {
+    (void)device; (void)application_name; (void)description;
+    return NULL;
+}
+
+// Output, gathered per audio block.
+static unsigned char *out;
+static size_t out_len, out_cap;
+static int out_lost;  // Parla is gone
+
+static void put(const void *bytes, size_t n) {
+    if (out_len + n > out_cap) {
+        size_t cap = out_cap ? out_cap : 65536;
+        while (cap < out_len + n) cap *= 2;
+        unsigned char *grown = realloc(out, cap);
+        if (!grown) { out_lost = 1; return; }
+        out = grown;
+        out_cap = cap;
+    }
+    memcpy(out + out_len, bytes, n);
+    out_len += n;
+}
+
+static void put_u32(uint32_t v) {
+    unsigned char b[4] = { v & 0xFF, (v >> 8) & 0xFF, (v >> 16) & 0xFF, (v >> 24) & 0xFF };
+    put(b, 4);
+}
+
+static void put_header(int type, uint32_t length) {
+    unsigned char t = (unsigned char)type;
+    put(&t, 1);
+    put_u32(length);
+}
+
+static void flush_out(void) {
+    size_t done = 0;
+    while (done < out_len && !out_lost) {
+        ssize_t n = write(1, out + done, out_len - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) { out_lost = 1; break; }
+        done += (size_t)n;
+    }
+    out_len = 0;
+}
+
+static int read_full(int fd, void *buffer, size_t n) {
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = read(fd, (char *)buffer + got, n - got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) return 0;
+        got += (size_t)r;
+    }
+    return 1;
+}
+
+static uint32_t get_u32(const unsigned char *p) { return p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
+
+// Reads one message; returns its type, or -1 at the end of input. *payload is malloc'd.
+static int read_message(unsigned char **payload, uint32_t *length) {
+    unsigned char header[5];
+    if (!read_full(0, header, 5)) return -1;
+    uint32_t n = get_u32(header + 1);
+    if (n > MAX_MESSAGE) return -1;
+    unsigned char *p = malloc(n ? n : 1);
+    if (!p || !read_full(0, p, n)) { free(p); return -1; }
+    *payload = p;
+    *length = n;
+    return header[0];
+}
+
+// The run being spoken.
+static uint32_t current_seq;
+static int stop_requested;
+
+// Whether a stop for the current run (or a later one) waits on standard input.
+static int check_stop(void) {
+    if (stop_requested) return 1;
+    struct pollfd p = { .fd = 0, .events = POLLIN };
+    while (poll(&p, 1, 0) > 0) {
+        unsigned char *payload = NULL;
+        uint32_t n = 0;
+        int type = read_message(&payload, &n);
+        if (type < 0) { stop_requested = 1; out_lost = 1; break; }  // Parla is gone
+        if (type == MSG_STOP && n >= 4 && get_u32(payload) >= current_seq) stop_requested = 1;
+        free(payload);
+        if (stop_requested) break;
+        p.revents = 0;
+    }
+    return stop_requested;
+}
+
+// Audio first, then the events of the block (written with the next block, or at the end).
+static int synth_callback(short *wav, int count, espeak_EVENT *events) {
+    if (check_stop() || out_lost) return 1;
+    if (wav && count > 0) {
+        put_header(MSG_AUDIO, (uint32_t)count * 2);
+        put(wav, (size_t)count * 2);
+        flush_out();
+    }
+    for (espeak_EVENT *e = events; e && e->type != espeakEVENT_LIST_TERMINATED; e++) {
+        unsigned char kind = e->type == espeakEVENT_WORD ? EVENT_WORD : e->type == espeakEVENT_SENTENCE ? EVENT_SENTENCE : 0;
+        if (!kind) continue;
+        put_header(MSG_EVENT, 13);
+        put(&kind, 1);
+        put_u32((uint32_t)e->text_position);
+        put_u32((uint32_t)e->length);
+        put_u32((uint32_t)e->sample);
+    }
+    return out_lost ? 1 : 0;
+}
+
+static char current_voice[256];
+
+static int speak(const unsigned char *p, uint32_t n) {
+    if (n < 26) return STATUS_FAILED;
+    current_seq = get_u32(p);
+    stop_requested = 0;
+    uint32_t flags = get_u32(p + 4);
+    int32_t rate = (int32_t)get_u32(p + 8), pitch = (int32_t)get_u32(p + 12), volume = (int32_t)get_u32(p + 16), punctuation = (int32_t)get_u32(p + 20);
+    uint32_t voice_length = p[24] | (uint32_t)p[25] << 8;
+    if (26 + voice_length > n || voice_length >= sizeof current_voice) return STATUS_FAILED;
+    char voice[sizeof current_voice];
+    memcpy(voice, p + 26, voice_length);
+    voice[voice_length] = 0;
+    if (strcmp(voice, current_voice) != 0) {
+        if (espeak_SetVoiceByName(voice) != EE_OK) {
+            current_voice[0] = 0;
+            return STATUS_UNKNOWN_VOICE;
+        }
+        strcpy(current_voice, voice);
+    }
+    espeak_SetParameter(espeakRATE, rate, 0);
+    espeak_SetParameter(espeakPITCH, pitch, 0);
+    espeak_SetParameter(espeakVOLUME, volume, 0);
+    espeak_SetParameter(espeakPUNCTUATION, punctuation, 0);
+    size_t text_length = n - 26 - voice_length;
+    char *text = malloc(text_length + 1);
+    if (!text) return STATUS_FAILED;
+    memcpy(text, p + 26 + voice_length, text_length);
+    text[text_length] = 0;
+    espeak_ERROR status = espeak_Synth(text, text_length + 1, 0, POS_CHARACTER, 0, flags, NULL, NULL);
+    free(text);
+    if (stop_requested) return STATUS_STOPPED;
+    return status == EE_OK ? STATUS_OK : STATUS_FAILED;
+}
+
+int parla_engine_host_main(void) {
+    signal(SIGPIPE, SIG_IGN);  // a write to a gone Parla fails and ends the loop instead
+    int rate = espeak_Initialize(AUDIO_OUTPUT_SYNCHRONOUS, 100, NULL, 0x8000 /* espeakINITIALIZE_DONT_EXIT */);
+    if (rate <= 0) {
+        const char *why = "espeak-ng could not be initialised (is the espeak-ng-data package installed? Run scripts/setup)";
+        put_header(MSG_READY, 8 + (uint32_t)strlen(why));
+        put_u32(PARLA_ENGINE_PROTOCOL);
+        put_u32(0);
+        put(why, strlen(why));
+        flush_out();
+        return 1;
+    }
+    espeak_SetSynthCallback(synth_callback);
+    // "some" punctuation: the symbols that carry meaning, as speech-dispatcher reads them.
+    const wchar_t list[] = L"@#$%^&_[]{}\\~";
+    espeak_SetPunctuationList(list);
+    put_header(MSG_READY, 8);
+    put_u32(PARLA_ENGINE_PROTOCOL);
+    put_u32((uint32_t)rate);
+    flush_out();
+    for (;;) {
+        unsigned char *payload = NULL;
+        uint32_t n = 0;
+        int type = read_message(&payload, &n);
+        if (type < 0) break;
+        if (type == MSG_SPEAK) {
+            int status = speak(payload, n);
+            if (out_lost) { free(payload); return 0; }
+            put_header(MSG_DONE, 8);
+            put_u32(current_seq);
+            put_u32((uint32_t)status);
+        } else if (type == MSG_LIST_VOICES) {
+            const espeak_VOICE **voices = espeak_ListVoices(NULL);
+            size_t total = 0;
+            for (int i = 0; voices && voices[i]; i++) {
+                const char *id = voices[i]->identifier;
+                if (!id) continue;
+                const char *slash = strrchr(id, '/');
+                total += strlen(slash ? slash + 1 : id) + 1;
+            }
+            put_header(MSG_VOICE_LIST, (uint32_t)total);
+            for (int i = 0; voices && voices[i]; i++) {
+                const char *id = voices[i]->identifier;
+                if (!id) continue;
+                const char *slash = strrchr(id, '/');
+                const char *name = slash ? slash + 1 : id;
+                put(name, strlen(name));
+                put("\n", 1);
+            }
+        }
+        // MSG_STOP here is for a run that has already ended.
+        free(payload);
+        flush_out();
+        if (out_lost) return 0;
+    }
+    return 0;
+}
