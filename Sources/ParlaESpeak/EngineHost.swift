@@ -24,7 +24,19 @@ final class EngineHost: RunEngine {
     /// How long the host may stay silent while it speaks or loads before it is given up.
     static let timeout: Int32 = 15_000
 
-    deinit { shutDown() }
+    /// Never blocks: closing its input ends the host, and a thread of its own reaps it. (A
+    /// deinit that waited for it, run when an engine actor was released on a cooperative
+    /// thread, crashed the Swift concurrency runtime under load: 4 runs in 4 of one test.)
+    deinit {
+        if toHost >= 0 { close(toHost) }
+        if fromHost >= 0 { close(fromHost) }
+        guard pid > 0 else { return }
+        let child = pid
+        startThread(name: "parla.reap-engine-host") {
+            var status: Int32 = 0
+            while waitpid(child, &status, 0) < 0 && errno == EINTR {}
+        }
+    }
 
     /// The host's process id, nil while none runs.
     var processID: pid_t? { pid > 0 ? pid : nil }
@@ -101,9 +113,13 @@ final class EngineHost: RunEngine {
             switch EngineMessage(rawValue: type) {
             case .audio:
                 guard !stopSent else { continue }
-                payload.withUnsafeBytes { raw in
-                    audio(raw.bindMemory(to: Int16.self))
+                let samples = [Int16](unsafeUninitializedCapacity: payload.count / 2) { buffer, count in
+                    payload.withUnsafeBytes { raw in
+                        UnsafeMutableRawBufferPointer(buffer).copyMemory(from: UnsafeRawBufferPointer(rebasing: raw[0..<(payload.count / 2 * 2)]))
+                    }
+                    count = payload.count / 2
                 }
+                samples.withUnsafeBufferPointer { audio($0) }
             case .event:
                 guard !stopSent else { continue }
                 var r = PayloadReader(payload)
@@ -145,9 +161,11 @@ final class EngineHost: RunEngine {
     private func spawn() throws(ParlaError) {
         shutDown()
         let quiet = getenv("PARLA_ENGINE_DEBUG") == nil
+        // Built by SwiftPM, even parla-engine loads the Swift runtime, whose crash handler
+        // would catch a crash of espeak-ng and, for a signal sent by kill, let it go on.
         let child: ChildProcess
         if let path = executable {
-            child = try ChildProcess.spawn(executable: path, role: "parla engine host", stderrToNull: quiet)
+            child = try ChildProcess.spawn(executable: path, role: "parla engine host", environment: ["SWIFT_BACKTRACE": "enable=no"], stderrToNull: quiet)
         } else {
             child = try ChildProcess.spawnSelf(role: "parla engine host", environment: ["PARLA_ENGINE_HOST": "1", "SWIFT_BACKTRACE": "enable=no"], stderrToNull: quiet)
         }
