@@ -713,7 +713,7 @@ final class ResultsLog: @unchecked Sendable {
     /// Appends `line` (one or more whole lines) in one write.
     /// - Throws: ``ParlaError/unwritableOutput(path:reason:)`` (a full disk, for example).
     func append(_ line: String) throws(ParlaError) {
-        guard writeAll(fd, Array((line + "\n").utf8)) else {
+        guard writeFully(fd, Array((line + "\n").utf8)) else {
             throw .unwritableOutput(path: path, reason: String(cString: strerror(errno)))
         }
     }

@@ -253,7 +253,7 @@ enum RenderWorker {
         while let line = try? input.next() {
             guard let chunk = try? JSONDecoder().decode(RenderChunk.self, from: Data(line)) else {
                 // The parent cannot know how many answers to wait for: end, and be replaced.
-                _ = writeAll(2, Array("parla render worker: a malformed request\n".utf8))
+                _ = writeFully(2, Array("parla render worker: a malformed request\n".utf8))
                 return 2
             }
             guard render(chunk, renderer) else { break }  // the parent is gone
@@ -323,7 +323,7 @@ enum RenderWorker {
                 guard i >= next else { continue }  // replayed
                 next = i + 1
                 if !replay[i] {
-                    guard writeAll(1, line + [0x0A]) else {
+                    guard writeFully(1, line + [0x0A]) else {
                         // The batch is gone: so is the rest of this chunk, and what it wrote.
                         kill(pid, SIGKILL)
                         close(fds[0])
@@ -356,20 +356,8 @@ enum RenderWorker {
     static func send(_ result: WorkerResult) -> Bool { writeLine(result, to: 1) }
 
     static func writeLine(_ result: WorkerResult, to fd: Int32) -> Bool {
-        writeAll(fd, result.jsonLine)
+        writeFully(fd, result.jsonLine)
     }
-}
-
-/// Writes all of `bytes` to `fd`; false if the other end is gone.
-func writeAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
-    var offset = 0
-    while offset < bytes.count {
-        let n = bytes[offset...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-        if n < 0 && errno == EINTR { continue }
-        if n <= 0 { return false }
-        offset += n
-    }
-    return true
 }
 
 @_cdecl("parla_render_worker_main")

@@ -256,9 +256,7 @@ final class ESpeakCore: RunEngine {
         }
     }
 
-    /// Selects voice `name` unless it is selected already.
-    /// - Throws: ``ParlaError/engineFailure(_:)`` if espeak-ng has no such voice.
-    func setVoice(_ name: String) throws(ParlaError) {
+    private func setVoice(_ name: String) throws(ParlaError) {
         guard name != currentVoice else { return }
         let status = espeak_SetVoiceByName(name)
         guard status == EE_OK else {

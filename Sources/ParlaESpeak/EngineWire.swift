@@ -2,8 +2,9 @@
 import Glibc
 #endif
 
-/// The messages between Parla and its engine host (see ``EngineHost``): a type byte, a
-/// little-endian 32-bit payload length, and the payload.
+/// The messages between Parla and its engine host (see ``EngineHost``; the host's side is
+/// `engine_host.c`, which must agree): a type byte, a little-endian 32-bit payload length,
+/// and the payload.
 enum EngineMessage: UInt8 {
     // Parla → host
     /// Speak one run: seq u32, flags u32, rate, pitch, volume, punctuation (i32 each), the
@@ -27,7 +28,7 @@ enum EngineMessage: UInt8 {
 }
 
 /// How one run ended in the engine.
-enum EngineRunStatus: Int32, Error {
+enum EngineRunStatus: Int32 {
     case ok = 0
     case stopped = 1
     case unknownVoice = 2
@@ -73,8 +74,6 @@ struct MessageWriter {
         end(at)
     }
 
-    mutating func removeAll() { bytes.removeAll(keepingCapacity: true) }
-
     /// Writes everything to `fd`; false if the other end is gone.
     func write(to fd: Int32) -> Bool { writeFully(fd, bytes) }
 }
@@ -103,12 +102,6 @@ struct PayloadReader {
     }
 
     mutating func i32() -> Int32 { Int32(bitPattern: u32()) }
-
-    mutating func string(length: Int) -> String {
-        guard length >= 0, offset + length <= bytes.count else { isValid = false; offset = bytes.count; return "" }
-        defer { offset += length }
-        return String(decoding: bytes[offset..<(offset + length)], as: UTF8.self)
-    }
 
     mutating func rest() -> ArraySlice<UInt8> {
         defer { offset = bytes.count }
