@@ -36,6 +36,9 @@ public enum ParlaError: Error, Sendable, Hashable, CustomStringConvertible {
     case audioServerLost(reason: String)
     /// The output device (PulseAudio sink) does not exist.
     case audioDeviceNotFound(String)
+    /// The sound server took a connection or a stream but did not go on (`what` says where it
+    /// stopped): its session manager is probably not running.
+    case audioServerStalled(String)
     /// The sound server refused a request; `reason` is its message.
     case audioFailure(String)
     /// An input that cannot be rendered as it is; the message says why and what to do.
@@ -80,6 +83,8 @@ public enum ParlaError: Error, Sendable, Hashable, CustomStringConvertible {
             return "The sound server went away while speaking (\(reason)). The next utterance reconnects once a server is running again; -o FILE.wav renders without one."
         case .audioDeviceNotFound(let name):
             return "There is no output device (PulseAudio sink) named '\(name)'. List the sinks with 'pactl list short sinks', or leave out --device to use the default."
+        case .audioServerStalled(let what):
+            return "The sound server \(what). Check that its session manager runs (PipeWire: 'systemctl --user status wireplumber'; PulseAudio: 'pactl info'), or render to a file instead with -o FILE.wav."
         case .audioFailure(let reason):
             return "The sound server refused to play: \(reason)."
         case .invalidInput(let message):

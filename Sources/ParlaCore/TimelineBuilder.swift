@@ -27,7 +27,7 @@ public struct TimelineBuilder {
     private var pendingSentence: (spoken: Int, input: Int, start: Int, estimated: Bool)?
     /// Sentence starts (in the caller's text) that no word handed out has reached yet: a word
     /// that would run across one is cut there, so that every word lies inside one sentence.
-    private var openSentenceStarts: [Int] = []
+    private var openSentenceStarts: [(spoken: Int, input: Int)] = []
     private var silence = SilenceTracker()
     /// The grapheme clusters of the caller's text (``Utterance/inputText``), in whose index
     /// space every range is handed out.
@@ -36,9 +36,10 @@ public struct TimelineBuilder {
     private let spokenClusters: GraphemeBoundaries
     /// Where the last word, sentence and segment handed out end, in the caller's text: each
     /// mark starts at or after the end of the one before it.
-    private var lastWordStart = 0
     private var lastWordEnd = 0
     private var lastSentenceEnd = 0
+    /// The words handed out while the pending sentence was being spoken, in the caller's text.
+    private var sentenceWords: Range<Int>?
     private var lastSegmentEnd = 0
     /// The current segment's range in the caller's text.
     private var segmentInputRange = 0..<0
@@ -152,10 +153,9 @@ public struct TimelineBuilder {
             return
         }
         guard start > p.spoken, !continuesSentence(at: start, runStart: aligner.range.lowerBound) else { return }
-        // In the caller's text: not inside a word already handed out, and after the start of
-        // the sentence it ends.
-        var boundary = inputStart(of: start)
-        if lastWordStart < boundary && boundary < lastWordEnd { boundary = lastWordEnd }
+        // In the caller's text: not before the end of the words already handed out (a late
+        // event could fall inside one of them), and after the start of the sentence it ends.
+        let boundary = max(inputStart(of: start), lastWordEnd)
         guard boundary > p.input else { return }
         if sample < p.start {
             sample = p.start
@@ -163,7 +163,8 @@ public struct TimelineBuilder {
         }
         emitSentence(p.spoken..<start, input: p.input..<boundary, startSample: p.start, endSample: sample, estimated: p.estimated)
         pendingSentence = (start, boundary, sample, repaired)
-        openSentenceStarts.append(boundary)
+        sentenceWords = nil
+        openSentenceStarts.append((start, boundary))
     }
 
     /// Where spoken-text offset `offset` lies in the caller's text, at a grapheme boundary.
@@ -213,12 +214,17 @@ public struct TimelineBuilder {
             let r = inputRange(w.range)
             let lo = max(r.lowerBound, lastWordEnd, segmentInputRange.lowerBound)
             var hi = min(r.upperBound, segmentInputRange.upperBound)
-            openSentenceStarts.removeAll { $0 <= lo }
-            if let next = openSentenceStarts.first, next < hi { hi = next }
+            openSentenceStarts.removeAll { $0.input <= lo }
+            if let next = openSentenceStarts.first, next.input < hi {
+                // Cut where the sentence starts in the spoken text, mapped as sentences are
+                // (markup between the two halves stays out of both).
+                let before = w.range.lowerBound..<max(w.range.lowerBound, min(next.spoken, w.range.upperBound))
+                hi = before.isEmpty ? next.input : min(inputRange(before).upperBound, next.input)
+            }
             let range = inputClusters.trimmingBlank(lo..<max(lo, hi))
             guard !range.isEmpty else { continue }  // nothing of the word is left to mark
-            lastWordStart = range.lowerBound
             lastWordEnd = range.upperBound
+            sentenceWords = sentenceWords.map { $0.lowerBound..<range.upperBound } ?? range
             // Plain text: the word is the text its range covers; markup: the decoded text.
             let spoken = plan.source == nil ? range : w.range
             let text = String(String.UnicodeScalarView(textScalars[spoken]))
@@ -239,13 +245,23 @@ public struct TimelineBuilder {
     /// Emits the sentence spoken from `range` of the spoken text, which lies within `input`
     /// of the caller's text.
     private mutating func emitSentence(_ range: Range<Int>, input: Range<Int>, startSample: Int, endSample: Int, estimated: Bool) {
-        // Without the blank clusters at either end (a space followed by a combining mark is
-        // one cluster, and not blank).
+        // Its spoken text without blank clusters at either end (a space followed by a
+        // combining mark is one cluster, and not blank), and the words handed out
+        // while it was spoken (a late sentence event may have moved its end past its spoken
+        // text), within its bounds.
         let trimmed = spokenClusters.trimmingBlank(spokenClusters.widening(range))
-        guard !trimmed.isEmpty else { return }
-        let r = inputRange(trimmed)
-        let start = max(r.lowerBound, lastSentenceEnd, input.lowerBound)
-        let end = min(r.upperBound, input.upperBound)
+        var lo = input.upperBound, hi = input.lowerBound
+        if !trimmed.isEmpty {
+            let r = inputRange(trimmed)
+            lo = r.lowerBound
+            hi = r.upperBound
+        }
+        if let words = sentenceWords {
+            lo = min(lo, words.lowerBound)
+            hi = max(hi, words.upperBound)
+        }
+        let start = max(lo, lastSentenceEnd, input.lowerBound)
+        let end = min(hi, input.upperBound)
         guard start < end else { return }
         lastSentenceEnd = end
         var endTime = endSample

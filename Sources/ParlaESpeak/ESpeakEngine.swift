@@ -144,6 +144,10 @@ struct RunRequest {
 protocol RunEngine: AnyObject {
     /// Loads the engine; returns its sample rate.
     func start() throws(ParlaError) -> Int
+    /// The runs that follow, until ``endUtterance()``, are one utterance.
+    func beginUtterance() throws(ParlaError)
+    /// The utterance is over.
+    func endUtterance()
     /// Speaks one run, passing audio and raw events on as they come; `shouldStop` is asked
     /// at every audio block.
     /// - Throws: ``ParlaError/cancelled`` once stopped, ``ParlaError/engineFailure(_:)``.
@@ -158,6 +162,8 @@ func synthesizePlan(
     _ plan: SpeechPlan, engine: some RunEngine, stop: StopFlag, marksWords: Bool, emit: @escaping (SynthesisEvent) -> Void
 ) throws(ParlaError) -> Int {
     let rate = try engine.start()
+    try engine.beginUtterance()
+    defer { engine.endUtterance() }
     var builder = TimelineBuilder(plan: plan, sampleRate: rate, emit: emit)
     builder.marksWords = marksWords
     builder.silence(plan.leadingSilence)
@@ -196,6 +202,10 @@ func synthesizePlan(
 final class ESpeakCore: RunEngine {
     private var sampleRate: Int?
     private var currentVoice: String?
+
+    // In this process, an utterance is only the runs in a row.
+    func beginUtterance() {}
+    func endUtterance() {}
 
     func start() throws(ParlaError) -> Int {
         if let sampleRate { return sampleRate }

@@ -21,6 +21,9 @@ final class EngineHost: RunEngine {
     private var fromHost: Int32 = -1
     private var sampleRate: Int?
     private var seq: UInt32 = 0
+    /// The utterance being spoken, and whether its child (in the host) has died.
+    private var utterance: UInt32 = 0
+    private var utteranceCrashed: UInt32?
     /// How long the host may stay silent while it speaks or loads before it is given up.
     static let timeout: Int32 = 15_000
 
@@ -82,6 +85,23 @@ final class EngineHost: RunEngine {
         return String(decoding: payload, as: UTF8.self).split(separator: "\n").map(String.init)
     }
 
+    func beginUtterance() throws(ParlaError) {
+        _ = try start()
+        utterance &+= 1
+        utteranceCrashed = nil
+        var w = MessageWriter()
+        let id = utterance
+        w.message(.begin) { $0.u32(id) }
+        guard w.write(to: toHost) else { throw failure(while: "starting an utterance") }
+    }
+
+    func endUtterance() {
+        guard toHost >= 0, utteranceCrashed == nil else { return }
+        var w = MessageWriter()
+        w.message(.finish) { _ in }
+        if !w.write(to: toHost) { shutDown() }
+    }
+
     func speak(
         _ run: RunRequest, shouldStop: () -> Bool,
         audio: (UnsafeBufferPointer<Int16>) -> Void, event: (RawEngineEvent) -> Void
@@ -138,6 +158,13 @@ final class EngineHost: RunEngine {
                 case .stopped: throw .cancelled
                 default: throw .engineFailure("espeak-ng could not speak this text")
                 }
+            case .crashed:
+                var r = PayloadReader(payload)
+                let (id, signal) = (r.u32(), Int32(bitPattern: r.u32()))
+                guard id == utterance else { continue }  // an earlier utterance's child
+                utteranceCrashed = UInt32(bitPattern: signal)
+                let how = signal == 0 ? "failed" : "crashed (\(strsignal(signal).map { String(cString: $0) } ?? "signal \(signal)"))"
+                throw .engineFailure("espeak-ng \(how) while speaking this text (the next utterance is spoken by a fresh copy of the engine)")
             default:
                 shutDown()
                 throw .engineFailure("the engine host sent a message Parla does not understand (type \(type))")

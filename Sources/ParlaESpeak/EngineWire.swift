@@ -14,6 +14,10 @@ enum EngineMessage: UInt8 {
     case stop = 0x58
     /// List the installed voices.
     case listVoices = 0x56
+    /// Begin utterance id (u32): the host forks a child from its loaded engine to speak it.
+    case begin = 0x42
+    /// The utterance is over: its child exits.
+    case finish = 0x46
     // host → Parla
     /// The engine is loaded: sample rate (i32; 0 and a message if it failed to load).
     case ready = 0x52
@@ -25,6 +29,8 @@ enum EngineMessage: UInt8 {
     case done = 0x44
     /// The installed voices: names separated by newlines.
     case voiceList = 0x4C
+    /// The child speaking utterance id (u32) died: the signal (u32, 0 if it exited in error).
+    case crashed = 0x43
 }
 
 /// How one run ended in the engine.

@@ -21,6 +21,10 @@ public struct AudioOutputOptions: Sendable, Hashable {
     /// How far synthesis may run ahead of the listener. Audio beyond this waits in the engine,
     /// so a book-length text does not sit in memory (22050 Hz mono: 2.6 MB per minute).
     public var maxBufferedAhead: Duration
+    /// How long the server may take to accept a connection, to start a stream, or to play on
+    /// while audio waits, before it counts as stuck (a PipeWire whose WirePlumber stopped
+    /// accepts streams and never plays them).
+    public var serverTimeout: Duration = .seconds(3)
 
     /// Creates options; the defaults suit spoken announcements on a desktop.
     public init(
@@ -80,6 +84,67 @@ public final class PulseAudioOutput: @unchecked Sendable {
         try locked { () throws(ParlaError) in _ = try readyContext() }
     }
 
+    /// ``AudioOutputOptions/serverTimeout`` in nanoseconds.
+    var timeoutNanoseconds: UInt64 {
+        let (s, atto) = options.serverTimeout.components
+        return UInt64(clamping: max(0, s)) &* 1_000_000_000 &+ UInt64(clamping: max(0, atto / 1_000_000_000))
+    }
+
+    /// Waits for the main loop to signal (lock held), at most until `deadline` (monotonic
+    /// nanoseconds); false once the deadline has passed. A timer event of the main loop wakes
+    /// the wait at the deadline, so nothing polls.
+    func wait(until deadline: UInt64) -> Bool {
+        let now = monotonicNanoseconds()
+        guard now < deadline, let api = pa_threaded_mainloop_get_api(mainloop),
+              let timeNew = api.pointee.time_new, let timeFree = api.pointee.time_free else { return false }
+        // Time events take wall-clock times: now, plus what is left until the deadline.
+        var tv = timeval()
+        gettimeofday(&tv, nil)
+        pa_timeval_add(&tv, (deadline - now) / 1000 + 1)
+        let event = timeNew(api, &tv, { _, _, _, userdata in
+            guard let userdata else { return }
+            pa_threaded_mainloop_signal(OpaquePointer(userdata), 0)
+        }, UnsafeMutableRawPointer(mainloop))
+        pa_threaded_mainloop_wait(mainloop)
+        if let event { timeFree(event) }
+        return monotonicNanoseconds() < deadline
+    }
+
+    /// Throws unless the server has a sink named `name` (lock held). Both PulseAudio and
+    /// PipeWire accept a stream for any target name, and PipeWire then plays it on the default
+    /// sink: only asking for the sink by name tells a typo from a device.
+    func requireSink(_ name: String, context: OpaquePointer) throws(ParlaError) {
+        final class Answer {
+            var done = false
+            var found = false
+            let mainloop: OpaquePointer
+            init(_ mainloop: OpaquePointer) { self.mainloop = mainloop }
+        }
+        let answer = Answer(mainloop)
+        let box = Unmanaged.passRetained(answer)
+        defer { box.release() }
+        guard let op = pa_context_get_sink_info_by_name(context, name, { _, info, eol, userdata in
+            guard let userdata else { return }
+            let answer = Unmanaged<Answer>.fromOpaque(userdata).takeUnretainedValue()
+            if eol == 0, info != nil { answer.found = true } else { answer.done = true }
+            pa_threaded_mainloop_signal(answer.mainloop, 0)
+        }, box.toOpaque()) else {
+            throw .audioFailure(errorText(pa_context_errno(context)))
+        }
+        defer {
+            // No callback runs while the lock is held: after this, none will.
+            pa_operation_cancel(op)
+            pa_operation_unref(op)
+        }
+        let deadline = monotonicNanoseconds() &+ timeoutNanoseconds
+        while !answer.done {
+            guard wait(until: deadline) || answer.done else {
+                throw .audioServerStalled("did not say within \(formatSeconds(timeoutNanoseconds)) whether it has a sink named '\(name)'")
+            }
+        }
+        guard answer.found else { throw .audioDeviceNotFound(name) }
+    }
+
     /// The connected context; connects (again) if needed. Lock held.
     func readyContext() throws(ParlaError) -> OpaquePointer {
         if let context {
@@ -106,16 +171,20 @@ public final class PulseAudioOutput: @unchecked Sendable {
             pa_context_unref(ctx)
             throw .audioServerUnavailable(reason: reason)
         }
+        let deadline = monotonicNanoseconds() &+ timeoutNanoseconds
         while true {
             let state = pa_context_get_state(ctx)
             if state == PA_CONTEXT_READY { break }
-            if state == PA_CONTEXT_FAILED || state == PA_CONTEXT_TERMINATED {
-                let reason = errorText(pa_context_errno(ctx))
+            let failed = state == PA_CONTEXT_FAILED || state == PA_CONTEXT_TERMINATED
+            if failed || !wait(until: deadline) {
+                let error: ParlaError = failed
+                    ? .audioServerUnavailable(reason: errorText(pa_context_errno(ctx)))
+                    : .audioServerStalled("took the connection but did not complete it within \(formatSeconds(timeoutNanoseconds))")
                 pa_context_set_state_callback(ctx, nil, nil)
+                pa_context_disconnect(ctx)
                 pa_context_unref(ctx)
-                throw .audioServerUnavailable(reason: reason)
+                throw error
             }
-            pa_threaded_mainloop_wait(mainloop)
         }
         context = ctx
         return ctx
@@ -127,11 +196,18 @@ public final class PulseAudioOutput: @unchecked Sendable {
     public func openStream(sampleRate: Int, name: String) throws(ParlaError) -> PlaybackStream {
         try locked { () throws(ParlaError) in
             let ctx = try readyContext()
+            if let device = options.device { try requireSink(device, context: ctx) }
             return try PlaybackStream(output: self, context: ctx, sampleRate: sampleRate, name: name)
         }
     }
 
     /// libpulse's message for `code` (`pa_strerror` returns NULL for codes it does not know).
+    /// `nanoseconds` as "3 s" or "0.5 s".
+    func formatSeconds(_ nanoseconds: UInt64) -> String {
+        let tenths = (nanoseconds + 50_000_000) / 100_000_000
+        return tenths % 10 == 0 ? "\(tenths / 10) s" : "\(tenths / 10).\(tenths % 10) s"
+    }
+
     func errorText(_ code: Int32) -> String {
         pa_strerror(code).map { String(cString: $0) } ?? "error \(code)"
     }
@@ -167,6 +243,12 @@ public final class PlaybackStream: @unchecked Sendable {
     private var sentSamples = 0
     /// Number of times the server ran out of audio while playing.
     public private(set) var underflows = 0
+    /// When the stream was asked for, whether the server has made it, and when its played
+    /// position last moved: a server that leaves it waiting fails it (``checkProgress()``).
+    private let createdAt = monotonicNanoseconds()
+    private var isReady = false
+    private var lastPlayed = -1
+    private var lastProgressAt: UInt64 = 0
 
     /// Lock held by the caller.
     fileprivate init(output: PulseAudioOutput, context: OpaquePointer, sampleRate: Int, name: String) throws(ParlaError) {
@@ -215,6 +297,8 @@ public final class PlaybackStream: @unchecked Sendable {
         guard let s = stream else { return }
         let state = pa_stream_get_state(s)
         if state == PA_STREAM_READY {
+            isReady = true
+            lastProgressAt = monotonicNanoseconds()
             pump()
         } else if state == PA_STREAM_FAILED || state == PA_STREAM_TERMINATED {
             let ctx = pa_stream_get_context(s)
@@ -289,7 +373,31 @@ public final class PlaybackStream: @unchecked Sendable {
     public var currentStatus: Status {
         output.lock()
         defer { output.unlock() }
+        checkProgress()
         return status
+    }
+
+    /// Fails the stream if the server has left it waiting longer than the output's
+    /// ``AudioOutputOptions/serverTimeout``: not made, or not playing while audio waits (a
+    /// PipeWire whose session manager is stopped accepts streams and never links them).
+    /// Lock held.
+    private func checkProgress() {
+        guard case .active = status, stream != nil else { return }
+        let now = monotonicNanoseconds(), limit = output.timeoutNanoseconds
+        guard isReady else {
+            if now &- createdAt > limit {
+                status = .failed(.audioServerStalled("accepted a stream but did not start it within \(output.formatSeconds(limit))"))
+            }
+            return
+        }
+        let played = playedLocked() ?? 0
+        let waiting = sentSamples + pending.count - pendingOffset - played
+        if isCorked || played != lastPlayed || waiting <= 0 {
+            lastPlayed = played
+            lastProgressAt = now
+        } else if now &- lastProgressAt > limit {
+            status = .failed(.audioServerStalled("stopped playing: nothing was heard for \(output.formatSeconds(limit)) while audio waited"))
+        }
     }
 
     /// How many samples the listener has heard: the server's played position, corrected by the
@@ -299,6 +407,7 @@ public final class PlaybackStream: @unchecked Sendable {
         output.lock()
         defer { output.unlock() }
         if case .drained = status { return sentSamples }
+        checkProgress()
         return playedLocked()
     }
 

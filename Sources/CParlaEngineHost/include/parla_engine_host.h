@@ -4,7 +4,7 @@
 /// (set only in the environment of the child Parla starts; the host removes it at once).
 #define PARLA_ENGINE_HOST_ENV "PARLA_ENGINE_HOST"
 /// The version of the messages between Parla and its engine host (EngineWire.swift).
-#define PARLA_ENGINE_PROTOCOL 1
+#define PARLA_ENGINE_PROTOCOL 2
 /// The engine host's loop: loads espeak-ng, then speaks the runs read from standard input
 /// until it ends (engine_host.c). Returns the exit status.
 int parla_engine_host_main(void);
