@@ -187,7 +187,10 @@ final class LiveSpeech: @unchecked Sendable {
         do {
             let plan = try planner(utterance)
             let rate = try await engine.start()
-            let stream = try output.openStream(sampleRate: rate, name: String(plan.text.prefix(60)))
+            let output = self.output, name = String(plan.text.prefix(60))
+            let stream = try await onThreadOfItsOwn("parla.open-stream") { () throws(ParlaError) in
+                try output.openStream(sampleRate: rate, name: name)
+            }
             let live = state.withLock { s -> Bool in
                 pb.sampleRate = rate
                 guard !pb.ended else { return false }

@@ -116,6 +116,6 @@ extension SpeechSynthesizer {
     public func prepareToSpeak() async throws {
         let output = live.output
         _ = try await engine.start()
-        try output.connect()
+        try await onThreadOfItsOwn("parla.connect") { () throws(ParlaError) in try output.connect() }
     }
 }

@@ -22,6 +22,22 @@ package func startThread(name: String, _ body: @escaping @Sendable () -> Void) {
     pthread_detach(thread)
 }
 
+/// Runs blocking `body` (connecting to a sound server, for one) on a thread of its own and
+/// waits for it without holding a thread of Swift's cooperative pool, which has as few threads
+/// as cores: a slow server must not stall every other task.
+package func onThreadOfItsOwn<T: Sendable>(_ name: String, _ body: @escaping @Sendable () throws(ParlaError) -> T) async throws(ParlaError) -> T {
+    let result: Result<T, ParlaError> = await withCheckedContinuation { continuation in
+        startThread(name: name) {
+            do throws(ParlaError) {
+                continuation.resume(returning: .success(try body()))
+            } catch {
+                continuation.resume(returning: .failure(error))
+            }
+        }
+    }
+    return try result.get()
+}
+
 private final class ThreadBody: Sendable {
     let run: @Sendable () -> Void
     init(_ run: @escaping @Sendable () -> Void) { self.run = run }

@@ -24,14 +24,16 @@ public struct AudioOutputOptions: Sendable, Hashable {
     /// How long the server may take to accept a connection, to start a stream, or to play on
     /// while audio waits, before it counts as stuck (a PipeWire whose WirePlumber stopped
     /// accepts streams and never plays them).
-    public var serverTimeout: Duration = .seconds(3)
+    public var serverTimeout: Duration
 
     /// Creates options; the defaults suit spoken announcements on a desktop.
     public init(
         device: String? = nil, server: String? = nil, targetLatency: Duration = .milliseconds(30),
-        role: String = "a11y", applicationName: String = "Parla", maxBufferedAhead: Duration = .seconds(30)
+        role: String = "a11y", applicationName: String = "Parla", maxBufferedAhead: Duration = .seconds(30),
+        serverTimeout: Duration = .seconds(3)
     ) {
         self.maxBufferedAhead = maxBufferedAhead
+        self.serverTimeout = serverTimeout
         self.device = device
         self.server = server
         self.targetLatency = targetLatency
@@ -392,11 +394,13 @@ public final class PlaybackStream: @unchecked Sendable {
         }
         let played = playedLocked() ?? 0
         let waiting = sentSamples + pending.count - pendingOffset - played
+        // Once playing, a loaded server may be slow to report its first timing or to catch
+        // up: only three times the deadline without progress counts as stuck.
         if isCorked || played != lastPlayed || waiting <= 0 {
             lastPlayed = played
             lastProgressAt = now
-        } else if now &- lastProgressAt > limit {
-            status = .failed(.audioServerStalled("stopped playing: nothing was heard for \(output.formatSeconds(limit)) while audio waited"))
+        } else if now &- lastProgressAt > 3 &* limit {
+            status = .failed(.audioServerStalled("stopped playing: nothing was heard for \(output.formatSeconds(3 &* limit)) while audio waited"))
         }
     }
 

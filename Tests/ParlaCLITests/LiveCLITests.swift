@@ -15,8 +15,9 @@ struct LiveCLITests {
         try output.split(separator: "\n").map { try JSONSerialization.jsonObject(with: Data($0.utf8)) as! [String: Any] }
     }
 
-    @Test func eventsJSONFollowsThePlayback() async throws {
-        let server = try await TestAudioServer.start()
+    @Test(arguments: SoundServer.allCases)
+    func eventsJSONFollowsThePlayback(_ kind: SoundServer) async throws {
+        let server = try await TestAudioServer.start(kind)
         let r = try await say(["--events", "json", "--device", server.sink, "Hello world"], server: server.server)
         #expect(r.status == 0, "\(r.error)")
         let events = try lines(r.output)
@@ -36,8 +37,9 @@ struct LiveCLITests {
         #expect(UInt64(times.last ?? 0) >= loud.last ?? .max)
     }
 
-    @Test func ctrlCSilencesAtOnceAndExits130() async throws {
-        let server = try await TestAudioServer.start()
+    @Test(arguments: SoundServer.allCases)
+    func ctrlCSilencesAtOnceAndExits130(_ kind: SoundServer) async throws {
+        let server = try await TestAudioServer.start(kind)
         let p = Process()
         p.executableURL = URL(fileURLWithPath: CLITests.binary)
         p.arguments = ["say", "--events", "json", "One two three four five six seven eight nine ten eleven twelve thirteen."]
@@ -76,12 +78,13 @@ struct LiveCLITests {
         #expect(r.output.hasSuffix("\r\u{1B}[KHello brave world\n"))
     }
 
-    @Test func noServerOrNoDeviceSaysWhatToDo() async throws {
+    @Test(arguments: SoundServer.allCases)
+    func noServerOrNoDeviceSaysWhatToDo(_ kind: SoundServer) async throws {
         let none = try await say(["Hello"], server: "unix:/nonexistent/parla/native")
         #expect(none.status != 0)
         #expect(none.error.contains("No sound server is available"))
         #expect(none.error.contains("-o FILE.wav"))
-        let server = try await TestAudioServer.start()
+        let server = try await TestAudioServer.start(kind)
         let wrong = try await say(["--device", "no_such_sink", "Hello"], server: server.server)
         #expect(wrong.status != 0)
         #expect(wrong.error.contains("no_such_sink"))
