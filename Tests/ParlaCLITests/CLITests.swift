@@ -133,4 +133,39 @@ struct CLITests {
             #expect(r.output.contains(option), "say --help lacks \(option)")
         }
     }
+
+    /// Commands that need no sound server never connect to one: espeak-ng's own audio output
+    /// is kept from opening (it connected at every start) and only live speech connects.
+    /// PULSE_SERVER points at a socket of the test's: any connection would wait in its backlog.
+    @Test func fileCommandsNeverConnectToTheSoundServer() async throws {
+        let dir = try makeTemporaryDirectory()
+        let path = dir.appendingPathComponent("native").path
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+        #expect(fd >= 0)
+        defer { close(fd) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { buffer in
+            for (i, b) in path.utf8.prefix(buffer.count - 1).enumerated() { buffer[i] = b }
+        }
+        let bound = withUnsafePointer(to: &address) { p in
+            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        #expect(bound == 0 && listen(fd, 16) == 0)
+        let tsv = dir.appendingPathComponent("in.tsv")
+        try "a\tHello world\nb\tfr\tBonjour\n".write(to: tsv, atomically: true, encoding: .utf8)
+        let env: [String: String?] = ["PULSE_SERVER": "unix:" + path, "LANG": "C.UTF-8"]
+        for args in [
+            ["say", "-o", dir.appendingPathComponent("h.wav").path, "--timings", "-", "Hello, Καλημέρα"],
+            ["render", tsv.path, "-o", dir.appendingPathComponent("out").path, "--timings"],
+            ["detect", "Hello, Καλημέρα"],
+            ["voices", "--language", "el"],
+        ] {
+            let r = try await offPool { try runProcess(Self.binary, args, environment: env) }
+            #expect(r.status == 0, "\(args[0]): \(r.error)")
+            let client = accept(fd, nil, nil)
+            #expect(client < 0 && errno == EAGAIN, "parla \(args[0]) connected to the sound server")
+            if client >= 0 { close(client) }
+        }
+    }
 }
