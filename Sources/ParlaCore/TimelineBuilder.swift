@@ -486,6 +486,10 @@ struct RunAligner {
                 g = g.lowerBound..<max(g.lowerBound, last.lowerBound)
             }
             guard !g.isEmpty else { return }
+            // Like a word, it ends at the first blank (the engine's length can be anything).
+            var end = g.lowerBound
+            while end < g.upperBound, case let cluster = graphemeRange(end..<(end + 1)), !isBlank(cluster) { end = cluster.upperBound }
+            g = g.lowerBound..<end
             let at = firstToken(startingAtOrAfter: g.lowerBound) ?? tokens.count
             guard at >= emitted, at > (lastAnchor ?? -1), at == tokens.count || tokens[at].range.lowerBound >= g.upperBound else { return }
             if at > 0, tokens[at - 1].range.upperBound > g.lowerBound { return }
