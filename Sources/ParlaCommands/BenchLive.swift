@@ -19,6 +19,8 @@ struct BenchLive: AsyncParsableCommand {
     @Flag(help: "Skip speech-dispatcher and espeak-ng.") var parlaOnly = false
     @Option(help: "Benchmark this speak-selection binary instead (hotkey to first sound, toggle stop); the PRIMARY selection must hold a long text.")
     var selection: String?
+    @Option(help: "Measure this parla binary's start instead: 'parla say Hello world.' against 'espeak-ng Hello world.', alternating, process start to first audible sample.")
+    var startup: String?
 
     static let mixed = "Hello there, how are you today. Καλημέρα σας, τι κάνετε;"
     static let english = "Hello there, how are you today."
@@ -35,6 +37,10 @@ struct BenchLive: AsyncParsableCommand {
         try await recorder.settle()  // a new null sink's first block
         if let selection {
             try await benchSelection(recorder, binary: selection)
+            return
+        }
+        if let startup {
+            try await benchStartup(recorder, binary: startup)
             return
         }
         var table: [(String, String, [Double], [Double], [Double], [Double])] = []
@@ -64,6 +70,35 @@ struct BenchLive: AsyncParsableCommand {
         }
         print("targets: onset ≤ 15, stop ≤ 10, |drift median| ≤ 15 and p95 ≤ 30, gap ≤ 20")
         print("espeak-ng and spd-say are separate processes: their onset includes process start (and, for spd-say, the round trip to its daemon); their stop is 'kill' / 'spd-say -C' to silence.")
+    }
+
+    // MARK: Start-up
+
+    /// Process start to first audible sample of `parla say` and of `espeak-ng`, alternating.
+    func benchStartup(_ recorder: PulseAudioRecorder, binary: String) async throws {
+        let text = "Hello world."
+        let commands: [(String, [String])] = [("parla say", [binary, "say", text]), ("espeak-ng", ["espeak-ng", text])]
+        var onsets: [[Double]] = commands.map { _ in [] }
+        for (_, command) in commands { _ = Processes.wait(Processes.spawn(command)) }  // page in
+        for run in 0..<runs {
+            for (k, (name, command)) in commands.enumerated() {
+                recorder.reset()
+                let t0 = monotonicNanoseconds()
+                _ = Processes.wait(Processes.spawn(command))
+                try await Task.sleep(for: .milliseconds(200))
+                guard let first = recorder.loudSampleTimes(after: t0).first else { continue }
+                onsets[k].append(ms(first - t0))
+                FileHandleErr.write("\(name) run \(run + 1)/\(runs): onset \(fmt(onsets[k].last ?? 0)) ms\n")
+            }
+        }
+        print("")
+        print("Start-up at the null sink's monitor (process start to first audible sample), \(runs) runs each, alternating; median / p95 in ms")
+        for (k, (name, _)) in commands.enumerated() {
+            print(name.padding(30) + cell(onsets[k]))
+        }
+        if let p = onsets.first, let e = onsets.last, !p.isEmpty, !e.isEmpty {
+            print("ratio parla / espeak-ng (medians): " + fmt(percentile(p, 0.5) / percentile(e, 0.5)) + "  (target ≤ 1)")
+        }
     }
 
     // MARK: speak-selection

@@ -14,18 +14,36 @@ install_baselines() {
   fi
 }
 
+# start_private_session [pulseaudio|pipewire]: PipeWire runs with a private D-Bus session
+# bus, WirePlumber and pipewire-pulse, and the null sink is loaded with pactl.
 start_private_session() {
   dir=$(mktemp -d /tmp/parla-bench.XXXXXX)
+  chmod 700 "$dir"
   export XDG_RUNTIME_DIR=$dir HOME=$dir XDG_CONFIG_HOME=$dir/config
-  pulseaudio -n --daemonize=no --exit-idle-time=-1 --use-pid-file=no --system=no --disallow-exit \
-    --disable-shm=yes --log-level=error \
-    -L "module-native-protocol-unix socket=$dir/native auth-anonymous=1" \
-    -L "module-null-sink sink_name=parla_bench rate=22050 channels=1" >/dev/null 2>&1 &
-  pulse=$!
+  pids=()
   xvfb=
   trap stop_private_session EXIT
-  export PULSE_SERVER=unix:$dir/native
-  for _ in $(seq 100); do [ -S "$dir/native" ] && break; sleep 0.05; done
+  if [ "${1:-pulseaudio}" = pipewire ]; then
+    export DBUS_SESSION_BUS_ADDRESS=unix:path=$dir/bus
+    dbus-daemon --session --nofork --nopidfile --address="$DBUS_SESSION_BUS_ADDRESS" >/dev/null 2>&1 & pids+=($!)
+    for _ in $(seq 100); do [ -S "$dir/bus" ] && break; sleep 0.05; done
+    pipewire >/dev/null 2>&1 & pids+=($!)
+    for _ in $(seq 100); do [ -S "$dir/pipewire-0" ] && break; sleep 0.05; done
+    wireplumber >/dev/null 2>&1 & pids+=($!)
+    pipewire-pulse >/dev/null 2>&1 & pids+=($!)
+    export PULSE_SERVER=unix:$dir/pulse/native
+    for _ in $(seq 100); do [ -S "$dir/pulse/native" ] && break; sleep 0.05; done
+    for _ in $(seq 100); do pactl load-module module-null-sink sink_name=parla_bench rate=22050 channels=1 >/dev/null 2>&1 && break; sleep 0.05; done
+    pactl set-default-sink parla_bench >/dev/null 2>&1 || true
+  else
+    pulseaudio -n --daemonize=no --exit-idle-time=-1 --use-pid-file=no --system=no --disallow-exit \
+      --disable-shm=yes --log-level=error \
+      -L "module-native-protocol-unix socket=$dir/native auth-anonymous=1" \
+      -L "module-null-sink sink_name=parla_bench rate=22050 channels=1" >/dev/null 2>&1 & pids+=($!)
+    export PULSE_SERVER=unix:$dir/native
+    for _ in $(seq 100); do [ -S "$dir/native" ] && break; sleep 0.05; done
+  fi
+  pulse=${pids[0]}
 }
 
 start_private_display() {
@@ -40,7 +58,8 @@ stop_private_session() {
   spd_pid=$(cat "$dir"/speech-dispatcher/pid/speech-dispatcher.pid 2>/dev/null || true)
   [ -n "$spd_pid" ] && kill "$spd_pid" 2>/dev/null || true
   [ -n "$xvfb" ] && kill "$xvfb" 2>/dev/null || true
-  kill "$pulse" 2>/dev/null || true
-  wait "$pulse" 2>/dev/null || true
+  local p
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
   rm -rf "$dir"
 }
