@@ -87,11 +87,22 @@ public struct VoiceCatalog: Sendable {
     /// Loads the catalog in `directory` (presets in any subdirectory, plus `defaults.json`),
     /// then the presets in `userDirectory` if it exists.
     /// - Throws: ``ParlaError/voiceCatalogNotFound(searched:)`` or ``ParlaError/invalidVoicePreset(path:reason:)``.
-    public static func load(from directory: String, userDirectory: String? = nil) throws(ParlaError) -> VoiceCatalog {
+    public static func load(from directory: String, userDirectory: String? = nil, useIndex: Bool = true) throws(ParlaError) -> VoiceCatalog {
         let fm = FileManager.default
         var isDir = false
         guard fm.fileExists(atPath: directory, isDirectory: &isDir), isDir else {
             throw .voiceCatalogNotFound(searched: [directory])
+        }
+        if useIndex, let catalog = try loadIndex(directory + "/index.tsv") {
+            var voices = catalog.voices
+            var dirs = [directory]
+            if let user = userDirectory, fm.fileExists(atPath: user, isDirectory: &isDir), isDir {
+                voices += try presets(in: user, excluding: nil)
+                dirs.append(user)
+            }
+            return VoiceCatalog(
+                voices: voices, variants: catalog.variants, languageDefaults: catalog.languageDefaults,
+                scriptDefaults: catalog.scriptDefaults, directories: dirs)
         }
         var voices: [SpeechVoice] = []
         var languageDefaults: [String: String] = [:]
@@ -168,6 +179,48 @@ public struct VoiceCatalog: Sendable {
             return c
         }
         throw .voiceCatalogNotFound(searched: candidates)
+    }
+
+    /// The built-in presets and defaults from `index.tsv` (written by
+    /// `scripts/generate-voices.py`), nil if there is none. One file read and split instead of
+    /// 130 JSON decodes: a third of `parla say`'s start-up before it.
+    /// - Throws: ``ParlaError/invalidVoicePreset(path:reason:)`` naming the line.
+    static func loadIndex(_ path: String) throws(ParlaError) -> VoiceCatalog? {
+        guard let data = FileManager.default.contents(atPath: path) else { return nil }
+        var voices: [SpeechVoice] = []
+        var languageDefaults: [String: String] = [:]
+        var scriptDefaults: [String: LanguageTag] = [:]
+        var variants: [String] = []
+        for (number, line) in String(decoding: data, as: UTF8.self).split(separator: "\n").enumerated() where !line.hasPrefix("#") {
+            let f = line.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
+            func bad(_ why: String) -> ParlaError { .invalidVoicePreset(path: path, reason: "line \(number + 1): \(why); run 'python3 scripts/generate-voices.py --index-only'") }
+            switch f.first {
+            case "voice":
+                guard f.count == 10 else { throw bad("a voice line needs 10 tab-separated fields") }
+                var languages: [LanguageTag] = []
+                for l in f[6].split(separator: " ") {
+                    guard let tag = LanguageTag(String(l)) else { throw bad("'\(l)' is not a language tag") }
+                    languages.append(tag)
+                }
+                guard !languages.isEmpty else { throw bad("the voice lists no languages") }
+                voices.append(SpeechVoice(
+                    identifier: f[1], name: f[2], engine: f[3], engineVoice: f[4], variant: f[5].isEmpty ? nil : f[5],
+                    languages: languages, gender: SpeechVoice.Gender(rawValue: f[7]),
+                    rate: Double(f[8]), pitch: Double(f[9])))
+            case "default":
+                guard f.count == 3 else { throw bad("a default needs a language and a voice") }
+                languageDefaults[f[1].lowercased()] = f[2]
+            case "script":
+                guard f.count == 3, let tag = LanguageTag(f[2]) else { throw bad("a script default needs a script and a language tag") }
+                scriptDefaults[f[1]] = tag
+            case "variant":
+                guard f.count == 2 else { throw bad("a variant needs a name") }
+                variants.append(f[1])
+            default:
+                throw bad("unknown line")
+            }
+        }
+        return VoiceCatalog(voices: voices, variants: variants, languageDefaults: languageDefaults, scriptDefaults: scriptDefaults)
     }
 
     private struct DefaultsFile: Decodable {

@@ -121,7 +121,10 @@ struct SpeakSelectionTests {
 
     @Test func secondInvocationStopsTheFirst() async throws {
         let s = try await Session.start()
-        try s.display!.select("One two three four five six seven eight nine ten eleven twelve thirteen fourteen.")
+        // About 40 s of speech: on a loaded machine the second process may take seconds to
+        // start, and the first must still be speaking then (it is stopped, so this costs nothing).
+        let count = "One two three four five six seven eight nine ten eleven twelve thirteen fourteen. "
+        try s.display!.select(String(repeating: count, count: 8))
         let started = monotonicNanoseconds()
         let first = try s.launch()
         #expect(try await s.waitForSound(after: started))

@@ -8,6 +8,16 @@ struct CatalogFileTests {
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("voices").path
 
+    /// voices/index.tsv is derived from the JSON files: both give the same catalog.
+    @Test func indexMatchesTheJSONFiles() throws {
+        let indexed = try VoiceCatalog.load(from: Self.directory, useIndex: true)
+        let decoded = try VoiceCatalog.load(from: Self.directory, useIndex: false)
+        #expect(indexed.voices == decoded.voices, "voices/index.tsv is stale: run 'python3 scripts/generate-voices.py --index-only'")
+        #expect(indexed.languageDefaults == decoded.languageDefaults)
+        #expect(indexed.scriptDefaults == decoded.scriptDefaults)
+        #expect(indexed.variants == decoded.variants)
+    }
+
     @Test func committedCatalogLoadsAndEveryDefaultExists() throws {
         let catalog = try VoiceCatalog.load(from: Self.directory)
         #expect(catalog.voices.count > 100)
