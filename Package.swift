@@ -36,6 +36,8 @@ let package = Package(
         // MARK: Library
         .target(name: "CParlaWorker"),
         .target(name: "CParlaEngineHost", dependencies: ["CESpeakNG"]),
+        // Only in the parla and speak-selection programs: starts the engine host before main.
+        .target(name: "CParlaPrestart", dependencies: ["CParlaEngineHost"]),
         .target(name: "ParlaCore", swiftSettings: swiftSettings),
         .target(name: "ParlaESpeak", dependencies: ["ParlaCore", "CESpeakNG", "CParlaEngineHost"], swiftSettings: swiftSettings),
         .target(name: "ParlaPulseAudio", dependencies: ["ParlaCore", "CPulseAudio"], swiftSettings: swiftSettings),
@@ -49,12 +51,12 @@ let package = Package(
         ),
         .executableTarget(
             name: "parla",
-            dependencies: ["ParlaCommands", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: ["ParlaCommands", "CParlaPrestart", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             swiftSettings: swiftSettings
         ),
         .executableTarget(
             name: "speak-selection",
-            dependencies: ["ParlaCommands", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: ["ParlaCommands", "CParlaPrestart", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             swiftSettings: swiftSettings
         ),
 

@@ -10,6 +10,7 @@
 #include <spawn.h>
 #include <stdlib.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 void parla_die_with_parent(void) { prctl(PR_SET_PDEATHSIG, SIGKILL); }
@@ -18,6 +19,64 @@ int parla_pipe_cloexec(int fds[2]) { return pipe2(fds, O_CLOEXEC); }
 
 int parla_spawn_close_from(posix_spawn_file_actions_t *actions, int fd) {
     return posix_spawn_file_actions_addclosefrom_np(actions, fd);
+}
+
+static int prestarted_pid, prestarted_input = -1, prestarted_output = -1;
+
+int parla_prestart_host(void) {
+    int to_child[2], from_child[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, to_child) != 0) return 0;
+    if (pipe2(from_child, O_CLOEXEC) != 0) {
+        close(to_child[0]);
+        close(to_child[1]);
+        return 0;
+    }
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid == 0) {
+        // The child: nothing of Swift runs here, only engine_host.c. Standard input and output
+        // become the channel to Parla; nothing else of the parent's stays open.
+        dup2(to_child[0], 0);
+        dup2(from_child[1], 1);
+        if (getenv("PARLA_ENGINE_DEBUG") == NULL) {
+            int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+            if (null >= 0) dup2(null, 2);
+        }
+        closefrom(3);
+        // Crashes of espeak-ng must kill this process (the host's zygote reports its children's
+        // deaths); the Swift runtime's crash handler may already be installed.
+        const int defaults[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP, SIGSYS,
+                                SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGQUIT, SIGCHLD};
+        for (size_t i = 0; i < sizeof defaults / sizeof defaults[0]; i++) signal(defaults[i], SIG_DFL);
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        prctl(PR_SET_NAME, "parla-engine");
+        parla_die_with_parent();
+        if (getppid() != parent) _exit(0);
+        _exit(parla_engine_host_main());
+    }
+    close(to_child[0]);
+    close(from_child[1]);
+    if (pid < 0) {
+        close(to_child[1]);
+        close(from_child[0]);
+        return 0;
+    }
+    prestarted_pid = pid;
+    prestarted_input = to_child[1];
+    prestarted_output = from_child[0];
+    return 1;
+}
+
+int parla_take_prestarted_host(int *pid, int *input, int *output) {
+    // One engine thread takes it, once; the constructor that set it ran before any thread.
+    static int taken;
+    if (prestarted_pid <= 0 || __atomic_exchange_n(&taken, 1, __ATOMIC_ACQ_REL)) return 0;
+    *pid = prestarted_pid;
+    *input = prestarted_input;
+    *output = prestarted_output;
+    return 1;
 }
 
 __attribute__((constructor)) static void parla_engine_host_hook(void) {

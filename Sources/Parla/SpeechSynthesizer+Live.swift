@@ -115,7 +115,9 @@ extension SpeechSynthesizer {
     /// - Throws: ``ParlaError/audioServerUnavailable(reason:)`` if there is no sound server.
     public func prepareToSpeak() async throws {
         let output = live.output
+        // Both at once: the connection waits on the server, the engine on its own process.
+        async let connected: Void = onThreadOfItsOwn("parla.connect") { () throws(ParlaError) in try output.connect() }
         _ = try await engine.start()
-        try await onThreadOfItsOwn("parla.connect") { () throws(ParlaError) in try output.connect() }
+        try await connected
     }
 }

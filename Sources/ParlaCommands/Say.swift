@@ -126,9 +126,11 @@ struct Say: AsyncParsableCommand {
             defaultLanguage: try prefer.map { try parseTagList($0, option: "--prefer")[0] } ?? "en",
             detectsLanguages: detector != nil, detector: detector,
             audioOutput: AudioOutputOptions(device: device, targetLatency: .milliseconds(latency)))
+        // Live: connect to the sound server while the text is planned.
+        let ready = output == nil ? Task { try await synth.prepareToSpeak() } : nil
         _ = try synth.plan(utterance)  // report bad input before any file is created
         guard let output else {
-            try await play(utterance, with: synth)
+            try await play(utterance, with: synth, ready: ready)
             return
         }
         let request = utterance
@@ -147,10 +149,10 @@ struct Say: AsyncParsableCommand {
     }
 
     /// Plays `utterance` live, printing events or the highlighted text, until it ends.
-    private func play(_ utterance: Utterance, with synth: SpeechSynthesizer) async throws {
+    private func play(_ utterance: Utterance, with synth: SpeechSynthesizer, ready: Task<Void, any Error>?) async throws {
         let signals = Interrupt.onSignal { synth.stop(at: .immediate) }
         defer { signals.forEach { $0.cancel() } }
-        try await synth.prepareToSpeak()
+        if let ready { try await ready.value } else { try await synth.prepareToSpeak() }
         try await playToEnd(utterance, with: synth, highlight: highlight, eventsJSON: events == .json)
     }
 

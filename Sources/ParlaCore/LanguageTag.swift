@@ -63,33 +63,39 @@ public struct LanguageTag: Sendable, Hashable, Comparable, CustomStringConvertib
 
     /// Returns the canonical form of `raw`, or nil if it is not a syntactically valid tag.
     static func normalize(_ raw: String) -> String? {
-        let trimmed = raw.trimmingASCIIWhitespace()
-        guard !trimmed.isEmpty, trimmed.utf8.count <= 64 else { return nil }
-        let parts = trimmed.split(separator: "-", omittingEmptySubsequences: false)
-            .flatMap { $0.split(separator: "_", omittingEmptySubsequences: false) }
-        guard let first = parts.first, (2...8).contains(first.count),
-              first.allSatisfy({ $0.isASCII && $0.isLetter })
-        else { return nil }
-        var out = first.lowercased()
+        // On bytes: a valid tag is ASCII, and this runs for every voice at start-up.
+        var bytes = Array(raw.utf8)
+        let blank: (UInt8) -> Bool = { $0 == 0x20 || $0 == 0x09 || $0 == 0x0A || $0 == 0x0D }
+        while let last = bytes.last, blank(last) { bytes.removeLast() }
+        let lead = bytes.prefix(while: blank).count
+        bytes.removeFirst(lead)
+        guard !bytes.isEmpty, bytes.count <= 64 else { return nil }
+        func isLetter(_ b: UInt8) -> Bool { (b | 0x20) >= 0x61 && (b | 0x20) <= 0x7A }
+        func isDigit(_ b: UInt8) -> Bool { b >= 0x30 && b <= 0x39 }
+        func lower(_ b: UInt8) -> UInt8 { isLetter(b) ? b | 0x20 : b }
+        func upper(_ b: UInt8) -> UInt8 { isLetter(b) ? b & ~0x20 : b }
+        let parts = bytes.split(omittingEmptySubsequences: false) { $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "_") }
+        guard let first = parts.first, (2...8).contains(first.count), first.allSatisfy(isLetter) else { return nil }
+        var out = first.map(lower)
         var afterSingleton = false
         for (i, part) in parts.dropFirst().enumerated() {
-            guard (1...8).contains(part.count), part.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) })
-            else { return nil }
-            out += "-"
+            guard (1...8).contains(part.count), part.allSatisfy({ isLetter($0) || isDigit($0) }) else { return nil }
+            out.append(UInt8(ascii: "-"))
             if afterSingleton {
-                out += part.lowercased()
+                out += part.map(lower)
             } else if part.count == 1 {
                 afterSingleton = true
-                out += part.lowercased()
-            } else if part.count == 4, part.first?.isLetter == true, i < 2 {
-                out += part.prefix(1).uppercased() + part.dropFirst().lowercased()
-            } else if part.count == 2, part.allSatisfy(\.isLetter) {
-                out += part.uppercased()
+                out += part.map(lower)
+            } else if part.count == 4, let head = part.first, isLetter(head), i < 2 {
+                out.append(upper(head))
+                out += part.dropFirst().map(lower)
+            } else if part.count == 2, part.allSatisfy(isLetter) {
+                out += part.map(upper)
             } else {
-                out += part.lowercased()
+                out += part.map(lower)
             }
         }
-        return out
+        return String(decoding: out, as: UTF8.self)
     }
 }
 

@@ -190,8 +190,12 @@ final class EngineHost: RunEngine {
         let quiet = getenv("PARLA_ENGINE_DEBUG") == nil
         // Built by SwiftPM, even parla-engine loads the Swift runtime, whose crash handler
         // would catch a crash of espeak-ng and, for a signal sent by kill, let it go on.
+        var prestarted: (pid: Int32, input: Int32, output: Int32) = (0, -1, -1)
         let child: ChildProcess
-        if let path = executable {
+        if parla_take_prestarted_host(&prestarted.pid, &prestarted.input, &prestarted.output) == 1 {
+            // Forked before main by the parla or speak-selection program (CParlaPrestart).
+            child = ChildProcess(pid: prestarted.pid, input: prestarted.input, output: prestarted.output)
+        } else if let path = executable {
             child = try ChildProcess.spawn(executable: path, role: "parla engine host", environment: ["SWIFT_BACKTRACE": "enable=no"], stderrToNull: quiet)
         } else {
             child = try ChildProcess.spawnSelf(role: "parla engine host", environment: ["PARLA_ENGINE_HOST": "1", "SWIFT_BACKTRACE": "enable=no"], stderrToNull: quiet)
@@ -200,6 +204,30 @@ final class EngineHost: RunEngine {
         toHost = child.input
         fromHost = child.output
         sampleRate = nil
+    }
+
+    /// Reads and drops what `fd` still delivers until its end, or until `milliseconds` pass.
+    private static func drainToEnd(_ fd: Int32, milliseconds: Int) {
+        guard fd >= 0 else { return }
+        let deadline = monotonicMilliseconds() + milliseconds
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let left = deadline - monotonicMilliseconds()
+            guard left > 0 else { return }
+            var fds = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            let rc = poll(&fds, 1, Int32(left))
+            if rc < 0 && errno == EINTR { continue }
+            guard rc > 0 else { return }
+            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { return }
+        }
+    }
+
+    private static func monotonicMilliseconds() -> Int {
+        var t = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &t)
+        return t.tv_sec * 1000 + t.tv_nsec / 1_000_000
     }
 
     /// The next message, nil if the host is gone or silent for longer than ``timeout``.
@@ -223,16 +251,17 @@ final class EngineHost: RunEngine {
     private func shutDown(gracefully: Bool = false) -> String {
         guard pid > 0 else { return "is not running" }
         if toHost >= 0 { close(toHost) }
+        // Closing its input ends the host; its output reaches its end as the host exits, which
+        // is the moment to reap it (no sleeping in steps: this is on the path of every exit).
+        Self.drainToEnd(fromHost, milliseconds: gracefully ? 500 : 100)
         if fromHost >= 0 { close(fromHost) }
         toHost = -1
         fromHost = -1
         sampleRate = nil
         var status: Int32 = 0
         var reaped = waitpid(pid, &status, WNOHANG)
-        // A host that has just closed its output (or been asked to end) may not have finished
-        // exiting yet.
-        for _ in 0..<(gracefully ? 250 : 50) where reaped == 0 {
-            usleep(2_000)
+        for _ in 0..<100 where reaped == 0 {
+            usleep(100)
             reaped = waitpid(pid, &status, WNOHANG)
         }
         if reaped == 0 {

@@ -127,6 +127,43 @@ struct CLITests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path) == ["long.txt"])
     }
 
+    /// `parla say` forks its engine host before main (CParlaPrestart), so espeak-ng loads while
+    /// the command line and catalog are read: the host is then this very program, not the
+    /// `parla-engine` it starts otherwise (PARLA_NO_PRESTART=1).
+    @Test(arguments: [false, true])
+    func sayStartsItsEngineHostBeforeMain(disabled: Bool) throws {
+        let dir = try makeTemporaryDirectory()
+        let input = dir.appendingPathComponent("long.txt")
+        try Data(String(repeating: "A long text that takes a while to render. ", count: 3000).utf8).write(to: input)
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: Self.binary)
+        p.arguments = ["say", "-f", input.path, "-o", dir.appendingPathComponent("long.wav").path]
+        var env = ProcessInfo.processInfo.environment
+        env["PARLA_ENGINE"] = nil
+        env["PARLA_NO_PRESTART"] = disabled ? "1" : nil
+        p.environment = env
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        defer { p.interrupt(); _ = waitForExit(p) }
+        var hosts: [String] = []
+        for _ in 0..<200 where hosts.isEmpty {
+            Thread.sleep(forTimeInterval: 0.01)
+            let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(p.processIdentifier)/task")) ?? []
+            let children = tasks.flatMap { task in
+                ((try? String(contentsOfFile: "/proc/\(p.processIdentifier)/task/\(task)/children", encoding: .utf8)) ?? "")
+                    .split(separator: " ").map(String.init)
+            }
+            hosts = children.compactMap { try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\($0)/exe") }
+        }
+        let program = URL(fileURLWithPath: Self.binary).resolvingSymlinksInPath().path
+        #expect(hosts.count == 1, "engine hosts: \(hosts)")
+        if disabled {
+            #expect(hosts.allSatisfy { $0.hasSuffix("/parla-engine") }, "\(hosts)")
+        } else {
+            #expect(hosts == [program])
+        }
+    }
+
     @Test func helpIsComplete() throws {
         let r = try parla(["say", "--help"])
         for option in ["--file", "--output", "--timings", "--voice", "--language", "--rate", "--pitch", "--volume", "--punctuation", "--ssml", "--voices"] {

@@ -21,8 +21,9 @@ struct LiveCLITests {
         let r = try await say(["--events", "json", "--device", server.sink, "Hello world"], server: server.server)
         #expect(r.status == 0, "\(r.error)")
         let events = try lines(r.output)
-        #expect(events.map { $0["event"] as! String } == ["started", "word", "sentence", "word", "finished"]
-            || events.map { $0["event"] as! String } == ["started", "sentence", "word", "word", "finished"])
+        let kinds = events.map { $0["event"] as? String ?? "?" }
+        #expect(kinds == ["started", "word", "sentence", "word", "finished"] || kinds == ["started", "sentence", "word", "word", "finished"],
+            "events: \(r.output)")
         let words = events.filter { $0["event"] as? String == "word" }
         #expect(words.map { $0["text"] as! String } == ["Hello", "world"])
         #expect(words.map { $0["start"] as! Int } == [0, 6])

@@ -224,18 +224,20 @@ struct SpeakSelectionTests {
         var assignments = ""
         for (k, v) in s.environment { assignments += v.map { "\(k)='\($0)' " } ?? "" }
         let env = assignments
-        let start = try await offPool { try runProcess("/usr/bin/tmux", ["new-session", "-d", "-s", session, "-x", "100", "-y", "10", "env \(env) \(SpeakSelectionTests.binary) --config \(conf.path); sleep 1"]) }
-        #expect(start.status == 0, "\(start.error)")
-        defer { _ = try? runProcess("/usr/bin/tmux", ["kill-session", "-t", session]) }
-        // Capture the pane every 30 ms from a shell loop (a loop in this test could be starved of
-        // threads by the other tests running in parallel) until the session ends.
-        let loop = """
-            end=$(( $(date +%s) + 20 ))
+        // Start the session and capture its pane every 30 ms from one shell script, so that no
+        // gap between two processes started by this (possibly starved) test loses the speech,
+        // until the session ends.
+        let script = """
+            tmux new-session -d -s \(session) -x 100 -y 10 "env \(env) \(SpeakSelectionTests.binary) --config \(conf.path); sleep 3" || exit 3
+            end=$(( $(date +%s) + 25 ))
             while tmux has-session -t \(session) 2>/dev/null && [ $(date +%s) -lt $end ]; do
               tmux capture-pane -p -e -t \(session); echo ---; sleep 0.03
             done
             """
-        let captures = try await offPool { try runProcess("/bin/sh", ["-c", loop]).output }
+        defer { _ = try? runProcess("/usr/bin/tmux", ["kill-session", "-t", session]) }
+        let run = try await offPool { try runProcess("/bin/sh", ["-c", script]) }
+        #expect(run.status == 0, "\(run.error)")
+        let captures = run.output
         var highlighted: Set<String> = []
         var rest = captures[...]
         while let r = rest.range(of: "\u{1B}[7m") {

@@ -80,7 +80,8 @@ struct LiveSpeechTests {
         // Sound really reached the sink, and `finished` came after its last sample.
         let loud = server.recorder.loudSampleTimes()
         #expect(loud.count > 5000)
-        #expect(end.time >= loud.last ?? .max)
+        // (The recorder dates a sample when it reads it, a few ms late on a loaded machine.)
+        #expect(end.time + 20_000_000 >= loud.last ?? .max)
         #expect(!synth.isSpeaking)
     }
 
@@ -347,7 +348,8 @@ struct LiveSpeechTests {
         let r = await synth.speakAndWait(Utterance(string: "Is anybody there?"))
         let took = Double(monotonicNanoseconds() - asked) / 1e9
         guard case .failed(.audioServerStalled(let what)) = r.kind else { Issue.record("got \(r.kind)"); return }
-        #expect(took < 8, "took \(took) s")  // 1 s to connect, 1 s for the stream; it was 30 s
+        // 1 s to connect, 1 s for the stream (a loaded 2-core machine took up to 8.7); it was 30 s.
+        #expect(took < 15, "took \(took) s")
         #expect(ParlaError.audioServerStalled(what).description.contains("wireplumber"))
         server.resumeSessionManager()
         let again = await synth.speakAndWait(Utterance(string: "Back again"))

@@ -12,6 +12,14 @@ int parla_engine_host_main(void);
 void parla_die_with_parent(void);
 /// pipe2(fds, O_CLOEXEC) (Swift does not import pipe2 without _GNU_SOURCE).
 int parla_pipe_cloexec(int fds[2]);
+/// Starts an engine host now, by forking this process (which must still have one thread: call
+/// it from a constructor), for ``parla_take_prestarted_host`` to hand over later. The child
+/// runs ``parla_engine_host_main`` with a socket from this process as its standard input and a
+/// pipe to it as its standard output. Returns 1 if it did, 0 if it could not.
+int parla_prestart_host(void);
+/// The host ``parla_prestart_host`` started, once: returns 1 and fills in its process id,
+/// the descriptor that writes to it and the one that reads from it; 0 if there is none.
+int parla_take_prestarted_host(int *pid, int *input, int *output);
 #include <spawn.h>
 /// Makes a spawned process close every descriptor from `fd` up
 /// (posix_spawn_file_actions_addclosefrom_np, glibc 2.34).

@@ -98,7 +98,10 @@ public final class LanguageModel: @unchecked Sendable {
         guard r.bytes(4) == Array("PLID".utf8) else { throw fail("it is not a Parla language model (bad magic)") }
         guard let version = r.u32(), version == 1 else { throw fail("unsupported version") }
         guard let pairs = r.u32() else { throw fail("truncated") }
-        var bmp = (0..<0x10000).map { UInt16(truncatingIfNeeded: $0) }
+        var bmp = [UInt16](unsafeUninitializedCapacity: 0x10000) { buffer, count in
+            for i in 0..<0x10000 { buffer[i] = UInt16(truncatingIfNeeded: i) }
+            count = 0x10000
+        }
         var astral: [UInt32: UInt32] = [:]
         for _ in 0..<pairs {
             guard let from = r.u32(), let to = r.u32() else { throw fail("truncated lower-case table") }
@@ -187,11 +190,17 @@ public final class LanguageModel: @unchecked Sendable {
             offset += n
             return true
         }
-        mutating func u8() -> UInt8? { bytes(1).map { $0[0] } }
-        mutating func u16() -> UInt16? { bytes(2).map { UInt16($0[0]) | UInt16($0[1]) << 8 } }
-        mutating func u32() -> UInt32? {
-            bytes(4).map { b in b.enumerated().reduce(UInt32(0)) { $0 | UInt32($1.element) << (8 * UInt32($1.offset)) } }
+        /// The next `n` bytes as a little-endian number, without copying them.
+        private mutating func integer(_ n: Int) -> UInt64? {
+            guard offset + n <= bytes.count else { return nil }
+            var v: UInt64 = 0
+            for i in 0..<n { v |= UInt64(bytes[offset + i]) << (8 * UInt64(i)) }
+            offset += n
+            return v
         }
+        mutating func u8() -> UInt8? { integer(1).map { UInt8($0) } }
+        mutating func u16() -> UInt16? { integer(2).map { UInt16($0) } }
+        mutating func u32() -> UInt32? { integer(4).map { UInt32($0) } }
         mutating func f32() -> Float? { u32().map { Float(bitPattern: $0) } }
         mutating func string() -> String? {
             guard let n = u8(), let b = bytes(Int(n)) else { return nil }

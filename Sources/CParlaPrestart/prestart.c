@@ -1,0 +1,43 @@
+// Linked only into the `parla` and `speak-selection` programs: before main, and before the
+// Swift runtime and the command line parser get going (about 9 ms), a command that is going
+// to speak forks its engine host, which loads espeak-ng and its first voice on the other core
+// in the meantime. EngineHost takes it over (parla_take_prestarted_host) instead of starting
+// one when it first needs it. Other commands, render workers and engine hosts start nothing.
+#include "parla_prestart.h"
+#include "parla_engine_host.h"
+#include <stdlib.h>
+#include <string.h>
+
+static int prestarted;
+
+int parla_prestarted_engine_host(void) { return prestarted; }
+
+static int wants_engine(int argc, char **argv) {
+    if (argc < 1 || argv[0] == NULL) return 0;
+    // An engine chosen by hand, a helper copy of this program, or a debug run: as before.
+    if (getenv("PARLA_ENGINE") != NULL || getenv(PARLA_ENGINE_HOST_ENV) != NULL) return 0;
+    const char *off = getenv("PARLA_NO_PRESTART");
+    if (off != NULL && off[0] != 0) return 0;
+    const char *name = strrchr(argv[0], '/');
+    name = name ? name + 1 : argv[0];
+    int first = 1;
+    if (strcmp(name, "parla") == 0) {
+        if (argc < 2 || (strcmp(argv[1], "say") != 0 && strcmp(argv[1], "selection") != 0)) return 0;
+        first = 2;
+    } else if (strcmp(name, "speak-selection") != 0) {
+        return 0;
+    }
+    for (int i = first; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--") == 0) break;
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0 || strcmp(a, "--version") == 0 ||
+            strcmp(a, "--stop") == 0 || strcmp(a, "--generate-completion-script") == 0)
+            return 0;
+    }
+    return 1;
+}
+
+__attribute__((constructor)) static void parla_prestart(int argc, char **argv) {
+    if (!wants_engine(argc, argv)) return;
+    prestarted = parla_prestart_host();
+}
