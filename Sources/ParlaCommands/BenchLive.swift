@@ -132,7 +132,7 @@ struct BenchLive: AsyncParsableCommand {
         for (name, a, b) in rows {
             print(name.padding(40) + cell(a).padding(18, left: true) + cell(b).padding(18, left: true))
         }
-        print("targets: first sound ≤ 60 (process start and engine loading included), toggle stop ≤ 20")
+        print("targets: first sound ≤ 30 (process start and engine loading included), toggle stop ≤ 20")
     }
 
     /// Starts `start`, measures until its first loud sample, lets it speak 300 ms, starts `stop`
