@@ -143,7 +143,7 @@ struct RenderCLITests {
 
         // kill -9 of the whole command at an arbitrary moment: no partial file under a final name.
         let (killed, _) = try await interrupt(args, out: out, after: partial.count / 3 + 2, with: SIGKILL)
-        #expect(killed == 128 + SIGKILL)
+        #expect(killed == -SIGKILL)
         try await Task.sleep(for: .milliseconds(500))  // workers finish their item and exit
         #expect(try outputs(out).filter { $0.key.hasSuffix(".wav") }.allSatisfy { isCompleteWAV($0.value) })
 

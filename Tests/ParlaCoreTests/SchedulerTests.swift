@@ -25,13 +25,18 @@ struct SchedulerTests {
     }
     static let ops: [Op] = kinds.map { .submit($0) } + [.stop(.immediate), .stop(.word), .endCurrent]
 
-    static func rank(_ k: SpeechRequestKind) -> Int {
-        switch k {
-        case .speech: return 2
-        case .announcement(.high, _): return 0
-        case .announcement(.default, let q): return q ? 2 : 1
-        case .announcement(.low, _): return 3
-        }
+    /// Whether waiting request `a` must start before waiting request `b`, written from the
+    /// rules as SpeechScheduler's documentation states them, not from its `rank`: high
+    /// announcements go first; low announcements wait for everything; a default announcement
+    /// that wanted to interrupt goes before speech and queued announcements. Requests neither
+    /// of which must precede the other start in submission order.
+    static func mustPrecede(_ a: SpeechRequestKind, _ b: SpeechRequestKind) -> Bool {
+        func isHigh(_ k: SpeechRequestKind) -> Bool { if case .announcement(.high, _) = k { true } else { false } }
+        func isLow(_ k: SpeechRequestKind) -> Bool { if case .announcement(.low, _) = k { true } else { false } }
+        func wantedToInterrupt(_ k: SpeechRequestKind) -> Bool { k == .announcement(priority: .default, queued: false) }
+        if isHigh(a) != isHigh(b) { return isHigh(a) }
+        if isLow(a) != isLow(b) { return isLow(b) }
+        return wantedToInterrupt(a) && !wantedToInterrupt(b)
     }
 
     enum Status: Equatable { case waiting, playing, stopping, ended }
@@ -51,15 +56,19 @@ struct SchedulerTests {
                 switch a {
                 case .start(let id):
                     guard status[id] == .waiting else { return "start of \(id) which is \(String(describing: status[id]))" }
-                    // The one started is the first waiting by rank, then submission order.
-                    let waiting = order.filter { status[$0] == .waiting }
-                    let best = waiting.min { (rank(kind[$0]!), $0) < (rank(kind[$1]!), $1) }!
+                    // The one started is one no other waiting request must precede, and the
+                    // earliest submitted of those.
+                    let waiting = order.filter { status[$0] == .waiting && $0 != id }
+                    let k = kind[id]!
+                    let ahead = waiting.first { other in
+                        mustPrecede(kind[other]!, k) || (other < id && !mustPrecede(k, kind[other]!))
+                    }
                     if case .submit = cause, id == order.last {
                         // a new request starting at once: fine if it interrupts or nothing else was there
-                    } else if best != id {
-                        return "started \(id) before \(best)"
+                    } else if let ahead {
+                        return "started \(id) before \(ahead)"
                     }
-                    if case .announcement(.low, _) = kind[id]!, waiting.contains(where: { rank(kind[$0]!) < 3 }) {
+                    if case .announcement(.low, _) = k, waiting.contains(where: { mustPrecede(kind[$0]!, k) }) {
                         return "low \(id) started while others wait"
                     }
                     status[id] = .playing

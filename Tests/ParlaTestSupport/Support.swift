@@ -34,7 +34,9 @@ public func runProcess(_ executable: String, _ arguments: [String], stdin: Data?
     return ProcessResult(status: waitForExit(p), output: String(decoding: o, as: UTF8.self), error: String(decoding: e, as: UTF8.self))
 }
 
-/// Waits for `p` to exit and returns its exit status (128 + the signal if a signal killed it).
+/// Waits for `p` to exit and returns its exit status, or minus the signal that killed it (so
+/// that a program that handled Ctrl-C and exited with 130 is told apart from one that
+/// SIGINT killed, which a shell would also report as 130).
 ///
 /// Not `Process.waitUntilExit()`: under Swift Testing's parallel tests it can wait forever
 /// (the child stays a zombie), and it holds a thread of the small cooperative pool.
@@ -44,10 +46,10 @@ public func waitForExit(_ p: Process) -> Int32 {
     var r: pid_t
     repeat { r = waitpid(pid, &status, 0) } while r < 0 && errno == EINTR
     if r == pid {
-        return status & 0x7F == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
+        return status & 0x7F == 0 ? (status >> 8) & 0xFF : -(status & 0x7F)
     }
     while p.isRunning { usleep(1_000) }  // Foundation reaped it first
-    return p.terminationReason == .uncaughtSignal ? 128 + p.terminationStatus : p.terminationStatus
+    return p.terminationReason == .uncaughtSignal ? -p.terminationStatus : p.terminationStatus
 }
 
 /// Whether the file system under `dir` can make unnamed files (`O_TMPFILE`; not every one can).
@@ -262,5 +264,5 @@ public func offPool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) asy
 
 /// The exit status of `p` (see ``waitForExit(_:)``), waited for off the cooperative pool.
 public func exitStatus(_ p: Process) async -> Int32 {
-    (try? await offPool { waitForExit(p) }) ?? -1
+    (try? await offPool { waitForExit(p) }) ?? Int32.min
 }
