@@ -13,9 +13,13 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .library(name: "Parla", targets: ["Parla"]),
+        // For apps' own tests: records a sink's monitor to prove sound really arrived.
+        .library(name: "ParlaTesting", targets: ["ParlaTesting"]),
         .executable(name: "parla", targets: ["parla"]),
         .executable(name: "speak-selection", targets: ["speak-selection"]),
         .executable(name: "parla-engine", targets: ["parla-engine"]),
+        // Benchmarks (scripts/bench-live, bench-selection, bench-start); never installed.
+        .executable(name: "parla-bench", targets: ["parla-bench"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -34,13 +38,14 @@ let package = Package(
         ),
 
         // MARK: Library
-        .target(name: "CParlaWorker"),
+        .target(name: "CParlaWorker", dependencies: ["CParlaEngineHost"]),
         .target(name: "CParlaEngineHost", dependencies: ["CESpeakNG"]),
         // Only in the parla and speak-selection programs: starts the engine host before main.
         .target(name: "CParlaPrestart", dependencies: ["CParlaEngineHost"]),
         .target(name: "ParlaCore", swiftSettings: swiftSettings),
         .target(name: "ParlaESpeak", dependencies: ["ParlaCore", "CESpeakNG", "CParlaEngineHost"], swiftSettings: swiftSettings),
         .target(name: "ParlaPulseAudio", dependencies: ["ParlaCore", "CPulseAudio"], swiftSettings: swiftSettings),
+        .target(name: "ParlaTesting", dependencies: ["ParlaCore", "ParlaPulseAudio", "CPulseAudio"], swiftSettings: swiftSettings),
         .target(name: "Parla", dependencies: ["ParlaCore", "ParlaESpeak", "ParlaPulseAudio", "CParlaWorker"], swiftSettings: swiftSettings),
 
         // MARK: Command-line tool
@@ -62,6 +67,11 @@ let package = Package(
 
         // The engine host: espeak-ng in a process of its own, with no Swift to load.
         .executableTarget(name: "parla-engine", dependencies: ["CParlaEngineHost"]),
+        .executableTarget(
+            name: "parla-bench",
+            dependencies: ["ParlaCommands", "ParlaTesting", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            swiftSettings: swiftSettings
+        ),
 
         // MARK: Examples (built by CI)
         .executableTarget(
@@ -74,7 +84,7 @@ let package = Package(
         // MARK: Tests
         .testTarget(name: "ParlaCoreTests", dependencies: ["ParlaCore", "ParlaTestSupport", "ParlaFuzzChecks"], swiftSettings: swiftSettings),
         .target(name: "ParlaFuzzChecks", dependencies: ["ParlaCore"], path: "Tests/Fuzz/Checks", swiftSettings: swiftSettings),
-        .target(name: "ParlaTestSupport", dependencies: ["ParlaPulseAudio"], path: "Tests/ParlaTestSupport", swiftSettings: swiftSettings),
+        .target(name: "ParlaTestSupport", dependencies: ["ParlaPulseAudio", "ParlaTesting"], path: "Tests/ParlaTestSupport", swiftSettings: swiftSettings),
         .testTarget(name: "ParlaTests", dependencies: ["Parla", "ParlaTestSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "ParlaCLITests", dependencies: ["parla", "speak-selection", "ParlaCore", "ParlaTestSupport"], swiftSettings: swiftSettings),
     ]

@@ -5,6 +5,7 @@
 // because it can crash on some texts; see EngineHost.swift.
 #define _GNU_SOURCE
 #include "parla_engine_host.h"
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
@@ -79,14 +80,25 @@ int parla_take_prestarted_host(int *pid, int *input, int *output) {
     return 1;
 }
 
+int parla_helper_role(const char *name) {
+    const char *value = getenv(name);
+    if (value == NULL) return 0;
+    char *end = NULL;
+    long pid = (value[0] == '1' && value[1] == ':') ? strtol(value + 2, &end, 10) : 0;
+    int valid = pid > 0 && end != NULL && *end == 0;
+    unsetenv(name);
+    if (!valid) return 0;
+    if (getppid() == (pid_t)pid) return 1;
+    // Not started by `pid`: inherited from elsewhere, unless `pid` has died (then this process
+    // was orphaned and must not run the program's own main).
+    if (kill((pid_t)pid, 0) != 0 && errno == ESRCH) _exit(0);
+    return 0;
+}
+
 __attribute__((constructor)) static void parla_engine_host_hook(void) {
-    const char *value = getenv(PARLA_ENGINE_HOST_ENV);
-    if (value != NULL && value[0] == '1' && value[1] == 0) {
-        // Programs the host might start must not become hosts themselves.
-        unsetenv(PARLA_ENGINE_HOST_ENV);
-        parla_die_with_parent();
-        // The parent may have exited between starting this process and the line above.
-        if (getppid() == 1) _exit(0);
-        _exit(parla_engine_host_main());
-    }
+    if (!parla_helper_role(PARLA_ENGINE_HOST_ENV)) return;
+    parla_die_with_parent();
+    // The parent may have exited between the check and the line above.
+    if (getppid() == 1) _exit(0);
+    _exit(parla_engine_host_main());
 }

@@ -4,6 +4,7 @@
 // fork-per-chunk design needs. Other programs see no difference.
 #define _GNU_SOURCE
 #include "parla_worker.h"
+#include "parla_engine_host.h"
 #include <errno.h>
 #include <sched.h>
 #include <fcntl.h>
@@ -51,9 +52,7 @@ void parla_item_child_setup(void) {
 }
 
 __attribute__((constructor)) static void parla_render_worker_hook(void) {
-    const char *value = getenv(PARLA_RENDER_WORKER_ENV);
-    if (value != NULL && value[0] == '1') {
-        unsetenv(PARLA_RENDER_WORKER_ENV);  // programs a worker might start are not workers
-        _exit(parla_render_worker_main());
-    }
+    // Only when the parent that set the variable started this process (parla_helper_role):
+    // a program that merely inherits it runs as itself.
+    if (parla_helper_role(PARLA_RENDER_WORKER_ENV)) _exit(parla_render_worker_main());
 }

@@ -572,7 +572,7 @@ private final class WorkerProcess: @unchecked Sendable {  // used by one thread 
     /// ``awaitReady()``.
     init(settings: RenderSettings, cpu: Int?) throws {
         let child = try ChildProcess.spawnSelf(role: "parla render worker", environment: [
-            "PARLA_RENDER_WORKER": "1",
+            "PARLA_RENDER_WORKER": "1:\(getpid())",
             "SWIFT_DETERMINISTIC_HASHING": "1",  // the same choices in every worker
             "LD_BIND_NOW": "1",  // resolve symbols once in the worker, not in every forked child
         ])

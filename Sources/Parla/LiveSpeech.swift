@@ -58,12 +58,15 @@ final class LiveSpeech: @unchecked Sendable {
         return id
     }
 
-    func stop(at boundary: SpeechBoundary) {
-        state.withLock { s in
-            perform(s.scheduler.stop(at: boundary), in: &s)
+    func stop(at boundary: SpeechBoundary) -> Bool {
+        let actions = state.withLock { s in
+            let actions = s.scheduler.stop(at: boundary)
+            perform(actions, in: &s)
             if boundary == .immediate { s.paused = false }
+            return actions
         }
         wake.signal()
+        return !actions.isEmpty
     }
 
     func pause(at boundary: SpeechBoundary) -> Bool {

@@ -79,7 +79,9 @@ extension SpeechSynthesizer {
 
     /// Stops all speech: what is speaking is cut off at `boundary` (it ends `cancelled`,
     /// interrupted) and everything queued is dropped (each ends `cancelled`, dropped).
-    public func stop(at boundary: SpeechBoundary = .immediate) {
+    /// - Returns: false if nothing was speaking or queued (like ``pause(at:)``).
+    @discardableResult
+    public func stop(at boundary: SpeechBoundary = .immediate) -> Bool {
         live.stop(at: boundary)
     }
 

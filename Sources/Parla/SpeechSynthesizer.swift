@@ -59,7 +59,7 @@ public final class SpeechSynthesizer: Sendable {
     /// Releasing the synthesizer stops its live speech at once (as `AVSpeechSynthesizer` does):
     /// keep a reference for as long as it should speak.
     deinit {
-        liveSpeechStorage.withLock { $0 }?.stop(at: .immediate)
+        _ = liveSpeechStorage.withLock { $0 }?.stop(at: .immediate)
     }
 
     /// The language detector used for text without language attributes, nil when detection is

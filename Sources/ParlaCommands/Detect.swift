@@ -224,7 +224,7 @@ struct OutputBuffer {
 }
 
 extension String {
-    func padding(_ width: Int, left: Bool = false) -> String {
+    package func padding(_ width: Int, left: Bool = false) -> String {
         let pad = String(repeating: " ", count: max(0, width - count))
         return left ? pad + self : self + pad
     }

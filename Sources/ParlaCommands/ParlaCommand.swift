@@ -21,7 +21,7 @@ public struct ParlaCommand: AsyncParsableCommand {
               parla detect "Hello, Καλημέρα, مرحبا"
             """,
         version: "0.1.0",
-        subcommands: [Say.self, Render.self, Detect.self, Voices.self, SelectionCommand.self, BenchLive.self]
+        subcommands: [Say.self, Render.self, Detect.self, Voices.self, SelectionCommand.self]
     )
 }
 

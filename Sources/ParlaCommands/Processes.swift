@@ -4,16 +4,16 @@ import Glibc
 
 /// Small process helpers the commands share (posix_spawn, not Foundation's Process, which the
 /// commands do not link).
-enum Processes {
+package enum Processes {
     /// Whether `tool` is an executable on $PATH.
-    static func have(_ tool: String) -> Bool {
+    package static func have(_ tool: String) -> Bool {
         let path = getenv("PATH").map { String(cString: $0) } ?? "/usr/bin:/bin"
         return path.split(separator: ":").contains { access("\($0)/\(tool)", X_OK) == 0 }
     }
 
     /// Starts `argv` with standard input from /dev/null, standard error discarded and standard
     /// output to `stdout` (or discarded). Nil if it could not be started.
-    static func spawn(_ argv: [String], stdout: Int32? = nil) -> pid_t? {
+    package static func spawn(_ argv: [String], stdout: Int32? = nil) -> pid_t? {
         var pid = pid_t()
         var cArgs = argv.map { strdup($0) } + [nil]
         defer { cArgs.forEach { free($0) } }
@@ -32,7 +32,7 @@ enum Processes {
 
     /// Waits for `pid` and returns its raw wait status (-1 if there is no such child).
     @discardableResult
-    static func wait(_ pid: pid_t?) -> Int32 {
+    package static func wait(_ pid: pid_t?) -> Int32 {
         guard let pid else { return -1 }
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0 {

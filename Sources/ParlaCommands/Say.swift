@@ -187,14 +187,14 @@ extension PunctuationMode: ExpressibleByArgument {}
 
 extension String {
     /// `value` with one decimal.
-    init(format1 value: Double) {
+    package init(format1 value: Double) {
         let tenths = Int((value * 10).rounded())
         self = (tenths < 0 ? "-" : "") + "\(abs(tenths) / 10).\(abs(tenths) % 10)"
     }
 }
 
 /// Writes a line to standard error.
-func printError(_ message: String, terminator: String = "\n") {
+package func printError(_ message: String, terminator: String = "\n") {
     var line = message + terminator
     line.withUTF8 { _ = write(2, $0.baseAddress, $0.count) }
 }

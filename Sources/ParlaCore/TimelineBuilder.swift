@@ -6,7 +6,7 @@
 /// Parla's own word tokens (so a word the engine skipped still gets a mark, with interpolated
 /// timing, and a word reported twice gets one), and word ends are trimmed to the silence
 /// before the next word.
-public struct TimelineBuilder {
+package struct TimelineBuilder {
     /// Samples per second of the engine's audio.
     public let sampleRate: Int
     private let plan: SpeechPlan

@@ -65,7 +65,7 @@ enum TimelineJSON {
 }
 
 /// Helpers for writing JSON text by hand (fast, with a fixed key order).
-public enum JSONText {
+package enum JSONText {
     /// `value` with exactly three decimals, e.g. `1.500`.
     public static func threeDecimals(_ value: Double) -> String {
         // JSON has no NaN or infinity: NaN is written as 0, infinities as ±1e12.

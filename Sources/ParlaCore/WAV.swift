@@ -39,7 +39,7 @@ public enum WAVHeader {
 /// into place at commit: a process killed at any moment leaves nothing behind. Where the file
 /// system cannot do that (NFS, for example), or a file already has the name, a hidden
 /// temporary name (`.NAME.parla-PID-….tmp`) is used and renamed over the destination.
-public final class AtomicFile {
+package final class AtomicFile {
     /// Where the file ends up.
     public let path: String
     /// The hidden name written to until commit, or nil while the file has no name at all.

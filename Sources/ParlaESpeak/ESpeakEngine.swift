@@ -100,7 +100,7 @@ public actor ESpeakEngine {
 /// a copy of themselves per chunk of items so every chunk starts from the same engine state (espeak-ng
 /// keeps hidden state, such as its pitch flutter phase, from one synthesis to the next). A
 /// crash of espeak-ng there ends only the chunk's process, and the worker reports the item.
-public final class ESpeakDirectEngine {
+package final class ESpeakDirectEngine {
     private let core = ESpeakCore()
 
     /// Creates the engine; call ``start()`` before forking so children share the loaded data.

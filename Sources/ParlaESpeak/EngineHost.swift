@@ -198,7 +198,7 @@ final class EngineHost: RunEngine {
         } else if let path = executable {
             child = try ChildProcess.spawn(executable: path, role: "parla engine host", environment: ["SWIFT_BACKTRACE": "enable=no"], stderrToNull: quiet)
         } else {
-            child = try ChildProcess.spawnSelf(role: "parla engine host", environment: ["PARLA_ENGINE_HOST": "1", "SWIFT_BACKTRACE": "enable=no"], stderrToNull: quiet)
+            child = try ChildProcess.spawnSelf(role: "parla engine host", environment: ["PARLA_ENGINE_HOST": "1:\(getpid())", "SWIFT_BACKTRACE": "enable=no"], stderrToNull: quiet)
         }
         pid = child.pid
         toHost = child.input

@@ -50,7 +50,7 @@ public struct AudioOutputOptions: Sendable, Hashable {
 public final class PulseAudioOutput: @unchecked Sendable {
     /// The options the output was created with.
     public let options: AudioOutputOptions
-    let mainloop: OpaquePointer
+    package let mainloop: OpaquePointer
     private var context: OpaquePointer?
 
     /// Creates an output; nothing is connected until ``connect()`` or the first stream.
@@ -69,11 +69,11 @@ public final class PulseAudioOutput: @unchecked Sendable {
         pa_threaded_mainloop_free(mainloop)
     }
 
-    func lock() { pa_threaded_mainloop_lock(mainloop) }
-    func unlock() { pa_threaded_mainloop_unlock(mainloop) }
+    package func lock() { pa_threaded_mainloop_lock(mainloop) }
+    package func unlock() { pa_threaded_mainloop_unlock(mainloop) }
 
     /// Runs `body` with the main loop locked.
-    func locked<T>(_ body: () throws(ParlaError) -> T) throws(ParlaError) -> T {
+    package func locked<T>(_ body: () throws(ParlaError) -> T) throws(ParlaError) -> T {
         lock()
         defer { unlock() }
         return try body()
@@ -148,7 +148,7 @@ public final class PulseAudioOutput: @unchecked Sendable {
     }
 
     /// The connected context; connects (again) if needed. Lock held.
-    func readyContext() throws(ParlaError) -> OpaquePointer {
+    package func readyContext() throws(ParlaError) -> OpaquePointer {
         if let context {
             if pa_context_get_state(context) == PA_CONTEXT_READY { return context }
             pa_context_set_state_callback(context, nil, nil)
@@ -210,7 +210,7 @@ public final class PulseAudioOutput: @unchecked Sendable {
         return tenths % 10 == 0 ? "\(tenths / 10) s" : "\(tenths / 10).\(tenths % 10) s"
     }
 
-    func errorText(_ code: Int32) -> String {
+    package func errorText(_ code: Int32) -> String {
         pa_strerror(code).map { String(cString: $0) } ?? "error \(code)"
     }
 }

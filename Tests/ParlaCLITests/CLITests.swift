@@ -164,6 +164,26 @@ struct CLITests {
         }
     }
 
+    /// A program that merely inherits a helper role (from an environment saved elsewhere, or
+    /// a grandparent) runs as itself: only the process Parla started takes the role.
+    @Test(arguments: [["PARLA_RENDER_WORKER": "1"], ["PARLA_RENDER_WORKER": "1:1"], ["PARLA_ENGINE_HOST": "1:1"]])
+    func inheritedHelperRolesAreIgnored(environment: [String: String]) throws {
+        let r = try parla(["--version"], stdin: Data(), environment: environment)
+        #expect(r.status == 0, "\(environment): \(r.error)")
+        #expect(!r.output.isEmpty)
+    }
+
+    /// Without a `parla-engine` (PARLA_ENGINE=self), the program starts itself again as its
+    /// engine host, and speaks the same.
+    @Test func theProgramCanBeItsOwnEngineHost() throws {
+        let dir = try makeTemporaryDirectory()
+        let own = dir.appendingPathComponent("own.wav"), helper = dir.appendingPathComponent("helper.wav")
+        let a = try parla(["say", "-o", own.path, "Hello there."], environment: ["PARLA_ENGINE": "self"])
+        let b = try parla(["say", "-o", helper.path, "Hello there."], environment: ["PARLA_NO_PRESTART": "1"])
+        #expect(a.status == 0 && b.status == 0, "\(a.error) \(b.error)")
+        #expect(try Data(contentsOf: own) == Data(contentsOf: helper))
+    }
+
     @Test func helpIsComplete() throws {
         let r = try parla(["say", "--help"])
         for option in ["--file", "--output", "--timings", "--voice", "--language", "--rate", "--pitch", "--volume", "--punctuation", "--ssml", "--voices"] {

@@ -1,4 +1,5 @@
 import Foundation
+@_exported import ParlaTesting
 import ParlaPulseAudio
 #if canImport(Glibc)
 import Glibc

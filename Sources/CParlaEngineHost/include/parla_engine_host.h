@@ -8,6 +8,12 @@
 /// The engine host's loop: loads espeak-ng, then speaks the runs read from standard input
 /// until it ends (engine_host.c). Returns the exit status.
 int parla_engine_host_main(void);
+/// Whether the helper role in environment variable `name` (value "1:PID", set by
+/// ChildProcess) was given to this process by its parent PID. The variable is removed either
+/// way, so programs this one starts never inherit it. A value inherited from further away
+/// (the parent is alive but not PID) is ignored; if PID has died since it started this
+/// process, the process exits, as the helper would have.
+int parla_helper_role(const char *name);
 /// In a child Parla started: die with the thread that started it (PR_SET_PDEATHSIG, SIGKILL).
 void parla_die_with_parent(void);
 /// pipe2(fds, O_CLOEXEC) (Swift does not import pipe2 without _GNU_SOURCE).

@@ -1,17 +1,18 @@
 import ArgumentParser
 import FoundationEssentials
 import Parla
+import ParlaCommands
+import ParlaTesting
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// `parla bench-live` (hidden; run through `scripts/bench-live`): onset, stop, word-event drift
+/// `parla-bench` (run through `scripts/bench-live`): onset, stop, word-event drift
 /// and voice-switch gap of live speech, measured at a null sink's monitor, next to
 /// speech-dispatcher (`spd-say`) and the `espeak-ng` command in the same run.
 struct BenchLive: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "bench-live", abstract: "Benchmark live playback at a PulseAudio sink's monitor (see scripts/bench-live).",
-        shouldDisplay: false)
+        commandName: "parla-bench", abstract: "Benchmark live playback at a PulseAudio sink's monitor (see scripts/bench-live).")
 
     @Option(help: "PulseAudio server to use (default: PULSE_SERVER).") var server: String?
     @Option(help: "The null sink to play to; its monitor is recorded.") var sink: String = "parla_bench"
