@@ -69,6 +69,43 @@ final class LiveSpeech: @unchecked Sendable {
         return !actions.isEmpty
     }
 
+    /// Gives up request `id`: cut off at once if it is speaking (it ends `cancelled`,
+    /// interrupted), withdrawn if it waits (`cancelled`, dropped); nothing if it has ended.
+    func cancel(_ id: UtteranceID) {
+        state.withLock { s in
+            if let pb = s.playing.first(where: { $0.id == id }) {
+                end(pb, .cancelled(.interrupted), in: &s)
+            } else {
+                perform(s.scheduler.withdraw(id), in: &s)
+            }
+        }
+        wake.signal()
+    }
+
+    /// Submits like ``submit(_:kind:announcement:waiter:)`` and waits for the terminal event;
+    /// if the calling task is cancelled, the request is given up (``cancel(_:)``) and its
+    /// terminal event returned.
+    func submitAndWait(_ utterance: Utterance, kind: SpeechRequestKind, announcement: String?) async -> SpeechEvent {
+        // The id once submitted, and whether cancellation came first.
+        let ticket = Mutex<(id: UtteranceID?, cancelled: Bool)>((nil, false))
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { c in
+                let id = submit(utterance, kind: kind, announcement: announcement, waiter: c)
+                let cancelled = ticket.withLock { t in
+                    t.id = id
+                    return t.cancelled
+                }
+                if cancelled { cancel(id) }
+            }
+        } onCancel: {
+            let id = ticket.withLock { t in
+                t.cancelled = true
+                return t.id
+            }
+            if let id { cancel(id) }
+        }
+    }
+
     func pause(at boundary: SpeechBoundary) -> Bool {
         let done = state.withLock { s -> Bool in
             guard !s.paused, let pb = s.playing.last, !pb.ended else { return false }

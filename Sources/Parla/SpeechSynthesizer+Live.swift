@@ -41,17 +41,17 @@ extension SpeechSynthesizer {
     }
 
     /// Queues `utterance` like ``speak(_:)`` and waits for its terminal event
-    /// (`finished`, `cancelled` or `failed`).
+    /// (`finished`, `cancelled` or `failed`). Cancelling the calling task gives the utterance
+    /// up: cut off at once if it is speaking, withdrawn if it waits.
     public func speakAndWait(_ utterance: Utterance) async -> SpeechEvent {
-        await withCheckedContinuation { c in
-            _ = live.submit(utterance, kind: .speech, announcement: nil, waiter: c)
-        }
+        await live.submitAndWait(utterance, kind: .speech, announcement: nil)
     }
 
     /// Speaks an announcement and waits until it ends. By default it interrupts current speech;
     /// the queue-announcement attribute (``SpeechAttributes/QueueAnnouncementAttribute``) makes
     /// it wait its turn, and the priority attribute sets high (not interrupted once started),
     /// default or low (waits for everything else). See ``SpeechScheduler`` for the rules.
+    /// Cancelling the calling task gives the announcement up, as for ``speakAndWait(_:)``.
     /// - Returns: the string and whether it was spoken to the end. Observers get the same
     ///   result on the announcement's terminal event (``SpeechEvent/announcement``).
     @discardableResult
@@ -63,11 +63,8 @@ extension SpeechSynthesizer {
             if let p = run[SpeechAttributes.AnnouncementPriorityAttribute.self] { priority = p }
         }
         let string = String(text.characters)
-        let event = await withCheckedContinuation { c in
-            _ = live.submit(
-                Utterance(text, language: language), kind: .announcement(priority: priority, queued: queued),
-                announcement: string, waiter: c)
-        }
+        let event = await live.submitAndWait(
+            Utterance(text, language: language), kind: .announcement(priority: priority, queued: queued), announcement: string)
         return event.announcement ?? AnnouncementResult(string: string, wasSuccessful: false)
     }
 

@@ -90,6 +90,35 @@ struct LiveSpeechTests {
         #expect(!synth.isSpeaking)
     }
 
+    /// Cancelling the task that awaits `speakAndWait` cuts its utterance off (and one still
+    /// waiting is withdrawn): nothing keeps talking for a caller that has gone.
+    @Test func cancellingTheWaitingTaskGivesTheUtteranceUp() async throws {
+        let server = try await TestAudioServer.start()
+        let synth = liveSynth(server)
+        let log = EventLog(synth)
+        let speaking = Task { await synth.speakAndWait(Utterance(string: longText)) }
+        #expect(await log.wait { log.events.filter { if case .willSpeakWord = $0.kind { true } else { false } }.count >= 2 })
+        let waiting = Task { await synth.speakAndWait(Utterance(string: "This waits its turn.")) }
+        try await Task.sleep(for: .milliseconds(200))
+        waiting.cancel()
+        let withdrawn = await waiting.value
+        #expect(isCancelled(withdrawn, .dropped), "\(withdrawn.kind)")
+        let cancelledAt = monotonicNanoseconds()
+        speaking.cancel()
+        let cut = await speaking.value
+        #expect(isCancelled(cut, .interrupted), "\(cut.kind)")
+        try await Task.sleep(for: .milliseconds(400))
+        #expect(server.recorder.loudSampleTimes(after: cancelledAt + 150_000_000).count < 50)
+        #expect(!synth.isSpeaking)
+        // Already cancelled before it was called: the utterance never plays.
+        let never = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return await synth.speakAndWait(Utterance(string: "Never heard."))
+        }
+        let r = await never.value
+        #expect(isCancelled(r, .interrupted) || isCancelled(r, .dropped), "\(r.kind)")
+    }
+
     @Test(arguments: SoundServer.allCases)
     func stopSilencesTheSinkAtOnce(_ kind: SoundServer) async throws {
         let server = try await TestAudioServer.start(kind)
