@@ -152,7 +152,8 @@ public final class BatchRenderer: Sendable {
 
     /// Stops taking new items; the stream ends once the chunks being rendered (up to two per
     /// worker, one being spoken and one queued, of about 2,000 bytes of text each) are done.
-    /// The renderer takes no items afterwards.
+    /// The renderer takes no items afterwards. Leaving the loop over a ``render(_:)`` stream
+    /// early, or cancelling the task reading it, does the same.
     public func stop() { stopping.raise() }
 
     /// Renders `items`.
@@ -173,6 +174,11 @@ public final class BatchRenderer: Sendable {
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: BatchProgress.self)
         let options = self.options
         let stopping = self.stopping
+        // Whoever leaves the loop early (or whose task is cancelled) stops the batch as stop()
+        // does: no worker keeps rendering for a stream nobody reads.
+        continuation.onTermination = { termination in
+            if case .cancelled = termination { stopping.raise() }
+        }
         DispatchQueue.global().async {
             do {
                 let run = try BatchRun(options: options, next: next, stopping: stopping) { continuation.yield($0) }

@@ -31,6 +31,25 @@ struct BatchRendererTests {
         #expect(last.skipped == 6 && last.failed == 1 && last.rendered == 0)
     }
 
+    /// Leaving the loop over the progress stream stops the batch: no worker goes on taking
+    /// items for a stream nobody reads.
+    @Test func leavingTheLoopStopsTheBatch() async throws {
+        let dir = try makeTemporaryDirectory()
+        let renderer = BatchRenderer(options: BatchRenderOptions(outputDirectory: dir.path, jobs: 1))
+        let counter = Mutex(0)
+        for try await p in renderer.render({
+            let n = counter.withLock { $0 += 1; return $0 }
+            return n <= 200 ? .item(BatchItem(id: "n\(n)", text: "Sentence \(n) of a long batch.")) : nil
+        }) where p.latest != nil {
+            break
+        }
+        try await Task.sleep(for: .seconds(3))
+        let taken = counter.withLock { $0 }
+        try await Task.sleep(for: .seconds(1))
+        #expect(counter.withLock { $0 } == taken, "items were still being taken")
+        #expect(taken < 200)
+    }
+
     @Test func stopFinishesTheItemsInFlight() async throws {
         let dir = try makeTemporaryDirectory()
         let renderer = BatchRenderer(options: BatchRenderOptions(outputDirectory: dir.path, jobs: 1))
