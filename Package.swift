@@ -84,8 +84,11 @@ let package = Package(
         // MARK: Tests
         .testTarget(name: "ParlaCoreTests", dependencies: ["ParlaCore", "ParlaTestSupport", "ParlaFuzzChecks"], swiftSettings: swiftSettings),
         .target(name: "ParlaFuzzChecks", dependencies: ["ParlaCore"], path: "Tests/Fuzz/Checks", swiftSettings: swiftSettings),
-        .target(name: "ParlaTestSupport", dependencies: ["ParlaPulseAudio", "ParlaTesting"], path: "Tests/ParlaTestSupport", swiftSettings: swiftSettings),
-        .testTarget(name: "ParlaTests", dependencies: ["Parla", "ParlaTestSupport"], swiftSettings: swiftSettings),
-        .testTarget(name: "ParlaCLITests", dependencies: ["parla", "speak-selection", "ParlaCore", "ParlaTestSupport"], swiftSettings: swiftSettings),
+        // Test helpers: processes, seeded text (no audio, so ParlaCoreTests needs no libpulse),
+        // and private sound servers for the live tests.
+        .target(name: "ParlaTestSupport", path: "Tests/ParlaTestSupport", swiftSettings: swiftSettings),
+        .target(name: "ParlaAudioTestSupport", dependencies: ["ParlaTestSupport", "ParlaPulseAudio", "ParlaTesting"], path: "Tests/ParlaAudioTestSupport", swiftSettings: swiftSettings),
+        .testTarget(name: "ParlaTests", dependencies: ["Parla", "ParlaAudioTestSupport"], swiftSettings: swiftSettings),
+        .testTarget(name: "ParlaCLITests", dependencies: ["parla", "speak-selection", "ParlaCore", "ParlaAudioTestSupport"], swiftSettings: swiftSettings),
     ]
 )

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-import ParlaTestSupport
+import ParlaAudioTestSupport
 
 /// Runs the built `parla` executable, as a user would.
 @Suite("parla command line", .serialized)

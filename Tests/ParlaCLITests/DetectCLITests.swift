@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-import ParlaTestSupport
+import ParlaAudioTestSupport
 
 /// `parla detect` and detection in `parla say`, through the built binary.
 @Suite("parla detect", .serialized)

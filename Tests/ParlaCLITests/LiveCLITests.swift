@@ -1,7 +1,7 @@
 import Foundation
 import ParlaCore
 import ParlaPulseAudio
-import ParlaTestSupport
+import ParlaAudioTestSupport
 import Testing
 
 /// `parla say` playing through a private PulseAudio daemon, checked at the null sink's monitor.

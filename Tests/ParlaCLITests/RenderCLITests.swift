@@ -1,5 +1,5 @@
 import Foundation
-import ParlaTestSupport
+import ParlaAudioTestSupport
 import Testing
 
 /// `parla render`: batches of texts to WAV files.

@@ -1,7 +1,7 @@
 import Foundation
 import ParlaCore
 import ParlaPulseAudio
-import ParlaTestSupport
+import ParlaAudioTestSupport
 import Testing
 
 /// A private X server (Xvfb) for selection tests.

@@ -1,6 +1,6 @@
 import Foundation
 import Parla
-import ParlaTestSupport
+import ParlaAudioTestSupport
 import Synchronization
 import Testing
 

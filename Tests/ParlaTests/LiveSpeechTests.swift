@@ -1,7 +1,7 @@
 import Foundation
 import Parla
 import ParlaESpeak
-import ParlaTestSupport
+import ParlaAudioTestSupport
 import Testing
 
 /// Collects every event of a synthesizer from the moment it is created.

@@ -1,6 +1,6 @@
 import Foundation
 import Parla
-import ParlaTestSupport
+import ParlaAudioTestSupport
 import Testing
 
 /// Real text at scale: the strings of the language-identification test set

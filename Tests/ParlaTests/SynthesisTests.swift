@@ -3,7 +3,7 @@ import Synchronization
 import Testing
 import Parla
 import ParlaESpeak
-import ParlaTestSupport
+import ParlaAudioTestSupport
 
 /// End-to-end tests against the real espeak-ng: no fakes.
 @Suite("Synthesis with espeak-ng", .serialized)

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 import Parla
-import ParlaTestSupport
+import ParlaAudioTestSupport
 
 /// Property tests over the real engine: random compositions of the text that breaks
 /// timelines (``TextCaseGenerator``) are rendered with timings through the library, and every

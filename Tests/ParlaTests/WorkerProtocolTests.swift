@@ -1,6 +1,6 @@
 import Foundation
 @testable import Parla
-import ParlaTestSupport
+import ParlaAudioTestSupport
 import Testing
 
 /// The lines a render worker's processes exchange.
