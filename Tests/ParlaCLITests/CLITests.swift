@@ -112,15 +112,25 @@ struct CLITests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path).isEmpty)
     }
 
-    @Test func interruptLeavesNoPartialFile() throws {
-        let dir = try makeTemporaryDirectory()
+    /// Starts `parla say -f long.txt -o long.wav` in `dir` on a text that takes seconds to
+    /// render, with `environment` changed, without waiting for it.
+    func startLongRender(in dir: URL, environment: [String: String?] = [:]) throws -> Process {
         let input = dir.appendingPathComponent("long.txt")
         try Data(String(repeating: "A long text that takes a while to render. ", count: 3000).utf8).write(to: input)
         let p = Process()
         p.executableURL = URL(fileURLWithPath: Self.binary)
         p.arguments = ["say", "-f", input.path, "-o", dir.appendingPathComponent("long.wav").path]
+        var env = ProcessInfo.processInfo.environment
+        for (k, v) in environment { env[k] = v }
+        p.environment = env
         p.standardError = FileHandle.nullDevice
         try p.run()
+        return p
+    }
+
+    @Test func interruptLeavesNoPartialFile() throws {
+        let dir = try makeTemporaryDirectory()
+        let p = try startLongRender(in: dir)
         Thread.sleep(forTimeInterval: 0.5)
         p.interrupt()
         #expect(waitForExit(p) == 130)
@@ -133,27 +143,24 @@ struct CLITests {
     @Test(arguments: [false, true])
     func sayStartsItsEngineHostBeforeMain(disabled: Bool) throws {
         let dir = try makeTemporaryDirectory()
-        let input = dir.appendingPathComponent("long.txt")
-        try Data(String(repeating: "A long text that takes a while to render. ", count: 3000).utf8).write(to: input)
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: Self.binary)
-        p.arguments = ["say", "-f", input.path, "-o", dir.appendingPathComponent("long.wav").path]
-        var env = ProcessInfo.processInfo.environment
-        env["PARLA_ENGINE"] = nil
-        env["PARLA_NO_PRESTART"] = disabled ? "1" : nil
-        p.environment = env
-        p.standardError = FileHandle.nullDevice
-        try p.run()
+        let p = try startLongRender(in: dir, environment: ["PARLA_ENGINE": nil, "PARLA_NO_PRESTART": disabled ? "1" : nil])
         defer { p.interrupt(); _ = waitForExit(p) }
-        var hosts: [String] = []
-        for _ in 0..<200 where hosts.isEmpty {
-            Thread.sleep(forTimeInterval: 0.01)
+        // The child processes and their programs, once two reads 100 ms apart agree (a child
+        // that posix_spawn has made but not yet exec'd shows this program for a moment).
+        func children() -> [String] {
             let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(p.processIdentifier)/task")) ?? []
-            let children = tasks.flatMap { task in
+            let pids = tasks.flatMap { task in
                 ((try? String(contentsOfFile: "/proc/\(p.processIdentifier)/task/\(task)/children", encoding: .utf8)) ?? "")
                     .split(separator: " ").map(String.init)
             }
-            hosts = children.compactMap { try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\($0)/exe") }
+            return pids.compactMap { try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\($0)/exe") }.sorted()
+        }
+        var hosts: [String] = []
+        for _ in 0..<50 {
+            Thread.sleep(forTimeInterval: 0.1)
+            let now = children()
+            if !now.isEmpty && now == hosts { break }
+            hosts = now
         }
         let program = URL(fileURLWithPath: Self.binary).resolvingSymlinksInPath().path
         #expect(hosts.count == 1, "engine hosts: \(hosts)")
