@@ -25,7 +25,7 @@ public struct BatchRenderOptions: Sendable {
     public var voice: String?
     /// Whether text without a language is segmented by detected language.
     public var detectsLanguages = true
-    /// The voice catalog directory (nil: found as ``VoiceCatalog/locateDirectory(explicit:)`` does).
+    /// The voice catalog directory (nil: found as ``/ParlaCore/VoiceCatalog/locateDirectory(explicit:)`` does).
     public var voicesDirectory: String?
     /// Render only the items of this shard.
     public var shard: BatchShard?
@@ -52,7 +52,7 @@ public struct BatchRenderOptions: Sendable {
     public static var cores: Int { max(1, ProcessInfo.processInfo.activeProcessorCount) }
 }
 
-/// Shard `index` of `count`: the items whose id hashes there (``BatchInput/shard(of:count:)``).
+/// Shard `index` of `count`: the items whose id hashes there (``/ParlaCore/BatchInput/shard(of:count:)``).
 public struct BatchShard: Sendable, Hashable {
     /// 0-based shard number.
     public var index: Int
@@ -96,7 +96,7 @@ public struct BatchItemResult: Sendable, Hashable {
     public var status: Status
 }
 
-/// The state of a batch after an item, as ``BatchRenderer/render(_:)`` reports it.
+/// The state of a batch after an item, as ``BatchRenderer/render(_:)-(S)`` reports it.
 public struct BatchProgress: Sendable {
     /// The item this update is about (nil on the final update).
     public var latest: BatchItemResult?
@@ -152,7 +152,7 @@ public final class BatchRenderer: Sendable {
 
     /// Stops taking new items; the stream ends once the chunks being rendered (up to two per
     /// worker, one being spoken and one queued, of about 2,000 bytes of text each) are done.
-    /// The renderer takes no items afterwards. Leaving the loop over a ``render(_:)`` stream
+    /// The renderer takes no items afterwards. Leaving the loop over a `render` stream
     /// early, or cancelling the task reading it, does the same.
     public func stop() { stopping.raise() }
 
@@ -717,7 +717,7 @@ final class ResultsLog: @unchecked Sendable {
     }
 
     /// Appends `line` (one or more whole lines) in one write.
-    /// - Throws: ``ParlaError/unwritableOutput(path:reason:)`` (a full disk, for example).
+    /// - Throws: ``/ParlaCore/ParlaError/unwritableOutput(path:reason:)`` (a full disk, for example).
     func append(_ line: String) throws(ParlaError) {
         guard writeFully(fd, Array((line + "\n").utf8)) else {
             throw .unwritableOutput(path: path, reason: String(cString: strerror(errno)))

@@ -40,7 +40,7 @@ extension SpeechSynthesizer {
         speak(Utterance(string: text))
     }
 
-    /// Queues `utterance` like ``speak(_:)`` and waits for its terminal event
+    /// Queues `utterance` like ``speak(_:)-(Utterance)`` and waits for its terminal event
     /// (`finished`, `cancelled` or `failed`). Cancelling the calling task gives the utterance
     /// up: cut off at once if it is speaking, withdrawn if it waits.
     public func speakAndWait(_ utterance: Utterance) async -> SpeechEvent {
@@ -48,12 +48,12 @@ extension SpeechSynthesizer {
     }
 
     /// Speaks an announcement and waits until it ends. By default it interrupts current speech;
-    /// the queue-announcement attribute (``SpeechAttributes/QueueAnnouncementAttribute``) makes
+    /// the queue-announcement attribute (``/ParlaCore/SpeechAttributes/QueueAnnouncementAttribute``) makes
     /// it wait its turn, and the priority attribute sets high (not interrupted once started),
-    /// default or low (waits for everything else). See ``SpeechScheduler`` for the rules.
+    /// default or low (waits for everything else). See ``/ParlaCore/SpeechScheduler`` for the rules.
     /// Cancelling the calling task gives the announcement up, as for ``speakAndWait(_:)``.
     /// - Returns: the string and whether it was spoken to the end. Observers get the same
-    ///   result on the announcement's terminal event (``SpeechEvent/announcement``).
+    ///   result on the announcement's terminal event (``/ParlaCore/SpeechEvent/announcement``).
     @discardableResult
     public func announce(_ text: AttributedString, language: LanguageTag? = nil) async -> AnnouncementResult {
         var queued = false
@@ -110,8 +110,8 @@ extension SpeechSynthesizer {
     }
 
     /// Connects to the sound server and starts the engine ahead of time, so the first
-    /// ``speak(_:)`` starts sooner.
-    /// - Throws: ``ParlaError/audioServerUnavailable(reason:)`` if there is no sound server.
+    /// ``speak(_:)-(Utterance)`` starts sooner.
+    /// - Throws: ``/ParlaCore/ParlaError/audioServerUnavailable(reason:)`` if there is no sound server.
     public func prepareToSpeak() async throws {
         let output = live.output
         // Both at once: the connection waits on the server, the engine on its own process.

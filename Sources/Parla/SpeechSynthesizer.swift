@@ -32,10 +32,12 @@ public final class SpeechSynthesizer: Sendable {
     /// through `PARLA_VOICES`, or in the source checkout).
     /// - Parameters:
     ///   - detectsLanguages: segment text without language attributes by language (on by
-    ///     default); explicit language spans and ``Utterance/language`` always win.
+    ///     default); explicit language spans and ``/ParlaCore/Utterance/language`` always win.
     ///   - detector: the detector to use (default: the catalog's model, with the user's
     ///     languages from `LANGUAGE`/`LANG` as preferences).
-    ///   - audioOutput: where ``speak(_:)`` and ``announce(_:)`` play.
+    ///   - catalog: the voices to choose from.
+    ///   - defaultLanguage: the language of text nothing else gives one.
+    ///   - audioOutput: where ``speak(_:)-(Utterance)`` and ``announce(_:language:)-(AttributedString,_)`` play.
     public convenience init(
         catalog: VoiceCatalog? = nil, defaultLanguage: LanguageTag = "en", detectsLanguages: Bool = true,
         detector: LanguageDetector? = nil, audioOutput: AudioOutputOptions = AudioOutputOptions()
@@ -64,8 +66,8 @@ public final class SpeechSynthesizer: Sendable {
 
     /// The language detector used for text without language attributes, nil when detection is
     /// off. Loaded on first use.
-    /// - Throws: ``ParlaError/languageModelNotFound(searched:)`` or
-    ///   ``ParlaError/languageModelInvalid(path:reason:)``.
+    /// - Throws: ``/ParlaCore/ParlaError/languageModelNotFound(searched:)`` or
+    ///   ``/ParlaCore/ParlaError/languageModelInvalid(path:reason:)``.
     public func detector() throws(ParlaError) -> LanguageDetector? {
         guard detectsLanguages else { return nil }
         if let explicitDetector { return explicitDetector }
@@ -76,14 +78,14 @@ public final class SpeechSynthesizer: Sendable {
     }
 
     /// The catalog voices are chosen from.
-    /// - Throws: ``ParlaError/voiceCatalogNotFound(searched:)`` if there is none.
+    /// - Throws: ``/ParlaCore/ParlaError/voiceCatalogNotFound(searched:)`` if there is none.
     public func catalog() throws(ParlaError) -> VoiceCatalog {
         if let explicitCatalog { return explicitCatalog }
         return try VoiceCatalog.default()
     }
 
     /// Resolves `utterance` into runs (languages, voices, prosody) without synthesizing it.
-    /// - Throws: ``ParlaError`` for empty text, bad settings or languages no voice speaks.
+    /// - Throws: ``/ParlaCore/ParlaError`` for empty text, bad settings or languages no voice speaks.
     public func plan(_ utterance: Utterance) throws(ParlaError) -> SpeechPlan {
         let detector = utterance.language == nil ? try detector() : nil
         return try SpeechPlan(utterance, catalog: catalog(), defaultLanguage: defaultLanguage, detector: detector)
@@ -99,7 +101,7 @@ public final class SpeechSynthesizer: Sendable {
     /// The callback runs on the engine's thread: keep it short. Cancelling the task stops
     /// synthesis at the next audio block.
     /// - Returns: the complete timeline.
-    /// - Throws: ``ParlaError``, including ``ParlaError/cancelled``.
+    /// - Throws: ``/ParlaCore/ParlaError``, including ``/ParlaCore/ParlaError/cancelled``.
     @discardableResult
     public func write(
         _ utterance: Utterance, toBufferCallback callback: @escaping @Sendable (SynthesisEvent) -> Void
@@ -139,7 +141,7 @@ public final class SpeechSynthesizer: Sendable {
     /// `timingsURL` if given. Both files are written under temporary names and renamed into place
     /// only when complete: on any error neither destination is created or changed.
     /// - Returns: the timeline.
-    /// - Throws: ``ParlaError`` (unwritable path, empty text, unknown language, cancelled, …).
+    /// - Throws: ``/ParlaCore/ParlaError`` (unwritable path, empty text, unknown language, cancelled, …).
     @discardableResult
     public func write(_ utterance: Utterance, to url: URL, timingsURL: URL? = nil) async throws -> SpeechTimeline {
         let plan = try plan(utterance)  // fail on bad input before touching the file system

@@ -80,9 +80,13 @@ public struct SpeechPlan: Sendable {
     /// Resolves `utterance` against `catalog`: validates its settings, picks a voice for every
     /// language span and splits the text where any setting changes or a pause is placed.
     /// - Throws: ``ParlaError`` for empty text, out-of-range settings or a language no voice speaks.
-    /// - Parameter detector: finds the languages of text that has neither a language attribute
-    ///   nor an utterance language; nil speaks such text in the utterance voice's language or
-    ///   `defaultLanguage`.
+    /// - Parameters:
+    ///   - utterance: the text and its settings.
+    ///   - catalog: the voices to choose from.
+    ///   - defaultLanguage: the language of text nothing else gives one.
+    ///   - detector: finds the languages of text that has neither a language attribute
+    ///     nor an utterance language; nil speaks such text in the utterance voice's language or
+    ///     `defaultLanguage`.
     public init(_ utterance: Utterance, catalog: VoiceCatalog, defaultLanguage: LanguageTag = "en", detector: LanguageDetector? = nil) throws(ParlaError) {
         if let r = utterance.rate, !Self.rateRange.contains(r) {
             throw .parameterOutOfRange(name: "Rate (words per minute)", value: r, range: Self.rateRange)

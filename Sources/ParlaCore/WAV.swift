@@ -322,7 +322,7 @@ public final class WAVFileWriter {
     public private(set) var sampleCount = 0
 
     /// Starts a WAV file destined for `path` (written under a temporary name until ``finish()``;
-    /// `durable` as for ``AtomicFile``).
+    /// `durable`: flushed to disk before it takes its name, as Parla's atomic files are).
     /// - Throws: ``ParlaError/unwritableOutput(path:reason:)``.
     public init(path: String, sampleRate: Int, durable: Bool = true) throws(ParlaError) {
         self.file = try AtomicFile(path: path, durable: durable)
