@@ -131,7 +131,10 @@ struct CLITests {
     @Test func interruptLeavesNoPartialFile() throws {
         let dir = try makeTemporaryDirectory()
         let p = try startLongRender(in: dir)
-        Thread.sleep(forTimeInterval: 0.5)
+        // Once its Ctrl-C handling is in place (before that, SIGINT simply ends it, with no file
+        // begun), and a moment into the rendering.
+        #expect(waitUntilHandling(SIGINT, pid: p.processIdentifier))
+        Thread.sleep(forTimeInterval: 0.2)
         p.interrupt()
         #expect(waitForExit(p) == 130)
         #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path) == ["long.txt"])

@@ -96,3 +96,20 @@ public func offPool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) asy
 public func exitStatus(_ p: Process) async -> Int32 {
     (try? await offPool { waitForExit(p) }) ?? Int32.min
 }
+
+/// Waits until process `pid` ignores or catches `signal` (its handler is in place, read from
+/// `/proc/PID/status`), at most `timeout` seconds; false if it never does or has ended.
+public func waitUntilHandling(_ signal: Int32, pid: Int32, timeout: Double = 20) -> Bool {
+    let deadline = Date().addingTimeInterval(timeout)
+    let bit = UInt64(1) << UInt64(signal - 1)
+    while Date() < deadline {
+        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return false }
+        for line in status.split(separator: "\n") where line.hasPrefix("SigIgn:") || line.hasPrefix("SigCgt:") {
+            if let mask = UInt64(line.split(separator: "\t").last.map(String.init) ?? "", radix: 16), mask & bit != 0 {
+                return true
+            }
+        }
+        usleep(5_000)
+    }
+    return false
+}

@@ -39,15 +39,16 @@ struct BatchRendererTests {
         let counter = Mutex(0)
         for try await p in renderer.render({
             let n = counter.withLock { $0 += 1; return $0 }
-            return n <= 200 ? .item(BatchItem(id: "n\(n)", text: "Sentence \(n) of a long batch.")) : nil
+            return n <= 5000 ? .item(BatchItem(id: "n\(n)", text: "Sentence \(n) of a long batch.")) : nil
         }) where p.latest != nil {
             break
         }
+        // (Items are taken ahead in chunks of about 2,000 bytes, two per worker.)
         try await Task.sleep(for: .seconds(3))
         let taken = counter.withLock { $0 }
         try await Task.sleep(for: .seconds(1))
         #expect(counter.withLock { $0 } == taken, "items were still being taken")
-        #expect(taken < 200)
+        #expect(taken < 1000)
     }
 
     @Test func stopFinishesTheItemsInFlight() async throws {
