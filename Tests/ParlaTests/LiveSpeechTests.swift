@@ -383,8 +383,9 @@ struct LiveSpeechTests {
         let r = await synth.speakAndWait(Utterance(string: "Is anybody there?"))
         let took = Double(monotonicNanoseconds() - asked) / 1e9
         guard case .failed(.audioServerStalled(let what)) = r.kind else { Issue.record("got \(r.kind)"); return }
-        // 1 s to connect, 1 s for the stream; it was 30 s.
-        #expect(took < 8, "took \(took) s")
+        // 1 s deadlines: 1.0 s alone, up to 12.6 s seen while the whole suite loads both cores
+        // (every server operation may come just inside its deadline); it was 30 s, or a hang.
+        #expect(took < 20, "took \(took) s")
         #expect(ParlaError.audioServerStalled(what).description.contains("wireplumber"))
         server.resumeSessionManager()
         let again = await synth.speakAndWait(Utterance(string: "Back again"))
