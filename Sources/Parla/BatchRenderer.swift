@@ -233,9 +233,9 @@ private final class BatchRun: @unchecked Sendable {
 
         /// Queues the lines still held, in order: the lines before them will not come.
         mutating func releaseHeld() {
-            for place in held.keys.sorted() {
-                pending.append(held[place]!.line)
-                pendingFiles += held[place]!.files
+            for (_, entry) in held.sorted(by: { $0.key < $1.key }) {
+                pending.append(entry.line)
+                pendingFiles += entry.files
             }
             held = [:]
         }

@@ -1,3 +1,4 @@
+import Dispatch
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -11,14 +12,19 @@ package func startThread(name: String, _ body: @escaping @Sendable () -> Void) {
     var thread = pthread_t()
     let rc = pthread_create(&thread, nil, { context in
         #if canImport(Glibc)
-        let body = Unmanaged<ThreadBody>.fromOpaque(context!).takeRetainedValue()
-        #else
-        let body = Unmanaged<ThreadBody>.fromOpaque(context).takeRetainedValue()
+        guard let context else { return nil }
         #endif
+        let body = Unmanaged<ThreadBody>.fromOpaque(context).takeRetainedValue()
         body.run()
         return nil
     }, box)
-    precondition(rc == 0, "cannot start the \(name) thread: error \(rc)")
+    guard rc == 0 else {
+        // Out of threads (EAGAIN): never trap inside the host program; run it on a thread of
+        // Dispatch's pool instead, which may be slower to get but keeps the work going.
+        let body = Unmanaged<ThreadBody>.fromOpaque(box).takeRetainedValue()
+        DispatchQueue.global().async { body.run() }
+        return
+    }
     pthread_detach(thread)
 }
 

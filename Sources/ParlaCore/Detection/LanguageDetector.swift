@@ -205,7 +205,9 @@ public struct LanguageDetector: Sendable {
         for (r, run) in runs.enumerated() {
             if run.key >= 1000 {
                 let g = Int(run.key - 1000)
-                out += runSegments(v, keys, run: run, runIndex: r, group: g, labels: labelled[g]!)
+                // Every group key has its labels (made above for each group met); an empty
+                // table would label the run as unknown rather than trap.
+                out += runSegments(v, keys, run: run, runIndex: r, group: g, labels: labelled[g] ?? GroupLabels())
             } else {
                 let code = run.script.code
                 let language = scriptDefaults[code].flatMap { allowed($0) ? $0 : nil }
@@ -334,7 +336,8 @@ public struct LanguageDetector: Sendable {
             for l in 0..<L { acc[l] = 0 }
             acc.withUnsafeMutableBufferPointer { a in
                 framed.withUnsafeBufferPointer { f in
-                    model.addPenalties(framedWord: f, group: group, into: a.baseAddress!)
+                    guard let base = a.baseAddress else { return }  // no languages: nothing to score
+                    model.addPenalties(framedWord: f, group: group, into: base)
                 }
             }
             for l in 0..<L { emission[w * L + l] = Float(acc[l]) * unit }
@@ -396,8 +399,8 @@ public struct LanguageDetector: Sendable {
         let script = run.letters > 0 ? group.id : nil
         let ws = gl.wordsOfRun[runIndex] ?? 0..<0
         guard let firstWord = ws.first else {
-            let best = (0..<L).min { gl.prior[$0] < gl.prior[$1] }!
-            let language: LanguageTag? = gl.prior[best].isFinite ? group.languages[best] : nil
+            let best = (0..<L).min { gl.prior[$0] < gl.prior[$1] }
+            let language: LanguageTag? = best.flatMap { gl.prior[$0].isFinite ? group.languages[$0] : nil }
             return [RawSegment(range: run.start..<run.end, language: language, confidence: 0.5, script: script, letters: run.letters)]
         }
         guard gl.labels[firstWord] >= 0 else {
