@@ -8,10 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int prestarted;
-
-int parla_prestarted_engine_host(void) { return prestarted; }
-
 static int wants_engine(int argc, char **argv) {
     if (argc < 1 || argv[0] == NULL) return 0;
     // An engine chosen by hand, a helper copy of this program, or a debug run: as before.
@@ -39,5 +35,5 @@ static int wants_engine(int argc, char **argv) {
 
 __attribute__((constructor)) static void parla_prestart(int argc, char **argv) {
     if (!wants_engine(argc, argv)) return;
-    prestarted = parla_prestart_host();
+    parla_prestart_host();  // if it cannot, EngineHost starts one when it first needs it
 }

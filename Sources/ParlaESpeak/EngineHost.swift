@@ -209,11 +209,12 @@ final class EngineHost: RunEngine {
     /// Reads and drops what `fd` still delivers until its end, or until `milliseconds` pass.
     private static func drainToEnd(_ fd: Int32, milliseconds: Int) {
         guard fd >= 0 else { return }
-        let deadline = monotonicMilliseconds() + milliseconds
+        let deadline = monotonicNanoseconds() + UInt64(max(0, milliseconds)) * 1_000_000
         var buffer = [UInt8](repeating: 0, count: 4096)
         while true {
-            let left = deadline - monotonicMilliseconds()
-            guard left > 0 else { return }
+            let now = monotonicNanoseconds()
+            guard now < deadline else { return }
+            let left = Int((deadline - now) / 1_000_000) + 1
             var fds = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
             let rc = poll(&fds, 1, Int32(left))
             if rc < 0 && errno == EINTR { continue }
@@ -222,12 +223,6 @@ final class EngineHost: RunEngine {
             if n < 0 && errno == EINTR { continue }
             if n <= 0 { return }
         }
-    }
-
-    private static func monotonicMilliseconds() -> Int {
-        var t = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &t)
-        return t.tv_sec * 1000 + t.tv_nsec / 1_000_000
     }
 
     /// The next message, nil if the host is gone or silent for longer than ``timeout``.

@@ -1,5 +1,5 @@
 #ifndef PARLA_PRESTART_H
 #define PARLA_PRESTART_H
-/// 1 if this program started its engine host before main (prestart.c), else 0.
-int parla_prestarted_engine_host(void);
+// CParlaPrestart exports nothing: its constructor (prestart.c) forks the engine host before
+// main, and EngineHost takes it with parla_take_prestarted_host (CParlaEngineHost).
 #endif
