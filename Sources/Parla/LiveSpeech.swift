@@ -162,7 +162,7 @@ final class LiveSpeech: @unchecked Sendable {
             switch action {
             case .start(let id):
                 guard let request = s.requests[id] else { continue }
-                let pb = Playback(id: id, input: request.utterance.inputText)
+                let pb = Playback(id: id, input: request.utterance.inputText, marks: request.utterance.markPositions)
                 s.playing.append(pb)
                 s.paused = false
                 Task { await self.run(pb, request.utterance) }
@@ -323,6 +323,11 @@ final class LiveSpeech: @unchecked Sendable {
             while pb.nextWord < pb.words.count, pb.words[pb.nextWord].startSample <= played {
                 let w = pb.words[pb.nextWord]
                 pb.nextWord += 1
+                // Marks before this word (or inside it) are reached as it starts.
+                while pb.nextMark < pb.marks.count, pb.marks[pb.nextMark].inputOffset < w.range.upperBound {
+                    emit(.mark(pb.marks[pb.nextMark].name), for: pb.id, in: &s)
+                    pb.nextMark += 1
+                }
                 emit(.willSpeakWord(pb.spoken(w.range, text: w.word, sample: w.startSample)), for: pb.id, in: &s)
             }
         }
@@ -341,6 +346,11 @@ final class LiveSpeech: @unchecked Sendable {
             let latency = output.options.targetLatency.components
             let grace = UInt64(latency.seconds) * 1_000_000_000 + UInt64(latency.attoseconds / 1_000_000_000) + 100_000_000
             if played >= pb.totalSamples - pb.sampleRate / 1000 || (pb.drainedAt.map { now - $0 > grace } ?? false) {
+                // Marks after the last word are reached when the audio ends.
+                while pb.nextMark < pb.marks.count {
+                    emit(.mark(pb.marks[pb.nextMark].name), for: pb.id, in: &s)
+                    pb.nextMark += 1
+                }
                 end(pb, .finished, in: &s)
                 return nil
             }
@@ -367,8 +377,11 @@ private final class Playback: @unchecked Sendable {
     var sampleRate = 22050
     var words: [WordMark] = []
     var sentences: [SentenceMark] = []
+    /// Named points of the text, in text order, with their offsets in ``input``.
+    let marks: [(name: String, inputOffset: Int)]
     var nextWord = 0
     var nextSentence = 0
+    var nextMark = 0
     var synthesisDone = false
     var totalSamples = 0
     var started = false
@@ -379,9 +392,10 @@ private final class Playback: @unchecked Sendable {
     var drainedAt: UInt64?
     private var cursor = OffsetCursor()
 
-    init(id: UtteranceID, input: String) {
+    init(id: UtteranceID, input: String, marks: [(name: String, inputOffset: Int)]) {
         self.id = id
         self.input = input
+        self.marks = marks
     }
 
     /// Where the word being heard at `played` ends (or `played` itself between words).

@@ -165,6 +165,8 @@ struct Say: AsyncParsableCommand {
                 "\"start\": \(r.scalarRange.lowerBound)", "\"end\": \(r.scalarRange.upperBound)",
                 "\"text\": \(JSONText.quoted(r.text))", "\"audio_ms\": \(String(format1: r.audioMilliseconds))",
             ]
+        case .mark(let name):
+            fields.append("\"name\": \(JSONText.quoted(name))")
         case .failed(let error):
             fields.append("\"error\": \(JSONText.quoted(error.description))")
         default:

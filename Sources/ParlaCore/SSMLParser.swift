@@ -9,8 +9,8 @@ import Darwin
 ///
 /// Supported: `speak`, `voice`/`lang`/`p`/`s` (`xml:lang`), `prosody` (`rate`, `pitch`,
 /// `volume`), `say-as` (`characters`, `spell-out`), `break` (`time`, `strength`), `sub`
-/// (`alias`). `emphasis`, `mark`, `audio`, `phoneme` and unknown elements are transparent:
-/// their text is spoken. Malformed markup is an error naming the line and column.
+/// (`alias`), `mark` (`name`: a ``Utterance/Mark``). `emphasis`, `audio`, `phoneme` and unknown
+/// elements are transparent: their text is spoken. Malformed markup is an error naming the line and column.
 struct SSMLParser {
     private let scalars: [Unicode.Scalar]
     private let markup: String
@@ -21,6 +21,7 @@ struct SSMLParser {
     private var starts: [Int32] = []
     private var ends: [Int32] = []
     private var pauses: [Utterance.Pause] = []
+    private var marks: [Utterance.Mark] = []
     private var sentenceBreaks: [Int] = []
     private var lastScalar: Unicode.Scalar?
     /// Text emitted under the current element, appended to `text` when the element changes.
@@ -82,7 +83,8 @@ struct SSMLParser {
         flush()
         var utterance = Utterance(text)
         utterance.pauses = pauses
-        utterance.source = SourceMap(markup: markup, starts: starts, ends: ends, sentenceBreaks: sentenceBreaks)
+        utterance.marks = marks
+        utterance.source = SourceMap(markup: markup, scalarCount: scalars.count, starts: starts, ends: ends, sentenceBreaks: sentenceBreaks)
         return utterance
     }
 
@@ -183,6 +185,9 @@ struct SSMLParser {
             pauses.append(.init(offset: starts.count, duration: duration))
             // SSML: a strong break is a sentence boundary, a weaker one a pause within it.
             if ["strong", "x-strong"].contains(attrs["strength"]) { breakSentence() }
+        case "mark":
+            guard let markName = attrs["name"] else { throw error("<mark> needs a name attribute", at: tagStart) }
+            marks.append(.init(name: markName, offset: starts.count))
         case "sub":
             guard let alias = attrs["alias"] else { throw error("<sub> needs an alias attribute", at: tagStart) }
             // The alias is spoken in place of the content; it maps to the whole <sub> element.

@@ -50,6 +50,10 @@ public struct SpeechEvent: Sendable {
         case willSpeakWord(SpokenRange)
         /// This sentence's audio is reaching the listener now.
         case willSpeakSentence(SpokenRange)
+        /// The listener reached a named point of the text (an SSML `<mark name="…"/>`, an
+        /// ``Utterance/Mark``): delivered just before the first word after it, or when the audio
+        /// ends for a mark after the last word.
+        case mark(String)
         /// Playback paused (`pause(at:)`).
         case paused
         /// Playback resumed (`continue()`).
@@ -75,6 +79,7 @@ public struct SpeechEvent: Sendable {
             case .started: return "started"
             case .willSpeakWord: return "word"
             case .willSpeakSentence: return "sentence"
+            case .mark: return "mark"
             case .paused: return "paused"
             case .continued: return "continued"
             case .finished: return "finished"

@@ -34,6 +34,9 @@ public struct Utterance: Sendable {
     public var postUtteranceDelay: Duration = .zero
     /// Silences inside the text (from SSML `<break>` or added by the caller).
     public var pauses: [Pause] = []
+    /// Named points in the text (from SSML `<mark name="…"/>` or added by the caller). Live
+    /// speech reports each as a ``SpeechEvent/Kind/mark(_:)`` event when the listener reaches it.
+    public var marks: [Mark] = []
     /// For utterances parsed from markup: the markup itself and where each text scalar came from.
     public internal(set) var source: SourceMap?
 
@@ -47,6 +50,22 @@ public struct Utterance: Sendable {
         public init(offset: Int, duration: Duration) {
             self.offset = offset
             self.duration = duration
+        }
+    }
+
+    /// A named point placed before the scalar at `offset` of the text (SSML's `<mark>`).
+    ///
+    /// The listener reaches it when the first word that does not end before it starts to be
+    /// heard; a mark after the last word is reached when the audio ends.
+    public struct Mark: Sendable, Hashable {
+        /// The mark's name, as given (speech-dispatcher's index marks, Orca's word marks).
+        public var name: String
+        /// Unicode-scalar offset into ``Utterance/string`` where the mark sits.
+        public var offset: Int
+        /// Creates a mark.
+        public init(name: String, offset: Int) {
+            self.name = name
+            self.offset = offset
         }
     }
 
@@ -76,6 +95,17 @@ public struct Utterance: Sendable {
     /// The text the caller gave, in whose index space every reported range lies:
     /// the markup for SSML input, otherwise ``string``.
     public var inputText: String { source?.markup ?? string }
+
+    /// Where each mark sits in ``inputText`` (Unicode-scalar offsets), in text order.
+    package var markPositions: [(name: String, inputOffset: Int)] {
+        let sorted = marks.enumerated().sorted { ($0.element.offset, $0.offset) < ($1.element.offset, $1.offset) }.map(\.element)
+        guard let source else { return sorted.map { ($0.name, max(0, $0.offset)) } }
+        let end = source.markupScalarCount
+        return sorted.map { m in
+            let at = m.offset >= 0 && m.offset < source.starts.count ? Int(source.starts[m.offset]) : end
+            return (m.name, at)
+        }
+    }
 }
 
 /// Where each Unicode scalar of an utterance's text came from in the markup it was parsed from.
@@ -89,8 +119,12 @@ public struct SourceMap: Sendable, Hashable {
     /// `<p>` and `<s>` boundaries and strong `<break>`s. (Whitespace in markup is layout.)
     let sentenceBreaks: [Int]
 
-    init(markup: String, starts: [Int32], ends: [Int32], sentenceBreaks: [Int] = []) {
+    /// How many Unicode scalars the markup has.
+    package let markupScalarCount: Int
+
+    init(markup: String, scalarCount: Int? = nil, starts: [Int32], ends: [Int32], sentenceBreaks: [Int] = []) {
         self.markup = markup
+        self.markupScalarCount = scalarCount ?? markup.unicodeScalars.count
         self.starts = starts
         self.ends = ends
         self.sentenceBreaks = sentenceBreaks

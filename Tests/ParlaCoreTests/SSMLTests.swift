@@ -41,6 +41,7 @@ struct SSMLTests {
         ("<speak><break time='soon'/></speak>", 1, 8),      // bad break
         ("<speak>x</speak>tail", 1, 17),                    // content after the root
         ("<speak a=1>x</speak>", 1, 10),                    // unquoted attribute
+        ("<speak>a<mark/>b</speak>", 1, 9),                 // a mark without a name
     ])
     func invalidSSMLNamesLineAndColumn(ssml: String, line: Int, column: Int) {
         do {
@@ -50,6 +51,24 @@ struct SSMLTests {
             guard case .invalidSSML(let l, let c, _) = error else { Issue.record("wrong error \(error)"); return }
             #expect(l == line && c == column, "\(error)")
         }
+    }
+
+    @Test func marksKeepTheirNamesAndPlaces() throws {
+        let ssml = #"<speak><mark name="m0"/>Hello <mark name="m1"/>wörld<mark name='end &amp; more'/></speak>"#
+        let u = try Utterance(ssml: ssml)
+        #expect(u.string == "Hello wörld")
+        #expect(u.marks == [.init(name: "m0", offset: 0), .init(name: "m1", offset: 6), .init(name: "end & more", offset: 11)])
+        // In the markup: each mark sits where the next spoken scalar comes from, the last at the end.
+        let markup = Array(ssml.unicodeScalars)
+        let positions = u.markPositions
+        #expect(positions.map(\.name) == ["m0", "m1", "end & more"])
+        #expect(markup[positions[0].inputOffset] == "H")
+        #expect(markup[positions[1].inputOffset] == "w")
+        #expect(positions[2].inputOffset == markup.count)
+        // A caller's marks on plain text are in the text's own offsets, put in order.
+        var plain = Utterance(string: "one two")
+        plain.marks = [.init(name: "b", offset: 4), .init(name: "a", offset: 0)]
+        #expect(plain.markPositions.map(\.name) == ["a", "b"] && plain.markPositions.map(\.inputOffset) == [0, 4])
     }
 
     @Test func commentsCDATAAndDeclarationsAreAccepted() throws {

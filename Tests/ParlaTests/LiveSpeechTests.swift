@@ -94,6 +94,34 @@ struct LiveSpeechTests {
         #expect(!synth.isSpeaking)
     }
 
+    /// SSML marks arrive in order, each just before the word that follows it (when that word is
+    /// heard), and a mark after the last word just before `finished`.
+    @Test(arguments: SoundServer.allCases)
+    func marksArriveWhenTheirWordIsHeard(_ kind: SoundServer) async throws {
+        let server = try await TestAudioServer.start(kind)
+        let synth = liveSynth(server)
+        let log = EventLog(synth)
+        let ssml = #"<speak><mark name="w0"/>Hello <mark name="w1"/>world, <voice xml:lang="el"><mark name="w2"/>καλημέρα</voice>.<mark name="end"/></speak>"#
+        let end = await synth.speakAndWait(try Utterance(ssml: ssml))
+        guard case .finished = end.kind else { Issue.record("ended with \(end.kind)"); return }
+        #expect(await log.wait { log.terminal(end.utterance) != nil })
+        let sequence = log.of(end.utterance).compactMap { e -> String? in
+            switch e.kind {
+            case .mark(let name): return "mark:" + name
+            case .willSpeakWord(let r): return r.text
+            case .finished: return "finished"
+            default: return nil
+            }
+        }
+        #expect(sequence == ["mark:w0", "Hello", "mark:w1", "world", "mark:w2", "καλημέρα", "mark:end", "finished"])
+        // Each mark is delivered with its word, not when it was synthesized (all before any sound).
+        let events = log.of(end.utterance)
+        let markTimes = events.compactMap { e -> UInt64? in if case .mark = e.kind { e.time } else { nil } }
+        let wordTimes = events.compactMap { e -> UInt64? in if case .willSpeakWord = e.kind { e.time } else { nil } }
+        for (m, w) in zip(markTimes, wordTimes) { #expect(w >= m && w - m < 5_000_000) }
+        #expect(markTimes.last! > wordTimes.last! + 100_000_000)
+    }
+
     /// Cancelling the task that awaits `speakAndWait` cuts its utterance off (and one still
     /// waiting is withdrawn): nothing keeps talking for a caller that has gone.
     @Test func cancellingTheWaitingTaskGivesTheUtteranceUp() async throws {
