@@ -18,6 +18,8 @@ let package = Package(
         .executable(name: "parla", targets: ["parla"]),
         .executable(name: "speak-selection", targets: ["speak-selection"]),
         .executable(name: "parla-engine", targets: ["parla-engine"]),
+        // The speech-dispatcher output module (Orca, Firefox, spd-say speak through Parla).
+        .executable(name: "sd_parla", targets: ["sd_parla"]),
         // Benchmarks (scripts/bench-live, bench-selection, bench-start); never installed.
         .executable(name: "parla-bench", targets: ["parla-bench"]),
     ],
@@ -49,6 +51,8 @@ let package = Package(
         .target(name: "ParlaPulseAudio", dependencies: ["ParlaCore", "CPulseAudio"], swiftSettings: swiftSettings),
         .target(name: "ParlaTesting", dependencies: ["ParlaCore", "ParlaPulseAudio", "CPulseAudio"], swiftSettings: swiftSettings),
         .target(name: "Parla", dependencies: ["ParlaCore", "ParlaESpeak", "ParlaPulseAudio", "CParlaWorker"], swiftSettings: swiftSettings),
+        // speech-dispatcher's module protocol, settings and messages (pure: tested with a fake speaker).
+        .target(name: "ParlaSpeechd", dependencies: ["ParlaCore"], swiftSettings: swiftSettings),
 
         // MARK: Command-line tool
         .target(
@@ -67,6 +71,8 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        .executableTarget(name: "sd_parla", dependencies: ["Parla", "ParlaSpeechd"], swiftSettings: swiftSettings),
+
         // The engine host: espeak-ng in a process of its own, with no Swift to load.
         .executableTarget(name: "parla-engine", dependencies: ["CParlaEngineHost"]),
         .executableTarget(
@@ -84,13 +90,13 @@ let package = Package(
         ),
 
         // MARK: Tests
-        .testTarget(name: "ParlaCoreTests", dependencies: ["ParlaCore", "ParlaTestSupport", "ParlaFuzzChecks"], swiftSettings: swiftSettings),
+        .testTarget(name: "ParlaCoreTests", dependencies: ["ParlaCore", "ParlaSpeechd", "ParlaTestSupport", "ParlaFuzzChecks"], swiftSettings: swiftSettings),
         .target(name: "ParlaFuzzChecks", dependencies: ["ParlaCore"], path: "Tests/Fuzz/Checks", swiftSettings: swiftSettings),
         // Test helpers: processes, seeded text (no audio, so ParlaCoreTests needs no libpulse),
         // and private sound servers for the live tests.
         .target(name: "ParlaTestSupport", path: "Tests/ParlaTestSupport", swiftSettings: swiftSettings),
         .target(name: "ParlaAudioTestSupport", dependencies: ["ParlaTestSupport", "ParlaPulseAudio", "ParlaTesting"], path: "Tests/ParlaAudioTestSupport", swiftSettings: swiftSettings),
         .testTarget(name: "ParlaTests", dependencies: ["Parla", "ParlaAudioTestSupport"], swiftSettings: swiftSettings),
-        .testTarget(name: "ParlaCLITests", dependencies: ["parla", "speak-selection", "ParlaCore", "ParlaAudioTestSupport"], swiftSettings: swiftSettings),
+        .testTarget(name: "ParlaCLITests", dependencies: ["parla", "speak-selection", "sd_parla", "ParlaCore", "ParlaAudioTestSupport"], swiftSettings: swiftSettings),
     ]
 )

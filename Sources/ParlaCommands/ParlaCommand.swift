@@ -20,7 +20,7 @@ public struct ParlaCommand: AsyncParsableCommand {
               parla voices --language de
               parla detect "Hello, Καλημέρα, مرحبا"
             """,
-        version: "0.1.0",
+        version: parlaVersion,
         subcommands: [Say.self, Render.self, Detect.self, Voices.self, SelectionCommand.self]
     )
 }

@@ -33,7 +33,7 @@ public struct SpeakSelectionCommand: AsyncParsableCommand {
         commandName: "speak-selection",
         abstract: "Speak the selected text in the languages it is written in; run it again to stop.",
         discussion: SelectionRun.discussion,
-        version: "0.1.0")
+        version: parlaVersion)
     @OptionGroup var options: SelectionOptions
     public func run() async throws { try await SelectionRun(options: options).run() }
 }

@@ -123,7 +123,7 @@ extension LanguageTag: Codable {
 
 extension StringProtocol {
     /// The string without leading and trailing ASCII spaces, tabs and line breaks.
-    func trimmingASCIIWhitespace() -> String {
+    package func trimmingASCIIWhitespace() -> String {
         let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\t" || $0 == "\n" || $0 == "\r" }
         guard let start = firstIndex(where: { !isSpace($0) }) else { return "" }
         let end = lastIndex(where: { !isSpace($0) }) ?? start

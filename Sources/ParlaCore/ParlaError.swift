@@ -100,3 +100,6 @@ public enum ParlaError: Error, Sendable, Hashable, CustomStringConvertible {
 func formatNumber(_ value: Double) -> String {
     value == value.rounded() && abs(value) < 1e15 ? String(Int(value)) : String(value)
 }
+
+/// The version of Parla every program reports (`--version`).
+public let parlaVersion = "0.1.0"

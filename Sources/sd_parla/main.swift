@@ -1,0 +1,98 @@
+// sd_parla: Parla as a speech-dispatcher output module. speech-dispatcher starts it with the
+// path of its configuration file, writes commands on its standard input and reads replies and
+// events from its standard output; diagnostics go to standard error (the server's module log).
+import Glibc
+import Parla
+import ParlaSpeechd
+
+let usage = """
+    sd_parla: Parla's speech-dispatcher output module.
+
+    speech-dispatcher starts it (Orca, Firefox's Web Speech, spd-say and other clients then speak
+    through Parla); it is not meant to be run by hand. Install it with
+    scripts/install-speechd-module, then: spd-say -o parla "Hello".
+
+    Usage: sd_parla [CONFIG-FILE]     speak the module protocol on standard input and output
+           sd_parla --version | --help
+
+    Environment: PARLA_VOICES (the voice catalog), PULSE_SERVER (the sound server).
+    """
+
+let arguments = CommandLine.arguments.dropFirst()
+if arguments.first == "--help" || arguments.first == "-h" {
+    print(usage)
+    exit(0)
+}
+if arguments.first == "--version" {
+    print("sd_parla (Parla \(parlaVersion))")
+    exit(0)
+}
+signal(SIGPIPE, SIG_IGN)
+
+/// Writes `text` whole to standard output; a server that has gone away ends the module.
+@Sendable func send(_ text: String) {
+    var bytes = Array(text.utf8)
+    var done = 0
+    while done < bytes.count {
+        let n = bytes.withUnsafeMutableBytes { write(1, $0.baseAddress! + done, $0.count - done) }
+        if n < 0 && errno == EINTR { continue }
+        guard n > 0 else { exit(0) }
+        done += n
+    }
+}
+
+@Sendable func log(_ line: String) {
+    let text = line + "\n"
+    _ = text.withCString { write(2, $0, strlen($0)) }
+}
+
+/// Parla's live speech on one PulseAudio sink, its events reported to the session.
+final class ParlaSpeaker: ModuleSpeaker {
+    let synth: SpeechSynthesizer
+    private let pump: Task<Void, Never>
+
+    init(device: String?, session: ModuleSession) {
+        let synth = SpeechSynthesizer(audioOutput: AudioOutputOptions(device: device))
+        self.synth = synth
+        let events = synth.events()
+        pump = Task {
+            for await event in events {
+                let reported: ModuleEvent? =
+                    switch event.kind {
+                    case .started: .started
+                    case .mark(let name): .mark(name)
+                    case .finished: .finished
+                    case .cancelled: .cancelled
+                    case .failed(let error): .failed(error)
+                    default: nil
+                    }
+                if let reported { session.deliver(reported, for: event.utterance) }
+            }
+        }
+        // Connect to the server and start the engine now, not at the first key press.
+        Task {
+            do { try await synth.prepareToSpeak() } catch { log("sd_parla: \(error)") }
+        }
+    }
+
+    deinit { pump.cancel() }
+
+    func speak(_ utterance: Utterance) throws(ParlaError) -> UtteranceID {
+        _ = try synth.plan(utterance)  // a plan that fails is refused now, with the server's error reply
+        return synth.speak(utterance)
+    }
+
+    func stop() { _ = synth.stop(at: .immediate) }
+}
+
+let session = ModuleSession(
+    catalog: { () throws(ParlaError) in try VoiceCatalog.default() },
+    makeSpeaker: { device, session in ParlaSpeaker(device: device, session: session) },
+    output: send,
+    log: log)
+
+while let line = readLine(strippingNewline: true) {
+    if !session.receive(line) { exit(0) }
+}
+// The server closed the pipe (it quit or died): nothing more to say.
+exit(0)
