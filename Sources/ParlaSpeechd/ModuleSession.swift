@@ -5,8 +5,9 @@ import Synchronization
 /// What the module speaks with: Parla's live speech in `sd_parla`, a fake in unit tests.
 package protocol ModuleSpeaker: AnyObject, Sendable {
     /// Starts speaking `utterance` (the module speaks one message at a time).
+    /// - Returns: its id, and the language and voice of each part (for the log).
     /// - Throws: when it cannot be spoken at all (its plan fails: a language no voice speaks).
-    func speak(_ utterance: Utterance) throws(ParlaError) -> UtteranceID
+    func speak(_ utterance: Utterance) throws(ParlaError) -> (id: UtteranceID, voices: [String])
     /// Cuts off what is speaking, at once.
     func stop()
 }
@@ -59,6 +60,7 @@ package final class ModuleSession: @unchecked Sendable {
         var device: String?
         var speaker: (any ModuleSpeaker)?
         var current: Current?
+        var logLevel = 3
     }
 
     /// - Parameters:
@@ -243,6 +245,7 @@ package final class ModuleSession: @unchecked Sendable {
             if s.speaker == nil { s.speaker = makeSpeaker(s.device, self) }
             output("203 OK AUDIO INITIALIZED\n")
         default:  // LOGLEVEL
+            for line in lines where line.hasPrefix("log_level=") { s.logLevel = Int(line.dropFirst(10)) ?? s.logLevel }
             output("203 OK LOGLEVEL SET\n")
         }
     }
@@ -277,9 +280,10 @@ package final class ModuleSession: @unchecked Sendable {
             try settings.configure(&utterance, catalog: catalog)
             if s.speaker == nil { s.speaker = makeSpeaker(s.device, self) }
             guard let speaker = s.speaker else { throw .audioFailure("no speaker") }
-            let id = try speaker.speak(utterance)
+            let (id, voices) = try speaker.speak(utterance)
             output("200 OK SPEAKING\n")
             s.current = Current(id: id)
+            if s.logLevel >= 4 { log("sd_parla: \(kind) of \(utterance.string.unicodeScalars.count) characters: \(voices.joined(separator: ", "))") }
         } catch {
             log("sd_parla: cannot speak this \(kind) message (\(body.unicodeScalars.count) characters): \(error)")
             output("301 ERROR CANT SPEAK\n")

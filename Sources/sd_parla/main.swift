@@ -77,9 +77,15 @@ final class ParlaSpeaker: ModuleSpeaker {
 
     deinit { pump.cancel() }
 
-    func speak(_ utterance: Utterance) throws(ParlaError) -> UtteranceID {
-        _ = try synth.plan(utterance)  // a plan that fails is refused now, with the server's error reply
-        return synth.speak(utterance)
+    func speak(_ utterance: Utterance) throws(ParlaError) -> (id: UtteranceID, voices: [String]) {
+        // A plan that fails is refused now, with the server's error reply.
+        let plan = try synth.plan(utterance)
+        var voices: [String] = []
+        for run in plan.runs {
+            let part = "\(run.language) (\(run.voice.identifier))"
+            if voices.last != part { voices.append(part) }
+        }
+        return (synth.speak(utterance), voices)
     }
 
     func stop() { _ = synth.stop(at: .immediate) }

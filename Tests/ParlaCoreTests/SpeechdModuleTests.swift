@@ -11,9 +11,9 @@ final class FakeSpeaker: ModuleSpeaker, @unchecked Sendable {
     let stops = Atomic<Int>(0)
     let failPlan: Bool
     init(failPlan: Bool = false) { self.failPlan = failPlan }
-    func speak(_ utterance: Utterance) throws(ParlaError) -> UtteranceID {
+    func speak(_ utterance: Utterance) throws(ParlaError) -> (id: UtteranceID, voices: [String]) {
         if failPlan { throw .noVoiceForLanguage("xx") }
-        return spoken.withLock { $0.append(utterance); return UtteranceID($0.count) }
+        return spoken.withLock { $0.append(utterance); return (UtteranceID($0.count), ["en (fake)"]) }
     }
     func stop() { stops.add(1, ordering: .relaxed) }
 }
