@@ -180,6 +180,9 @@ public struct VoiceCatalog: Sendable {
             if found(dir + "/voices") { return dir + "/voices" }
             let share = parent(dir) + "/share/parla/voices"
             if found(share) { return share }
+            // PREFIX/libexec/parla/sd_parla (the speech-dispatcher module) → PREFIX/share/parla.
+            let fromLibexec = parent(parent(dir)) + "/share/parla/voices"
+            if found(fromLibexec) { return fromLibexec }
         }
         // The program as started (a symbolic link to it may have a catalog beside it).
         if let arg0 = CommandLine.arguments.first, arg0.contains("/") {
