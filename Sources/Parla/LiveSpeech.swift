@@ -26,6 +26,8 @@ final class LiveSpeech: @unchecked Sendable {
 
     private struct Request {
         var utterance: Utterance
+        /// Its plan, when the caller has made it already (nil: planned when it starts).
+        var plan: SpeechPlan?
         var announcement: String?
         var waiter: CheckedContinuation<SpeechEvent, Never>?
     }
@@ -47,11 +49,11 @@ final class LiveSpeech: @unchecked Sendable {
 
     // MARK: Requests
 
-    func submit(_ utterance: Utterance, kind: SpeechRequestKind, announcement: String?, waiter: CheckedContinuation<SpeechEvent, Never>? = nil) -> UtteranceID {
+    func submit(_ utterance: Utterance, plan: SpeechPlan? = nil, kind: SpeechRequestKind, announcement: String?, waiter: CheckedContinuation<SpeechEvent, Never>? = nil) -> UtteranceID {
         let id = UtteranceID(Self.ids.add(1, ordering: .relaxed).newValue)
         startClock()
         state.withLock { s in
-            s.requests[id] = Request(utterance: utterance, announcement: announcement, waiter: waiter)
+            s.requests[id] = Request(utterance: utterance, plan: plan, announcement: announcement, waiter: waiter)
             perform(s.scheduler.submit(.init(id: id, kind: kind)), in: &s)
         }
         wake.signal()
@@ -165,7 +167,7 @@ final class LiveSpeech: @unchecked Sendable {
                 let pb = Playback(id: id, input: request.utterance.inputText, marks: request.utterance.markPositions)
                 s.playing.append(pb)
                 s.paused = false
-                Task { await self.run(pb, request.utterance) }
+                Task { await self.run(pb, request.utterance, plan: request.plan) }
             case .interrupt(let id, let boundary):
                 guard let pb = s.playing.first(where: { $0.id == id }) else { continue }
                 if boundary == .immediate {
@@ -213,6 +215,14 @@ final class LiveSpeech: @unchecked Sendable {
         for c in s.subscribers.values { c.yield(event) }
     }
 
+    /// Delivers the marks of `pb` that lie before input offset `limit` and have not been delivered.
+    private func emitMarks(of pb: Playback, before limit: Int, in s: inout State) {
+        while pb.nextMark < pb.marks.count, pb.marks[pb.nextMark].inputOffset < limit {
+            emit(.mark(pb.marks[pb.nextMark].name), for: pb.id, in: &s)
+            pb.nextMark += 1
+        }
+    }
+
     private func cork(_ pb: Playback, in s: inout State) {
         pb.pauseAt = nil
         guard !pb.isCorked else { return }
@@ -223,9 +233,10 @@ final class LiveSpeech: @unchecked Sendable {
 
     // MARK: Synthesis (one task per started utterance)
 
-    private func run(_ pb: Playback, _ utterance: Utterance) async {
+    private func run(_ pb: Playback, _ utterance: Utterance, plan planned: SpeechPlan?) async {
         do {
-            let plan = try planner(utterance)
+            let plan: SpeechPlan
+            if let planned { plan = planned } else { plan = try planner(utterance) }
             let rate = try await engine.start()
             let output = self.output, name = String(plan.text.prefix(60))
             let stream = try await onThreadOfItsOwn("parla.open-stream") { () throws(ParlaError) in
@@ -324,10 +335,7 @@ final class LiveSpeech: @unchecked Sendable {
                 let w = pb.words[pb.nextWord]
                 pb.nextWord += 1
                 // Marks before this word (or inside it) are reached as it starts.
-                while pb.nextMark < pb.marks.count, pb.marks[pb.nextMark].inputOffset < w.range.upperBound {
-                    emit(.mark(pb.marks[pb.nextMark].name), for: pb.id, in: &s)
-                    pb.nextMark += 1
-                }
+                emitMarks(of: pb, before: w.range.upperBound, in: &s)
                 emit(.willSpeakWord(pb.spoken(w.range, text: w.word, sample: w.startSample)), for: pb.id, in: &s)
             }
         }
@@ -347,10 +355,7 @@ final class LiveSpeech: @unchecked Sendable {
             let grace = UInt64(latency.seconds) * 1_000_000_000 + UInt64(latency.attoseconds / 1_000_000_000) + 100_000_000
             if played >= pb.totalSamples - pb.sampleRate / 1000 || (pb.drainedAt.map { now - $0 > grace } ?? false) {
                 // Marks after the last word are reached when the audio ends.
-                while pb.nextMark < pb.marks.count {
-                    emit(.mark(pb.marks[pb.nextMark].name), for: pb.id, in: &s)
-                    pb.nextMark += 1
-                }
+                emitMarks(of: pb, before: .max, in: &s)
                 end(pb, .finished, in: &s)
                 return nil
             }

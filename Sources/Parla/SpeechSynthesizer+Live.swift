@@ -34,6 +34,13 @@ extension SpeechSynthesizer {
         live.submit(utterance, kind: .speech, announcement: nil)
     }
 
+    /// Queues `utterance` like ``speak(_:)-(Utterance)`` with the plan the caller already made
+    /// of it (``plan(_:)``), which is not made again.
+    @discardableResult
+    package func speak(_ utterance: Utterance, plannedAs plan: SpeechPlan) -> UtteranceID {
+        live.submit(utterance, plan: plan, kind: .speech, announcement: nil)
+    }
+
     /// Appends plain `text` to the queue (see ``speak(_:)-(Utterance)``).
     @discardableResult
     public func speak(_ text: String) -> UtteranceID {

@@ -100,11 +100,7 @@ public struct Utterance: Sendable {
     package var markPositions: [(name: String, inputOffset: Int)] {
         let sorted = marks.enumerated().sorted { ($0.element.offset, $0.offset) < ($1.element.offset, $1.offset) }.map(\.element)
         guard let source else { return sorted.map { ($0.name, max(0, $0.offset)) } }
-        let end = source.markupScalarCount
-        return sorted.map { m in
-            let at = m.offset >= 0 && m.offset < source.starts.count ? Int(source.starts[m.offset]) : end
-            return (m.name, at)
-        }
+        return sorted.map { ($0.name, source.markupOffset(before: $0.offset)) }
     }
 }
 
@@ -138,6 +134,12 @@ public struct SourceMap: Sendable, Hashable {
             if sentenceBreaks[mid] < range.lowerBound { lo = mid + 1 } else { hi = mid }
         }
         return lo < sentenceBreaks.count && sentenceBreaks[lo] <= range.upperBound
+    }
+
+    /// Where in the markup the point before text scalar `offset` lies: where that scalar came
+    /// from, or the end of the markup for a point after the last scalar.
+    package func markupOffset(before offset: Int) -> Int {
+        offset >= 0 && offset < starts.count ? Int(starts[offset]) : markupScalarCount
     }
 
     /// The range in the markup covered by the text scalars `range`.

@@ -158,8 +158,7 @@ package final class ModuleSession: @unchecked Sendable {
         switch verb {
         case "INIT":
             do {
-                let catalog = try loadCatalog()
-                s.catalog = catalog
+                let catalog = try catalog(in: &s)
                 output("299-Parla: \(catalog.voices.count) voices, \(catalog.languages.count) languages\n299 OK LOADED SUCCESSFULLY\n")
             } catch {
                 log("sd_parla: cannot start: \(error)")
@@ -196,11 +195,10 @@ package final class ModuleSession: @unchecked Sendable {
     }
 
     private func listVoices(in s: inout State) {
-        guard let catalog = s.catalog ?? (try? loadCatalog()), !catalog.voices.isEmpty else {
+        guard let catalog = try? catalog(in: &s), !catalog.voices.isEmpty else {
             output("304 CANT LIST VOICES\n")
             return
         }
-        s.catalog = catalog
         var reply = ""
         for voice in catalog.voices {
             let language = voice.primaryLanguage?.identifier ?? "none"
@@ -265,9 +263,7 @@ package final class ModuleSession: @unchecked Sendable {
         }
         let body = lines.joined(separator: "\n")
         do throws(ParlaError) {
-            let catalog: VoiceCatalog
-            if let loaded = s.catalog { catalog = loaded } else { catalog = try loadCatalog() }
-            s.catalog = catalog
+            let catalog = try catalog(in: &s)
             var utterance: Utterance
             switch kind {
             case "SPEAK": utterance = try ModuleMessage.speech(body)
@@ -288,6 +284,14 @@ package final class ModuleSession: @unchecked Sendable {
             log("sd_parla: cannot speak this \(kind) message (\(body.unicodeScalars.count) characters): \(error)")
             output("301 ERROR CANT SPEAK\n")
         }
+    }
+
+    /// The catalog, loaded once.
+    private func catalog(in s: inout State) throws(ParlaError) -> VoiceCatalog {
+        if let loaded = s.catalog { return loaded }
+        let loaded = try loadCatalog()
+        s.catalog = loaded
+        return loaded
     }
 
     private func oneLine(_ s: String) -> String {

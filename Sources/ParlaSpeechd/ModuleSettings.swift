@@ -114,12 +114,9 @@ package struct ModuleSettings: Sendable, Equatable {
     /// - Throws: ``ParlaError/unknownVoice(_:)`` for a synthesis voice the catalog does not have.
     package func voice(in catalog: VoiceCatalog) throws(ParlaError) -> SpeechVoice? {
         if let synthesisVoice { return try catalog.voice(identifier: synthesisVoice) }
-        guard let language, var voice = try? catalog.voice(for: language) else { return nil }
-        if let variant, voice.variant == nil, catalog.variants.contains(variant) {
-            voice.variant = variant
-            voice.identifier += "+" + variant
-        }
-        return voice
+        guard let language, let voice = try? catalog.voice(for: language) else { return nil }
+        guard let variant, voice.variant == nil else { return voice }
+        return (try? catalog.voice(identifier: voice.identifier + "+" + variant)) ?? voice
     }
 
     /// Applies rate, pitch, volume and punctuation to `utterance`, and spelling to its text.

@@ -85,7 +85,7 @@ final class ParlaSpeaker: ModuleSpeaker {
             let part = "\(run.language) (\(run.voice.identifier))"
             if voices.last != part { voices.append(part) }
         }
-        return (synth.speak(utterance), voices)
+        return (synth.speak(utterance, plannedAs: plan), voices)
     }
 
     func stop() { _ = synth.stop(at: .immediate) }
