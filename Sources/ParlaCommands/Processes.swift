@@ -12,7 +12,8 @@ package enum Processes {
     }
 
     /// Starts `argv` with standard input from /dev/null, standard error discarded and standard
-    /// output to `stdout` (or discarded). Nil if it could not be started.
+    /// output to `stdout` (or discarded), and a clean signal state (a thread of Swift's pools
+    /// blocks nearly every signal, and a child would inherit that). Nil if it could not be started.
     package static func spawn(_ argv: [String], stdout: Int32? = nil) -> pid_t? {
         var pid = pid_t()
         var cArgs = argv.map { strdup($0) } + [nil]
@@ -27,7 +28,17 @@ package enum Processes {
             posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
         }
         posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-        return posix_spawnp(&pid, argv[0], &actions, nil, &cArgs, environ) == 0 ? pid : nil
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var empty = sigset_t()
+        sigemptyset(&empty)
+        posix_spawnattr_setsigmask(&attributes, &empty)
+        var defaults = sigset_t()
+        sigfillset(&defaults)
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        return posix_spawnp(&pid, argv[0], &actions, &attributes, &cArgs, environ) == 0 ? pid : nil
     }
 
     /// Waits for `pid` and returns its raw wait status (-1 if there is no such child).

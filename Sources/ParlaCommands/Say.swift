@@ -188,8 +188,12 @@ struct Say: AsyncParsableCommand {
 extension PunctuationMode: ExpressibleByArgument {}
 
 extension String {
-    /// `value` with one decimal.
+    /// `value` with one decimal ("nan" or "inf" when it is not finite, rather than trapping).
     package init(format1 value: Double) {
+        guard value.isFinite, abs(value) < 1e15 else {
+            self = value.isNaN ? "nan" : value < 0 ? "-inf" : "inf"
+            return
+        }
         let tenths = Int((value * 10).rounded())
         self = (tenths < 0 ? "-" : "") + "\(abs(tenths) / 10).\(abs(tenths) % 10)"
     }

@@ -150,6 +150,9 @@ package final class ModuleSession: @unchecked Sendable {
     /// Whether a message is being spoken (its terminal event not yet written).
     package var isSpeaking: Bool { state.withLock { $0.current != nil } }
 
+    /// The server's log level (`LOGLEVEL`): 4 logs each message's voices, 5 also when STOP is read.
+    package var logLevel: Int { state.withLock { $0.logLevel } }
+
     // MARK: Commands (state lock held)
 
     private func command(_ line: String, in s: inout State) -> Bool {

@@ -22,6 +22,10 @@ struct BenchLive: AsyncParsableCommand {
     var selection: String?
     @Option(help: "Measure this parla binary's start instead: 'parla say Hello world.' against 'espeak-ng Hello world.', alternating, process start to first audible sample.")
     var startup: String?
+    @Option(help: "Measure sd_parla against sd_espeak-ng inside the speech-dispatcher at this address (unix_socket:PATH); see scripts/bench-speechd.")
+    var speechd: String?
+    @Option(help: "speech-dispatcher's log directory (sd_parla logs when it reads STOP there, at LogLevel 5).")
+    var speechdLog: String = "."
 
     static let mixed = "Hello there, how are you today. Καλημέρα σας, τι κάνετε;"
     static let english = "Hello there, how are you today."
@@ -38,6 +42,10 @@ struct BenchLive: AsyncParsableCommand {
         try await recorder.settle()  // a new null sink's first block
         if let selection {
             try await benchSelection(recorder, binary: selection)
+            return
+        }
+        if let speechd {
+            try await benchSpeechd(recorder, address: speechd, logDirectory: speechdLog)
             return
         }
         if let startup {
@@ -319,11 +327,6 @@ struct BenchLive: AsyncParsableCommand {
         guard !s.isEmpty else { return .nan }
         return s[min(s.count - 1, Int((Double(s.count - 1) * p).rounded()))]
     }
-}
-
-private final class SampleBox: @unchecked Sendable {
-    var samples: [Int16] = []
-    func append(_ s: [Int16]) { samples += s }
 }
 
 enum FileHandleErr {

@@ -98,6 +98,8 @@ let session = ModuleSession(
     log: log)
 
 while let line = readLine(strippingNewline: true) {
+    // scripts/bench-speechd splits cancel → silence into speechd's hop and the module's part.
+    if line == "STOP" && session.logLevel >= 5 { log("sd_parla: STOP read at \(monotonicNanoseconds()) ns (CLOCK_MONOTONIC)") }
     if !session.receive(line) { exit(0) }
 }
 // The server closed the pipe (it quit or died): nothing more to say.

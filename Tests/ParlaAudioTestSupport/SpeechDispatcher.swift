@@ -1,5 +1,6 @@
 import Foundation
 import ParlaTestSupport
+import Synchronization
 
 /// A private speech-dispatcher: its own configuration directory, socket, pid file, runtime
 /// directory and logs, with `sd_parla` (and optionally speechd's own espeak-ng module) as its
@@ -9,7 +10,9 @@ public final class TestSpeechDispatcher: @unchecked Sendable {
     public let directory: URL
     /// The address clients use (`SPEECHD_ADDRESS`).
     public let address: String
-    private let process: Process
+    /// The daemon's process id.
+    public let pid: pid_t
+    private let exited = Mutex<Bool>(false)
 
     /// Starts a daemon whose default module is `parla` (the program at `module`).
     public static func start(module: String, audio: TestAudioServer, withESpeakModule: Bool = false) async throws -> TestSpeechDispatcher {
@@ -32,23 +35,20 @@ public final class TestSpeechDispatcher: @unchecked Sendable {
         try "# Parla needs no settings here.\n".write(to: conf.appendingPathComponent("modules/parla.conf"), atomically: true, encoding: .utf8)
         try "".write(to: conf.appendingPathComponent("modules/espeak-ng.conf"), atomically: true, encoding: .utf8)
         let socket = dir.appendingPathComponent("sock").path
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/speech-dispatcher")
-        p.arguments = ["-s", "-t", "0", "-C", conf.path, "-S", socket, "-P", dir.appendingPathComponent("pid").path, "-L", dir.appendingPathComponent("log").path]
         var env = ProcessInfo.processInfo.environment
         env["XDG_RUNTIME_DIR"] = dir.appendingPathComponent("run").path
         env["HOME"] = dir.path
         env["PULSE_SERVER"] = audio.server
         env["LANG"] = "C.UTF-8"
         env.removeValue(forKey: "LANGUAGE")
-        p.environment = env
-        p.standardOutput = FileHandle.nullDevice
-        p.standardError = FileHandle.nullDevice
-        try p.run()
-        let daemon = TestSpeechDispatcher(directory: dir, address: "unix_socket:" + socket, process: p)
+        let pid = try spawnDaemon(
+            "/usr/bin/speech-dispatcher",
+            ["-s", "-t", "0", "-C", conf.path, "-S", socket, "-P", dir.appendingPathComponent("pid").path, "-L", dir.appendingPathComponent("log").path],
+            environment: env)
+        let daemon = TestSpeechDispatcher(directory: dir, address: "unix_socket:" + socket, pid: pid)
         let started = Date()
         while !FileManager.default.fileExists(atPath: socket) {
-            guard p.isRunning, Date().timeIntervalSince(started) < 30 else {
+            guard daemon.isRunning, Date().timeIntervalSince(started) < 30 else {
                 throw TestAudioServerError(message: "speech-dispatcher did not open \(socket) within 30 s: \(daemon.log("speech-dispatcher").suffix(2000))")
             }
             try await Task.sleep(for: .milliseconds(20))
@@ -56,27 +56,30 @@ public final class TestSpeechDispatcher: @unchecked Sendable {
         return daemon
     }
 
-    private init(directory: URL, address: String, process: Process) {
+    private init(directory: URL, address: String, pid: pid_t) {
         self.directory = directory
         self.address = address
-        self.process = process
+        self.pid = pid
+    }
+
+    /// Whether it is still running (reaps it once it has exited).
+    var isRunning: Bool {
+        exited.withLock { done in
+            if !done {
+                var status: Int32 = 0
+                done = waitpid(pid, &status, WNOHANG) == pid
+            }
+            return !done
+        }
     }
 
     deinit {
-        let pid = process.processIdentifier
         // Its modules first (they would exit anyway once their pipe closes), then the daemon.
         _ = try? runProcess("/usr/bin/pkill", ["-KILL", "-P", String(pid)])
         kill(pid, SIGKILL)
         // Not Process.waitUntilExit: it would hold a thread of the small cooperative pool.
-        var status: Int32 = 0
-        for _ in 0..<400 where process.isRunning {
-            if waitpid(pid, &status, WNOHANG) != 0 { break }
-            usleep(5_000)
-        }
+        for _ in 0..<400 where isRunning { usleep(5_000) }
     }
-
-    /// The daemon's process id.
-    public var pid: Int32 { process.processIdentifier }
 
     /// A log the daemon keeps (`speech-dispatcher`, or a module's name such as `parla`).
     public func log(_ name: String) -> String {

@@ -138,4 +138,28 @@ struct SpeechdTests {
         #expect(fine.status == 0 && fine.events.contains { $0.name == "end" })
         #expect(audio.recorder.loudSampleTimes().count > before + 2000)
     }
+
+    /// speech-dispatcher 0.11 does not restart a module that died: it notices (broken pipe),
+    /// speaks the next message with another module, and reloads dead modules on SIGUSR1. After
+    /// that, Parla speaks again.
+    @Test func aKilledModuleIsReloadedAndSpeaksAgain() async throws {
+        let audio = try await TestAudioServer.start(.pulseaudio)
+        let daemon = try await TestSpeechDispatcher.start(module: Self.module, audio: audio, withESpeakModule: true)
+        let first = Task { try await client(daemon, ["--text", "One two three four five six seven eight nine ten eleven twelve.", "--timeout", "4"]) }
+        let start = Date()
+        while audio.recorder.loudSampleTimes().count < 2000 && Date().timeIntervalSince(start) < 5 { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(audio.recorder.loudSampleTimes().count >= 2000, "the first message was not heard")
+        let killed = try await offPool { try runProcess("/usr/bin/pkill", ["-KILL", "-P", String(daemon.pid), "-x", "sd_parla"]) }
+        #expect(killed.status == 0, "pkill: \(killed.status) \(killed.error)")
+        _ = try await first.value  // speechd sends no END for the message it lost
+        while !daemon.log("speech-dispatcher").contains("Broken pipe to module") && Date().timeIntervalSince(start) < 10 { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(daemon.log("speech-dispatcher").contains("Broken pipe to module"))
+        kill(daemon.pid, SIGUSR1)
+        while !daemon.log("speech-dispatcher").contains("Reloading output module parla") && Date().timeIntervalSince(start) < 15 { try await Task.sleep(for: .milliseconds(20)) }
+        let before = audio.recorder.loudSampleTimes().count
+        let r = try await client(daemon, ["--text", "Back again."])
+        #expect(r.status == 0 && r.events.contains { $0.name == "end" }, "\(daemon.log("speech-dispatcher").suffix(3000))")
+        #expect(daemon.log("parla").contains("SPEAK of 11 characters"), "the reloaded sd_parla did not speak: \(daemon.log("parla")) \(daemon.log("speech-dispatcher").suffix(4000))")
+        #expect(audio.recorder.loudSampleTimes().count > before + 2000)
+    }
 }

@@ -46,6 +46,34 @@ start_private_session() {
   pulse=${pids[0]}
 }
 
+# start_private_speechd MODULE: a speech-dispatcher of its own (configuration, socket, pid, logs
+# under $dir/speechd) with MODULE as output module "parla" (the default) and speechd's own
+# sd_espeak-ng as "espeak-ng", playing on the private sink. Sets SPEECHD_ADDRESS, speechd_logs.
+start_private_speechd() {
+  local d=$dir/speechd
+  mkdir -p "$d/conf/modules" "$d/log" "$d/run"
+  cat >"$d/conf/speechd.conf" <<EOF
+AddModule "parla" "$(realpath "$1")" "parla.conf"
+AddModule "espeak-ng" "sd_espeak-ng" "espeak-ng.conf"
+DefaultModule parla
+AudioOutputMethod "pulse"
+AudioPulseDevice "parla_bench"
+DefaultVolume 100
+LogLevel 5
+LogDir "$d/log"
+EOF
+  : >"$d/conf/modules/parla.conf"
+  : >"$d/conf/modules/espeak-ng.conf"
+  XDG_RUNTIME_DIR=$d/run LANG=C.UTF-8 speech-dispatcher -s -t 0 -C "$d/conf" -S "$d/sock" -P "$d/pid" -L "$d/log" >/dev/null 2>&1 &
+  pids+=($!)
+  export SPEECHD_ADDRESS=unix_socket:$d/sock
+  speechd_logs=$d/log
+  for _ in $(seq 300); do [ -S "$d/sock" ] && return; sleep 0.05; done
+  echo "speech-dispatcher did not start; its log:" >&2
+  tail -20 "$d/log/speech-dispatcher.log" >&2
+  return 1
+}
+
 start_private_display() {
   Xvfb -displayfd 3 -nolisten tcp 3>"$dir/display" >/dev/null 2>&1 &
   xvfb=$!
@@ -59,7 +87,7 @@ stop_private_session() {
   [ -n "$spd_pid" ] && kill "$spd_pid" 2>/dev/null || true
   [ -n "$xvfb" ] && kill "$xvfb" 2>/dev/null || true
   local p
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do pkill -P "$p" 2>/dev/null || true; kill "$p" 2>/dev/null || true; done
   for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
   rm -rf "$dir"
 }
