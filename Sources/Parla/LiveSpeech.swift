@@ -30,6 +30,18 @@ final class LiveSpeech: @unchecked Sendable {
         var plan: SpeechPlan?
         var announcement: String?
         var waiter: CheckedContinuation<SpeechEvent, Never>?
+        /// Whether its audio has been heard (it was suspended after `started`).
+        var hasStarted = false
+        /// Where it carries on after a suspension (nil: from the start).
+        var resume: Resume?
+    }
+
+    /// Where a suspended utterance carries on: offsets in its input (the caller's text or
+    /// markup) and in its spoken text, and the word it resumes with (input offsets).
+    struct Resume {
+        var input: Int
+        var text: Int
+        var word: Range<Int>
     }
 
     private struct State {
@@ -52,9 +64,11 @@ final class LiveSpeech: @unchecked Sendable {
     func submit(_ utterance: Utterance, plan: SpeechPlan? = nil, kind: SpeechRequestKind, announcement: String?, waiter: CheckedContinuation<SpeechEvent, Never>? = nil) -> UtteranceID {
         let id = UtteranceID(Self.ids.add(1, ordering: .relaxed).newValue)
         startClock()
+        let resumes = utterance.resumesAfterInterruption
+            || utterance.text.runs.contains { $0[SpeechAttributes.ResumesAfterInterruptionAttribute.self] == true }
         state.withLock { s in
             s.requests[id] = Request(utterance: utterance, plan: plan, announcement: announcement, waiter: waiter)
-            perform(s.scheduler.submit(.init(id: id, kind: kind)), in: &s)
+            perform(s.scheduler.submit(.init(id: id, kind: kind, resumesAfterInterruption: resumes)), in: &s)
         }
         wake.signal()
         return id
@@ -165,9 +179,14 @@ final class LiveSpeech: @unchecked Sendable {
             case .start(let id):
                 guard let request = s.requests[id] else { continue }
                 let pb = Playback(id: id, input: request.utterance.inputText, marks: request.utterance.markPositions)
+                if request.hasStarted {
+                    let resume = request.resume ?? Resume(input: 0, text: 0, word: 0..<0)
+                    pb.resumedFrom = resume
+                    pb.nextMark = pb.marks.firstIndex { $0.inputOffset >= resume.input } ?? pb.marks.count
+                }
                 s.playing.append(pb)
                 s.paused = false
-                Task { await self.run(pb, request.utterance, plan: request.plan) }
+                Task { await self.run(pb, request.utterance, plan: request.plan, from: pb.resumedFrom?.text) }
             case .interrupt(let id, let boundary):
                 guard let pb = s.playing.first(where: { $0.id == id }) else { continue }
                 if boundary == .immediate {
@@ -181,9 +200,45 @@ final class LiveSpeech: @unchecked Sendable {
                     }
                 }
             case .drop(let id):
-                terminate(id, .cancelled(.dropped), in: &s)
+                // A suspended request that is dropped had been heard: it was cut off.
+                terminate(id, .cancelled(s.requests[id]?.hasStarted == true ? .interrupted : .dropped), in: &s)
+            case .suspend(let id):
+                guard let pb = s.playing.first(where: { $0.id == id }), !pb.ended else { continue }
+                if var request = s.requests[id] {
+                    if pb.started {
+                        request.hasStarted = true
+                        request.resume = resumePoint(of: pb, at: request.utterance.resumePoint, source: request.utterance.source)
+                    }
+                    s.requests[id] = request
+                }
+                // Silenced like an ending, but not ended: no terminal event, the scheduler keeps it.
+                pb.ended = true
+                pb.stop.raise()
+                pb.stream?.close()
+                s.playing.removeAll { $0 === pb }
             }
         }
+    }
+
+    /// Where a suspended playback carries on: the start of the sentence, or of the word, the
+    /// listener was hearing (the previous resume point if no word of it was heard yet).
+    private func resumePoint(of pb: Playback, at point: Utterance.ResumePoint, source: SourceMap?) -> Resume? {
+        guard pb.nextWord > 0 else { return pb.resumedFrom }
+        let heard = pb.words[pb.nextWord - 1]
+        var start = heard
+        if point == .sentence {
+            let lo = heard.range.lowerBound
+            let sentenceStart: Int
+            if let m = pb.sentences.last(where: { $0.range.lowerBound <= lo }), lo < m.range.upperBound {
+                sentenceStart = m.range.lowerBound
+            } else {
+                // Its sentence mark is not synthesized yet: it began where the last known sentence ended.
+                sentenceStart = pb.sentences.last(where: { $0.range.upperBound <= lo })?.range.upperBound ?? pb.resumedFrom?.input ?? 0
+            }
+            start = pb.words.first { $0.range.lowerBound >= sentenceStart } ?? heard
+        }
+        let input = start.range.lowerBound
+        return Resume(input: input, text: source.map { $0.textOffset(atMarkup: input) } ?? input, word: start.range)
     }
 
     /// Ends a playback: silences it at once, delivers its terminal event, starts what is next.
@@ -233,10 +288,17 @@ final class LiveSpeech: @unchecked Sendable {
 
     // MARK: Synthesis (one task per started utterance)
 
-    private func run(_ pb: Playback, _ utterance: Utterance, plan planned: SpeechPlan?) async {
+    private func run(_ pb: Playback, _ utterance: Utterance, plan planned: SpeechPlan?, from resumeOffset: Int?) async {
         do {
-            let plan: SpeechPlan
-            if let planned { plan = planned } else { plan = try planner(utterance) }
+            var plan: SpeechPlan
+            if let planned {
+                plan = planned
+            } else {
+                plan = try planner(utterance)
+                let made = plan
+                state.withLock { s in s.requests[pb.id]?.plan = made }  // planned once, even if it resumes
+            }
+            if let resumeOffset, resumeOffset > 0 { plan = plan.resuming(from: resumeOffset) }
             let rate = try await engine.start()
             let output = self.output, name = String(plan.text.prefix(60))
             let stream = try await onThreadOfItsOwn("parla.open-stream") { () throws(ParlaError) in
@@ -323,7 +385,11 @@ final class LiveSpeech: @unchecked Sendable {
         guard let played = stream.playedSamples() else { return 2_000_000 }
         if !pb.started && (played > 0 || status == .drained) {
             pb.started = true
-            emit(.started, for: pb.id, in: &s)
+            if let r = pb.resumedFrom {
+                emit(.resumed(from: pb.spoken(r.word, text: nil, sample: 0)), for: pb.id, in: &s)
+            } else {
+                emit(.started, for: pb.id, in: &s)
+            }
         }
         if pb.started {
             while pb.nextSentence < pb.sentences.count, pb.sentences[pb.nextSentence].startSample <= played {
@@ -387,6 +453,8 @@ private final class Playback: @unchecked Sendable {
     var nextWord = 0
     var nextSentence = 0
     var nextMark = 0
+    /// Set when this playback carries on a suspended utterance.
+    var resumedFrom: LiveSpeech.Resume?
     var synthesisDone = false
     var totalSamples = 0
     var started = false

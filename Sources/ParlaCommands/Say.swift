@@ -160,7 +160,7 @@ struct Say: AsyncParsableCommand {
     static func json(_ event: SpeechEvent) -> String {
         var fields = ["\"event\": \(JSONText.quoted(event.kind.name))", "\"t_ns\": \(event.time)", "\"utterance\": \(event.utterance)"]
         switch event.kind {
-        case .willSpeakWord(let r), .willSpeakSentence(let r):
+        case .willSpeakWord(let r), .willSpeakSentence(let r), .resumed(from: let r):
             fields += [
                 "\"start\": \(r.scalarRange.lowerBound)", "\"end\": \(r.scalarRange.upperBound)",
                 "\"text\": \(JSONText.quoted(r.text))", "\"audio_ms\": \(String(format1: r.audioMilliseconds))",

@@ -35,6 +35,13 @@ public enum SpeechAttributes {
         public static let name = "Parla.speechQueueAnnouncement"
     }
 
+    /// Whether the utterance resumes after an interrupting announcement
+    /// (``Utterance/resumesAfterInterruption``); true on any span turns it on.
+    public enum ResumesAfterInterruptionAttribute: AttributedStringKey {
+        public typealias Value = Bool
+        public static let name = "Parla.speechResumesAfterInterruption"
+    }
+
     /// The priority of an announcement (high, default, low).
     public enum AnnouncementPriorityAttribute: AttributedStringKey {
         public typealias Value = AnnouncementPriority
@@ -81,6 +88,8 @@ extension AttributeScopes {
         public let speechQueueAnnouncement: SpeechAttributes.QueueAnnouncementAttribute
         /// The announcement's priority.
         public let speechAnnouncementPriority: SpeechAttributes.AnnouncementPriorityAttribute
+        /// Whether the utterance resumes after an interrupting announcement.
+        public let speechResumesAfterInterruption: SpeechAttributes.ResumesAfterInterruptionAttribute
         /// The span's pitch multiplier.
         public let speechPitch: SpeechAttributes.PitchAttribute
         /// The span's rate multiplier.

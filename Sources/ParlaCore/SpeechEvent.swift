@@ -54,6 +54,10 @@ public struct SpeechEvent: Sendable {
         /// ``Utterance/Mark``): delivered just before the first word after it, or when the audio
         /// ends for a mark after the last word.
         case mark(String)
+        /// A suspended utterance (``Utterance/resumesAfterInterruption``) carries on after the
+        /// announcement that cut it off, from this word of the original text (the start of the
+        /// sentence or the word that was being heard); its `started` came before the interruption.
+        case resumed(from: SpokenRange)
         /// Playback paused (`pause(at:)`).
         case paused
         /// Playback resumed (`continue()`).
@@ -80,6 +84,7 @@ public struct SpeechEvent: Sendable {
             case .willSpeakWord: return "word"
             case .willSpeakSentence: return "sentence"
             case .mark: return "mark"
+            case .resumed: return "resumed"
             case .paused: return "paused"
             case .continued: return "continued"
             case .finished: return "finished"

@@ -57,6 +57,27 @@ public struct SpeechPlan: Sendable {
     /// Where the spoken text came from, for utterances parsed from markup.
     public let source: SourceMap?
 
+    /// The rest of this plan from text offset `offset`: runs that end before it are gone, the
+    /// run holding it starts there, and no silence comes first. Offsets stay those of ``text``.
+    package func resuming(from offset: Int) -> SpeechPlan {
+        var plan = self
+        plan.runs = runs.compactMap { run in
+            guard run.range.upperBound > offset else { return nil }
+            var r = run
+            if r.range.lowerBound < offset {
+                r.range = offset..<r.range.upperBound
+                r.silenceBefore = .zero
+            }
+            return r
+        }
+        if let first = plan.runs.first, first.range.lowerBound >= offset, offset > 0 {
+            plan.runs[0].silenceBefore = .zero
+        }
+        if offset > 0 { plan.leadingSilence = .zero }
+        if plan.runs.isEmpty { plan.runs = Array(runs.suffix(1)) }  // nothing left: the last run, so the plan stays valid
+        return plan
+    }
+
     /// Accepted range of ``Utterance/rate``, in words per minute.
     public static let rateRange: ClosedRange<Double> = 80...450
     /// Accepted range of ``Utterance/pitchMultiplier``.

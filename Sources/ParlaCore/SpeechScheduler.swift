@@ -47,6 +47,11 @@ public enum SpeechRequestKind: Sendable, Hashable {
 ///   starts over its last word.
 /// - Interrupting does not touch the queue: speech waiting behind the interrupted request
 ///   still plays after the announcement.
+/// - A request that resumes after interruption is suspended instead: it goes back into the
+///   queue right after the announcement that cut it off (behind only what outranks it, such
+///   as a queued high announcement), and starts again from
+///   where it was heard. Only an interrupting announcement does this; `stop` and queued
+///   announcements do not. It is in the queue at most once, however often it is cut off.
 public struct SpeechScheduler: Sendable, Hashable {
     /// A request and how it competes.
     public struct Item: Sendable, Hashable {
@@ -54,10 +59,14 @@ public struct SpeechScheduler: Sendable, Hashable {
         public var id: UtteranceID
         /// How it competes.
         public var kind: SpeechRequestKind
+        /// Whether an interrupting announcement suspends it (to resume after the announcement)
+        /// rather than cancelling it.
+        public var resumesAfterInterruption: Bool
         /// Creates an item.
-        public init(id: UtteranceID, kind: SpeechRequestKind) {
+        public init(id: UtteranceID, kind: SpeechRequestKind, resumesAfterInterruption: Bool = false) {
             self.id = id
             self.kind = kind
+            self.resumesAfterInterruption = resumesAfterInterruption
         }
 
         /// Position in the waiting queue (smaller goes first).
@@ -89,8 +98,11 @@ public struct SpeechScheduler: Sendable, Hashable {
         case start(UtteranceID)
         /// Stop the speaking request at `boundary`; it ends cancelled (interrupted).
         case interrupt(UtteranceID, at: SpeechBoundary)
-        /// Remove a request that never started; it ends cancelled (dropped).
+        /// Remove a waiting request; it ends cancelled (dropped if it never started).
         case drop(UtteranceID)
+        /// Stop the speaking request at once without ending it: it waits to be started again,
+        /// from where the listener was.
+        case suspend(UtteranceID)
     }
 
     /// The request speaking now (or finishing its last word after `stop(at: .word)`).
@@ -114,7 +126,13 @@ public struct SpeechScheduler: Sendable, Hashable {
         }
         if item.interrupts && (playing.isInterruptible || currentIsStopping) {
             current = item
-            currentIsStopping = false
+            defer { currentIsStopping = false }
+            if playing.resumesAfterInterruption && !currentIsStopping {
+                // Right after the announcement: ahead of everything but what outranks it (a
+                // queued high announcement may be waiting).
+                waiting.insert(playing, at: waiting.firstIndex { $0.rank >= playing.rank } ?? waiting.endIndex)
+                return [.suspend(playing.id), .start(item.id)]
+            }
             return [.interrupt(playing.id, at: .immediate), .start(item.id)]
         }
         let at = waiting.firstIndex { $0.rank > item.rank } ?? waiting.endIndex

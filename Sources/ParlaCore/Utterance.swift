@@ -37,8 +37,25 @@ public struct Utterance: Sendable {
     /// Named points in the text (from SSML `<mark name="…"/>` or added by the caller). Live
     /// speech reports each as a ``SpeechEvent/Kind/mark(_:)`` event when the listener reaches it.
     public var marks: [Mark] = []
+    /// Whether an interrupting announcement suspends this utterance rather than cutting it off:
+    /// it then goes back into the queue right after the announcement and carries on from
+    /// ``resumePoint``, reporting ``SpeechEvent/Kind/resumed(from:)`` and keeping its offsets.
+    /// `stop` and queued announcements still end it. The same as the
+    /// ``SpeechAttributes/ResumesAfterInterruptionAttribute`` attribute on any span.
+    public var resumesAfterInterruption = false
+    /// Where a suspended utterance carries on: the start of the sentence (default) or of the
+    /// word the listener was hearing.
+    public var resumePoint: ResumePoint = .sentence
     /// For utterances parsed from markup: the markup itself and where each text scalar came from.
     public internal(set) var source: SourceMap?
+
+    /// Where an utterance suspended by an announcement carries on.
+    public enum ResumePoint: String, Sendable, Hashable, CaseIterable {
+        /// The start of the sentence that was being heard.
+        case sentence
+        /// The start of the word that was being heard.
+        case word
+    }
 
     /// A silence of `duration` placed before the scalar at `offset` of the text.
     public struct Pause: Sendable, Hashable {
@@ -138,6 +155,17 @@ public struct SourceMap: Sendable, Hashable {
 
     /// Where in the markup the point before text scalar `offset` lies: where that scalar came
     /// from, or the end of the markup for a point after the last scalar.
+    /// The text offset of the first scalar that comes from markup offset `offset` or later
+    /// (the scalar count when none does).
+    package func textOffset(atMarkup offset: Int) -> Int {
+        var lo = 0, hi = starts.count
+        while lo < hi {
+            let mid = (lo + hi) / 2
+            if Int(starts[mid]) < offset { lo = mid + 1 } else { hi = mid }
+        }
+        return lo
+    }
+
     package func markupOffset(before offset: Int) -> Int {
         offset >= 0 && offset < starts.count ? Int(starts[offset]) : markupScalarCount
     }

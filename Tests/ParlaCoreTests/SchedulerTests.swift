@@ -7,11 +7,14 @@ import Testing
 struct SchedulerTests {
     enum Op: Hashable, CustomStringConvertible {
         case submit(SpeechRequestKind)
+        /// Speech that resumes after an interruption.
+        case submitResumable
         case stop(SpeechBoundary)
         case endCurrent
 
         var description: String {
             switch self {
+            case .submitResumable: return "speak(resumable)"
             case .submit(.speech): return "speak"
             case .submit(.announcement(let p, let q)): return "announce(\(p)\(q ? ",queued" : ""))"
             case .stop(let b): return "stop(\(b))"
@@ -23,7 +26,7 @@ struct SchedulerTests {
     static let kinds: [SpeechRequestKind] = [.speech] + AnnouncementPriority.allCases.flatMap { p in
         [SpeechRequestKind.announcement(priority: p, queued: false), .announcement(priority: p, queued: true)]
     }
-    static let ops: [Op] = kinds.map { .submit($0) } + [.stop(.immediate), .stop(.word), .endCurrent]
+    static let ops: [Op] = kinds.map { .submit($0) } + [.submitResumable, .stop(.immediate), .stop(.word), .endCurrent]
 
     /// Whether waiting request `a` must start before waiting request `b`, written from the
     /// rules as SpeechScheduler's documentation states them, not from its `rank`: high
@@ -47,6 +50,8 @@ struct SchedulerTests {
         var s = SpeechScheduler()
         var status: [UtteranceID: Status] = [:]
         var kind: [UtteranceID: SpeechRequestKind] = [:]
+        var resumable: Set<UtteranceID> = []
+        var suspensions: [UtteranceID: Int] = [:]
         var order: [UtteranceID] = []  // submission order
         var next = 0
         func playing() -> [UtteranceID] { status.filter { $0.value == .playing || $0.value == .stopping }.map(\.key) }
@@ -77,10 +82,23 @@ struct SchedulerTests {
                     if case .submit = cause, case .announcement(.high, _) = kind[id]!, status[id] == .playing {
                         return "high announcement \(id) was interrupted by a request"
                     }
+                    if case .submit = cause, resumable.contains(id), status[id] == .playing {
+                        return "resumable \(id) was cut off by an announcement instead of suspended"
+                    }
                     status[id] = boundary == .immediate ? .ended : .stopping
                 case .drop(let id):
                     guard status[id] == .waiting else { return "drop of \(id) which is not waiting" }
                     status[id] = .ended
+                case .suspend(let id):
+                    guard status[id] == .playing else { return "suspend of \(id) which is not playing" }
+                    guard resumable.contains(id) else { return "suspend of \(id), which does not resume" }
+                    guard case .submit(.announcement(let p, false)) = cause, p != .low else { return "suspend of \(id) by \(cause)" }
+                    status[id] = .waiting
+                    suspensions[id, default: 0] += 1
+                    // It resumes right after the announcement: behind only what must precede it.
+                    for other in s.waiting.prefix(while: { $0.id != id }) where !mustPrecede(kind[other.id]!, kind[id]!) {
+                        return "suspended \(id) waits behind \(other.id)"
+                    }
                 }
                 if playing().count > 1 { return "two utterances playing: \(playing())" }
             }
@@ -89,16 +107,25 @@ struct SchedulerTests {
 
         for op in ops + [.stop(.immediate)] {
             let actions: [SpeechScheduler.Action]
+            var op = op
+            var resumes = false
+            if op == .submitResumable {
+                op = .submit(.speech)
+                resumes = true
+            }
             switch op {
+            case .submitResumable:
+                return "unreachable"
             case .submit(let k):
                 next += 1
                 let id = UtteranceID(next)
+                if resumes { resumable.insert(id) }
                 let wasIdle = playing().isEmpty
                 let current = playing().first
                 status[id] = .waiting
                 kind[id] = k
                 order.append(id)
-                actions = s.submit(.init(id: id, kind: k))
+                actions = s.submit(.init(id: id, kind: k, resumesAfterInterruption: resumes))
                 if wasIdle && actions != [.start(id)] { return "\(ops): idle scheduler did not start \(id) at once: \(actions)" }
                 if let current, case .announcement(let p, false) = k, p != .low {
                     let protected: Bool
@@ -115,6 +142,8 @@ struct SchedulerTests {
                 actions = s.ended(current)
             }
             if let failure = apply(actions, cause: op) { return "\(ops): \(failure)" }
+            // A request waits in the queue at most once, however often it was suspended.
+            if s.waiting.count != Set(s.waiting.map(\.id)).count { return "\(ops): a request waits twice" }
             if s.current.map({ status[$0.id] == .playing || status[$0.id] == .stopping }) == false {
                 return "\(ops): the scheduler's current request is not playing"
             }
@@ -183,5 +212,21 @@ struct SchedulerTests {
         #expect(s.stop(at: .word) == [.interrupt(p, at: .word)])
         #expect(s.submit(.init(id: q, kind: .speech)) == [])
         #expect(s.ended(p) == [.start(q)])
+        _ = s.stop(at: .immediate)
+
+        // A resumable reading cut off by an announcement waits right after it, before speech
+        // queued earlier; cut off again, it is still in line once. A queued announcement and
+        // stop do not suspend it.
+        let r = UtteranceID(11), n1 = UtteranceID(12), n2 = UtteranceID(13), later = UtteranceID(14), polite = UtteranceID(15)
+        #expect(s.submit(.init(id: r, kind: .speech, resumesAfterInterruption: true)) == [.start(r)])
+        #expect(s.submit(.init(id: later, kind: .speech)) == [])
+        #expect(s.submit(.init(id: polite, kind: .announcement(priority: .default, queued: true))) == [])
+        #expect(s.submit(.init(id: n1, kind: .announcement(priority: .high, queued: false))) == [.suspend(r), .start(n1)])
+        #expect(s.waiting.map(\.id) == [r, later, polite])
+        #expect(s.ended(n1) == [.start(r)])
+        #expect(s.submit(.init(id: n2, kind: .announcement(priority: .default, queued: false))) == [.suspend(r), .start(n2)])
+        #expect(s.waiting.map(\.id) == [r, later, polite])
+        #expect(s.ended(n2) == [.start(r)])
+        #expect(s.stop(at: .immediate) == [.interrupt(r, at: .immediate), .drop(later), .drop(polite)])
     }
 }
