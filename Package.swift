@@ -88,6 +88,12 @@ let package = Package(
             path: "Examples/multilingual-wav",
             swiftSettings: swiftSettings
         ),
+        .executableTarget(
+            name: "example-announcements",
+            dependencies: ["Parla"],
+            path: "Examples/announcements",
+            swiftSettings: swiftSettings
+        ),
 
         // MARK: Tests
         .testTarget(name: "ParlaCoreTests", dependencies: ["ParlaCore", "ParlaSpeechd", "ParlaTestSupport", "ParlaFuzzChecks"], swiftSettings: swiftSettings),
