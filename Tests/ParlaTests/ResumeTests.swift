@@ -5,13 +5,13 @@ import Testing
 
 /// Resume after interruption, through a private sound server: an interrupting announcement
 /// suspends a resumable utterance, which carries on after it from the sentence (or word) that
-/// was being heard, with its original offsets.
-@Suite("Resume after interruption", .serialized)
-struct ResumeTests {
+/// was being heard, with its original offsets. Part of the serialized live suite: run beside
+/// it, under the rest of the test load, a queued utterance once failed to finish.
+extension LiveSpeechTests {
     static let reading = "The first sentence is here. The second sentence has seven words. The third one ends it all."
 
     /// Scalar offset of `needle` in `text`.
-    func offset(of needle: String, in text: String) -> Int {
+    func scalarOffset(of needle: String, in text: String) -> Int {
         text.unicodeScalars.count - text[text.range(of: needle)!.lowerBound...].unicodeScalars.count
     }
 
@@ -32,14 +32,14 @@ struct ResumeTests {
         let heardBefore = log.words(id)
         let result = await synth.announce("New message from Ana")
         #expect(result.wasSuccessful)
-        #expect(await log.wait { log.terminal(later) != nil })
+        #expect(await log.wait(timeout: 30) { log.terminal(later) != nil })
         guard case .finished = log.terminal(id)?.kind else { Issue.record("the reading did not finish: \(log.of(id).map(\.kind.name))"); return }
-        guard case .finished = log.terminal(later)?.kind else { Issue.record("queued speech did not finish"); return }
+        guard case .finished = log.terminal(later)?.kind else { Issue.record("queued speech did not finish: \(String(describing: log.terminal(later)?.kind)); \(log.events.map { "\($0.utterance):\($0.kind.name)" })"); return }
 
         // One resume, from the start of the sentence that was being heard.
         let r = resumed(log, id)
         #expect(r.count == 1)
-        let second = offset(of: "The second", in: Self.reading)
+        let second = scalarOffset(of: "The second", in: Self.reading)
         let lastHeard = try #require(heardBefore.last)
         #expect(lastHeard.scalarRange.lowerBound >= second)
         #expect(r.first?.scalarRange.lowerBound == second, "resumed from \(String(describing: r.first))")
@@ -77,7 +77,7 @@ struct ResumeTests {
         #expect(await log.wait { log.words(id).contains { $0.text == "seven" } })
         let result = await synth.announce("New message")
         #expect(result.wasSuccessful)
-        #expect(await log.wait { log.terminal(id) != nil })
+        #expect(await log.wait(timeout: 30) { log.terminal(id) != nil })
         guard case .finished = log.terminal(id)?.kind else { Issue.record("the reading did not finish"); return }
         let events = log.of(id)
         let resumeIndex = try #require(events.firstIndex { $0.kind.name == "resumed" })
@@ -123,7 +123,7 @@ struct ResumeTests {
         let second = await synth.announce("Second")
         #expect(second.wasSuccessful)
         #expect(await first.wasSuccessful == false)
-        #expect(await log.wait { log.terminal(c) != nil })
+        #expect(await log.wait(timeout: 30) { log.terminal(c) != nil })
         guard case .finished = log.terminal(c)?.kind else { Issue.record("the reading did not finish"); return }
         #expect(resumed(log, c).count == 1)
 
