@@ -100,7 +100,7 @@ let package = Package(
         .target(name: "ParlaFuzzChecks", dependencies: ["ParlaCore"], path: "Tests/Fuzz/Checks", swiftSettings: swiftSettings),
         // Test helpers: processes, seeded text (no audio, so ParlaCoreTests needs no libpulse),
         // and private sound servers for the live tests.
-        .target(name: "ParlaTestSupport", path: "Tests/ParlaTestSupport", swiftSettings: swiftSettings),
+        .target(name: "ParlaTestSupport", dependencies: ["ParlaCore"], path: "Tests/ParlaTestSupport", swiftSettings: swiftSettings),
         .target(name: "ParlaAudioTestSupport", dependencies: ["ParlaTestSupport", "ParlaPulseAudio", "ParlaTesting"], path: "Tests/ParlaAudioTestSupport", swiftSettings: swiftSettings),
         .testTarget(name: "ParlaTests", dependencies: ["Parla", "ParlaAudioTestSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "ParlaCLITests", dependencies: ["parla", "speak-selection", "sd_parla", "ParlaCore", "ParlaAudioTestSupport"], swiftSettings: swiftSettings),

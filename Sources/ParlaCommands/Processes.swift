@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import ParlaCore
 
 /// Small process helpers the commands share (posix_spawn, not Foundation's Process, which the
 /// commands do not link).
@@ -29,15 +30,8 @@ package enum Processes {
         }
         posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
         var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
+        initCleanSpawnAttributes(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
-        var empty = sigset_t()
-        sigemptyset(&empty)
-        posix_spawnattr_setsigmask(&attributes, &empty)
-        var defaults = sigset_t()
-        sigfillset(&defaults)
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
         return posix_spawnp(&pid, argv[0], &actions, &attributes, &cArgs, environ) == 0 ? pid : nil
     }
 

@@ -48,3 +48,20 @@ private final class ThreadBody: Sendable {
     let run: @Sendable () -> Void
     init(_ run: @escaping @Sendable () -> Void) { self.run = run }
 }
+
+/// Initialises `attributes` for `posix_spawn` so the child starts with no signal blocked and the
+/// usual ones at their default action. A thread of Swift's pools blocks nearly every signal, and
+/// a child inherits its spawner's mask: a daemon started that way would never see SIGTERM or
+/// SIGUSR1, and one started where SIGPIPE is ignored would ignore it too. Destroy the attributes
+/// with `posix_spawnattr_destroy`.
+package func initCleanSpawnAttributes(_ attributes: inout posix_spawnattr_t) {
+    posix_spawnattr_init(&attributes)
+    var empty = sigset_t()
+    sigemptyset(&empty)
+    posix_spawnattr_setsigmask(&attributes, &empty)
+    var defaults = sigset_t()
+    sigemptyset(&defaults)
+    for sig in [SIGTERM, SIGHUP, SIGPIPE, SIGINT, SIGQUIT, SIGUSR1, SIGUSR2, SIGCHLD] { sigaddset(&defaults, sig) }
+    posix_spawnattr_setsigdefault(&attributes, &defaults)
+    posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+}

@@ -51,16 +51,8 @@ package struct ChildProcess: Sendable {
         let argv = [exe, "(\(role))"]
         let envp = env.map { "\($0.key)=\($0.value)" }
         var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
+        initCleanSpawnAttributes(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
-        var empty = sigset_t()
-        sigemptyset(&empty)
-        posix_spawnattr_setsigmask(&attributes, &empty)
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        for sig in [SIGTERM, SIGHUP, SIGPIPE, SIGINT] { sigaddset(&defaults, sig) }
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
         var pid: pid_t = 0
         let rc = withCStrings(argv) { a in withCStrings(envp) { e in posix_spawn(&pid, exe, &actions, &attributes, a, e) } }
         close(toChild[0])

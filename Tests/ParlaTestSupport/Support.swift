@@ -1,4 +1,5 @@
 import Foundation
+import ParlaCore
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -115,9 +116,8 @@ public func waitUntilHandling(_ signal: Int32, pid: Int32, timeout: Double = 20)
 }
 
 /// Starts a daemon with standard input, output and error on /dev/null, and a clean signal
-/// state. Foundation's `Process` would hand it the spawning thread's signal mask, and threads of
-/// Swift's pools block nearly every signal: a daemon started that way never sees SIGUSR1, SIGHUP
-/// or SIGTERM. Returns its pid (reap it with `waitpid`).
+/// state (`initCleanSpawnAttributes`; Foundation's `Process` would hand it the spawning
+/// thread's mask, which blocks nearly every signal). Returns its pid (reap it with `waitpid`).
 public func spawnDaemon(_ executable: String, _ arguments: [String], environment: [String: String]) throws -> pid_t {
     var actions = posix_spawn_file_actions_t()
     posix_spawn_file_actions_init(&actions)
@@ -126,15 +126,8 @@ public func spawnDaemon(_ executable: String, _ arguments: [String], environment
     posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
     posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
     var attributes = posix_spawnattr_t()
-    posix_spawnattr_init(&attributes)
+    initCleanSpawnAttributes(&attributes)
     defer { posix_spawnattr_destroy(&attributes) }
-    var empty = sigset_t()
-    sigemptyset(&empty)
-    posix_spawnattr_setsigmask(&attributes, &empty)
-    var defaults = sigset_t()
-    sigfillset(&defaults)
-    posix_spawnattr_setsigdefault(&attributes, &defaults)
-    posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
     let argv = ([executable] + arguments).map { strdup($0) } + [nil]
     let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
     defer {
