@@ -212,10 +212,7 @@ final class LiveSpeech: @unchecked Sendable {
                     s.requests[id] = request
                 }
                 // Silenced like an ending, but not ended: no terminal event, the scheduler keeps it.
-                pb.ended = true
-                pb.stop.raise()
-                pb.stream?.close()
-                s.playing.removeAll { $0 === pb }
+                silence(pb, in: &s)
             }
         }
     }
@@ -244,12 +241,17 @@ final class LiveSpeech: @unchecked Sendable {
     /// Ends a playback: silences it at once, delivers its terminal event, starts what is next.
     private func end(_ pb: Playback, _ kind: SpeechEvent.Kind, in s: inout State) {
         guard !pb.ended else { return }
+        silence(pb, in: &s)
+        terminate(pb.id, kind, in: &s)
+        perform(s.scheduler.ended(pb.id), in: &s)
+    }
+
+    /// Stops a playback's synthesis and audio at once and forgets it (ending or suspending it).
+    private func silence(_ pb: Playback, in s: inout State) {
         pb.ended = true
         pb.stop.raise()
         pb.stream?.close()
         s.playing.removeAll { $0 === pb }
-        terminate(pb.id, kind, in: &s)
-        perform(s.scheduler.ended(pb.id), in: &s)
     }
 
     /// Delivers the terminal event of `id` (once) and wakes whoever awaits it.
