@@ -51,7 +51,15 @@ final class LiveSpeech: @unchecked Sendable {
         var paused = false
         var subscribers: [Int: AsyncStream<SpeechEvent>.Continuation] = [:]
         var nextSubscriber = 0
+        /// Live rate, pitch and volume, applied to what is speaking and to what comes next.
+        var prosody = LiveProsody()
+        /// The latest changes of rate or pitch that took effect (for benchmarks and tests).
+        var changes: [LiveProsodyChange] = []
     }
+
+    /// How much audio must stay ahead of what the server holds when synthesis restarts at a
+    /// new rate, so the server does not run dry while the engine starts again.
+    private static let restartMarginSeconds = 0.06
 
     init(output: PulseAudioOutput, engine: ESpeakEngine, planner: @escaping @Sendable (Utterance) throws(ParlaError) -> SpeechPlan) {
         self.output = output
@@ -155,6 +163,34 @@ final class LiveSpeech: @unchecked Sendable {
         return done
     }
 
+    var prosody: LiveProsody { state.withLock { $0.prosody } }
+
+    /// The latest changes of rate or pitch, oldest first.
+    var recentChanges: [LiveProsodyChange] { state.withLock { $0.changes } }
+
+    /// Sets the live prosody. Volume applies at once through each stream's volume; a new rate
+    /// or pitch applies from the first word whose audio the server has not been given yet:
+    /// the audio after it is dropped and synthesis starts again there.
+    func setProsody(_ change: (inout LiveProsody) -> Void) {
+        state.withLock { s in
+            let old = s.prosody
+            change(&s.prosody)
+            if s.prosody.volume != old.volume {
+                for pb in s.playing { pb.stream?.setVolume(s.prosody.volume) }
+            }
+            guard s.prosody.rate != old.rate || s.prosody.pitch != old.pitch else { return }
+            for pb in s.playing where !pb.ended && pb.plan != nil {
+                guard let stream = pb.stream else { continue }
+                pb.changeRequest = (monotonicNanoseconds(), stream.playedSamples() ?? 0)
+                // The earliest known word not yet handed to the server; else the next one made.
+                if !pb.words[pb.nextWord...].contains(where: { cut(pb, at: $0, in: &s) }) && pb.synthesisDone {
+                    pb.changeRequest = nil  // the rest is already at the server: nothing to change
+                }
+            }
+        }
+        wake.signal()
+    }
+
     var isSpeaking: Bool { state.withLock { $0.scheduler.isBusy } }
     var isPaused: Bool { state.withLock { $0.paused } }
 
@@ -249,7 +285,7 @@ final class LiveSpeech: @unchecked Sendable {
     /// Stops a playback's synthesis and audio at once and forgets it (ending or suspending it).
     private func silence(_ pb: Playback, in s: inout State) {
         pb.ended = true
-        pb.stop.raise()
+        pb.pass?.stop.raise()
         pb.stream?.close()
         s.playing.removeAll { $0 === pb }
     }
@@ -306,44 +342,143 @@ final class LiveSpeech: @unchecked Sendable {
             let stream = try await onThreadOfItsOwn("parla.open-stream") { () throws(ParlaError) in
                 try output.openStream(sampleRate: rate, name: name)
             }
-            let live = state.withLock { s -> Bool in
+            let made = plan
+            let first = state.withLock { s -> SynthesisPass? in
                 pb.sampleRate = rate
-                guard !pb.ended else { return false }
+                guard !pb.ended else { return nil }
                 pb.stream = stream
+                pb.plan = made
+                stream.setVolume(s.prosody.volume)
                 if pb.isCorked { stream.setCorked(true) }
-                return true
+                return makePass(pb, base: 0, input: pb.resumedFrom?.input ?? 0, sentenceStart: nil, in: &s)
             }
-            guard live else {
+            guard let first else {
                 stream.close()
                 return
             }
             wake.signal()
-            let ahead = output.options.maxBufferedAhead.components
-            let aheadLimit = max(rate, Int(ahead.seconds) * rate + Int(Double(ahead.attoseconds) / 1e18 * Double(rate)))
-            let total = try await engine.synthesize(plan, stop: pb.stop) { event in
+            await synthesize(pb, first, stream: stream)
+        } catch {
+            let failure = error
+            state.withLock { s in
+                if failure != .cancelled { end(pb, .failed(failure), in: &s) }
+            }
+            wake.signal()
+        }
+    }
+
+    /// A new synthesis pass of `pb` from stream sample `base`, speaking its plan from input
+    /// offset `input` with the live rate and pitch; it replaces the pass before it. State lock held.
+    private func makePass(_ pb: Playback, base: Int, input: Int, sentenceStart: (input: Int, sample: Int)?, in s: inout State) -> SynthesisPass? {
+        guard var plan = pb.plan else { return nil }
+        if base > 0 { plan = plan.resuming(from: plan.source.map { $0.textOffset(atMarkup: input) } ?? input) }
+        let pass = SynthesisPass(
+            plan: plan.scaled(rate: s.prosody.rate, pitch: s.prosody.pitch), base: base, input: input, sentenceStart: sentenceStart)
+        pb.pass?.stop.raise()
+        pb.pass = pass
+        pb.synthesisDone = false
+        return pass
+    }
+
+    /// Restarts synthesis of `pb` at word `w` (stream samples) for a change of rate or pitch,
+    /// if the server has not been given its audio yet: the audio from it on is dropped, and a
+    /// new pass speaks the rest. State lock held.
+    /// - Returns: false if it is too late to start there.
+    private func cut(_ pb: Playback, at w: WordMark, in s: inout State) -> Bool {
+        let margin = Int(Double(pb.sampleRate) * Self.restartMarginSeconds)
+        guard let stream = pb.stream, stream.discard(from: w.startSample, margin: margin) else { return false }
+        // A cut inside a sentence: the new pass's first sentence is that whole sentence.
+        let cutInput = w.range.lowerBound
+        let lastSentence = pb.sentences.last { $0.startSample < w.startSample }
+        // Reported already, whole, when the engine had reached the next sentence.
+        let sentenceReported = (lastSentence?.range.upperBound ?? 0) > cutInput
+        let sentenceInput = lastSentence?.range.upperBound ?? pb.pass?.sentenceStart?.input ?? pb.resumedFrom?.input ?? 0
+        var sentenceStart: (input: Int, sample: Int)?
+        if !sentenceReported && sentenceInput < cutInput {
+            sentenceStart = (sentenceInput, pb.words.first { $0.range.lowerBound >= sentenceInput }?.startSample ?? w.startSample)
+        }
+        pb.words.removeAll { $0.startSample >= w.startSample }
+        pb.sentences.removeAll { $0.startSample >= w.startSample }
+        pb.nextWord = min(pb.nextWord, pb.words.count)
+        pb.nextSentence = min(pb.nextSentence, pb.sentences.count)
+        if let (time, heard) = pb.changeRequest {
+            s.changes.append(LiveProsodyChange(
+                utterance: pb.id, requestedAt: time, heardSample: heard, sample: w.startSample, word: w.range, sampleRate: pb.sampleRate))
+            if s.changes.count > 100 { s.changes.removeFirst() }
+        }
+        pb.changeRequest = nil
+        guard let pass = makePass(pb, base: w.startSample, input: cutInput, sentenceStart: sentenceStart, in: &s) else { return false }
+        pass.skipsFirstSentence = sentenceReported  // its first sentence mark would say part of it again
+        Task { await self.synthesize(pb, pass, stream: stream) }
+        return true
+    }
+
+    /// Runs one synthesis pass of `pb` into its stream, until its plan ends or it is stopped
+    /// (the playback ended, or a change of rate replaced it with a new pass).
+    private func synthesize(_ pb: Playback, _ pass: SynthesisPass, stream: PlaybackStream) async {
+        let rate = stream.sampleRate
+        let ahead = output.options.maxBufferedAhead.components
+        let aheadLimit = max(rate, Int(ahead.seconds) * rate + Int(Double(ahead.attoseconds) / 1e18 * Double(rate)))
+        do {
+            let total = try await engine.synthesize(pass.plan, stop: pass.stop) { event in
                 switch event {
                 case .audio(let buffer):
-                    do { try stream.write(buffer.samples) } catch { pb.stop.raise() }
-                    stream.waitWhileAhead(by: aheadLimit) { pb.stop.isRaised }
-                case .word(let w):
-                    self.state.withLock { _ in pb.words.append(w) }
-                case .sentence(let m):
-                    self.state.withLock { _ in pb.sentences.append(m) }
+                    // Written under the state lock, so nothing of a replaced pass follows a cut.
+                    let written = self.state.withLock { _ -> Bool in
+                        guard !pass.stop.isRaised else { return false }
+                        do { try stream.write(buffer.samples) } catch {
+                            pass.stop.raise()
+                            return false
+                        }
+                        return true
+                    }
+                    if written { stream.waitWhileAhead(by: aheadLimit) { pass.stop.isRaised } }
+                case .word(var w):
+                    w.startSample += pass.base
+                    w.endSample += pass.base
+                    self.state.withLock { s in
+                        guard !pass.stop.isRaised else { return }
+                        // A change of rate waits for a word whose audio the server has not had.
+                        if pb.changeRequest != nil, self.cut(pb, at: w, in: &s) { return }
+                        pb.words.append(w)
+                    }
+                case .sentence(var m):
+                    m.startSample += pass.base
+                    m.endSample += pass.base
+                    self.state.withLock { _ in
+                        guard !pass.stop.isRaised else { return }
+                        if pass.skipsFirstSentence {
+                            pass.skipsFirstSentence = false
+                            pass.sawSentence = true
+                            return
+                        }
+                        if !pass.sawSentence, pass.base > 0 || pass.input > 0 {
+                            // The pass starts inside the text: its first sentence starts where it does.
+                            let start = pass.sentenceStart ?? (pass.input, m.startSample)
+                            m.range = min(start.input, m.range.upperBound)..<m.range.upperBound
+                            m.startSample = min(start.sample, m.startSample)
+                        }
+                        pass.sawSentence = true
+                        pb.sentences.append(m)
+                    }
                 case .segment:
                     break
                 }
             }
             state.withLock { _ in
-                pb.totalSamples = total
+                guard pb.pass === pass, !pass.stop.isRaised, !pb.ended else { return }
+                pb.totalSamples = pass.base + total
                 pb.synthesisDone = true
+                pb.changeRequest = nil
+                stream.finishInput()
             }
-            stream.finishInput()
             wake.signal()
         } catch {
             let failure = error
             state.withLock { s in
-                // A stream failure that stopped synthesis is reported by the clock with its own error.
-                if failure == .cancelled, let stream = pb.stream, case .failed(let e) = stream.currentStatus {
+                guard pb.pass === pass, !pb.ended else { return }  // replaced by a new pass, or ended
+                // A stream failure that stopped synthesis is reported with the stream's own error.
+                if failure == .cancelled, case .failed(let e) = stream.currentStatus {
                     end(pb, .failed(e), in: &s)
                 } else if failure != .cancelled {
                     end(pb, .failed(failure), in: &s)
@@ -440,12 +575,25 @@ final class LiveSpeech: @unchecked Sendable {
     }
 }
 
+/// A change of rate or pitch as it took effect in one utterance's audio.
+package struct LiveProsodyChange: Sendable {
+    package var utterance: UtteranceID
+    /// When it was asked for, and the listener's position in the utterance's audio then.
+    package var requestedAt: UInt64
+    package var heardSample: Int
+    /// Where the audio made with the new settings starts, and the word it starts with.
+    package var sample: Int
+    package var word: Range<Int>
+    package var sampleRate: Int
+    /// Audio already buffered when it was asked for, which played on with the old settings.
+    package var latencyMilliseconds: Double { Double(sample - heardSample) * 1000 / Double(max(sampleRate, 1)) }
+}
+
 /// One started utterance (every field is guarded by ``LiveSpeech``'s state lock, except
 /// ``stop``, which is atomic).
 private final class Playback: @unchecked Sendable {
     let id: UtteranceID
     let input: String
-    let stop = StopFlag()
     var stream: PlaybackStream?
     var sampleRate = 22050
     var words: [WordMark] = []
@@ -457,6 +605,13 @@ private final class Playback: @unchecked Sendable {
     var nextMark = 0
     /// Set when this playback carries on a suspended utterance.
     var resumedFrom: LiveSpeech.Resume?
+    /// The plan it speaks (from its resume point), once made.
+    var plan: SpeechPlan?
+    /// The synthesis pass now writing its audio.
+    var pass: SynthesisPass?
+    /// A change of rate or pitch waiting for a word to start at: when it was asked for, and the
+    /// sample heard then.
+    var changeRequest: (time: UInt64, heard: Int)?
     var synthesisDone = false
     var totalSamples = 0
     var started = false
@@ -487,6 +642,29 @@ private final class Playback: @unchecked Sendable {
         return SpokenRange(
             range: lo.index..<hi.index, utf16Range: lo.utf16..<hi.utf16, scalarRange: range,
             text: text ?? String(input[lo.index..<hi.index]), audioSample: sample, sampleRate: sampleRate)
+    }
+}
+
+/// One run of the engine over a playback's plan: the first from its start, and one more from
+/// each word where a change of rate or pitch took effect. Its audio lands in the stream from
+/// sample ``base`` on. Fields other than the constants are guarded by the state lock.
+private final class SynthesisPass: @unchecked Sendable {
+    let plan: SpeechPlan
+    let stop = StopFlag()
+    let base: Int
+    /// Where it starts in the input, and where the sentence it starts in began (nil: it starts
+    /// a sentence).
+    let input: Int
+    let sentenceStart: (input: Int, sample: Int)?
+    var sawSentence = false
+    /// Its first sentence mark is dropped: that sentence was reported before the cut.
+    var skipsFirstSentence = false
+
+    init(plan: SpeechPlan, base: Int, input: Int, sentenceStart: (input: Int, sample: Int)?) {
+        self.plan = plan
+        self.base = base
+        self.input = input
+        self.sentenceStart = sentenceStart
     }
 }
 

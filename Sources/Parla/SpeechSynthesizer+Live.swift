@@ -103,6 +103,46 @@ extension SpeechSynthesizer {
         live.resume()
     }
 
+    /// Live rate, pitch and volume: what ``setRate(_:)``, ``setPitch(_:)`` and
+    /// ``setVolume(_:)`` set last.
+    public var liveProsody: LiveProsody { live.prosody }
+
+    /// Changes the speaking rate now, as a multiple of each utterance's own rate (1: as
+    /// planned), for the speech now playing and everything after it.
+    ///
+    /// Speech already synthesized plays on up to the first word whose audio the server does not
+    /// hold yet (typically 0.1 to 0.4 s of audio: the server's buffer, a margin of 60 ms, and the
+    /// rest of the word being heard); from that word on it is spoken again at the new rate.
+    /// Word events keep their offsets: no word is repeated or skipped. The result stays inside
+    /// the engine's 80 to 450 words per minute.
+    /// - Throws: ``/ParlaCore/ParlaError/parameterOutOfRange(name:value:range:)`` outside
+    ///   ``LiveProsody/rateRange``.
+    public func setRate(_ multiplier: Double) throws(ParlaError) {
+        try LiveProsody.check("Live rate (multiplier)", multiplier, LiveProsody.rateRange)
+        live.setProsody { $0.rate = multiplier }
+    }
+
+    /// Changes the pitch now, as a multiple of each utterance's own pitch, from the same word
+    /// on as ``setRate(_:)``.
+    /// - Throws: ``/ParlaCore/ParlaError/parameterOutOfRange(name:value:range:)`` outside
+    ///   ``LiveProsody/pitchRange``.
+    public func setPitch(_ multiplier: Double) throws(ParlaError) {
+        try LiveProsody.check("Live pitch (multiplier)", multiplier, LiveProsody.pitchRange)
+        live.setProsody { $0.pitch = multiplier }
+    }
+
+    /// Changes the volume of live speech at once (linear amplitude, 0 to 1), through the sound
+    /// server's stream volume: it applies to what is already buffered too.
+    /// - Throws: ``/ParlaCore/ParlaError/parameterOutOfRange(name:value:range:)`` outside
+    ///   ``LiveProsody/volumeRange``.
+    public func setVolume(_ volume: Double) throws(ParlaError) {
+        try LiveProsody.check("Live volume", volume, LiveProsody.volumeRange)
+        live.setProsody { $0.volume = volume }
+    }
+
+    /// The latest changes of rate or pitch as they took effect (for benchmarks and tests).
+    package var recentProsodyChanges: [LiveProsodyChange] { live.recentChanges }
+
     /// Whether anything is speaking or queued.
     public var isSpeaking: Bool { live.isSpeaking }
 
@@ -125,5 +165,30 @@ extension SpeechSynthesizer {
         async let connected: Void = onThreadOfItsOwn("parla.connect") { () throws(ParlaError) in try output.connect() }
         _ = try await engine.start()
         try await connected
+    }
+}
+
+/// How live speech sounds now, on top of what each utterance asks for (see
+/// ``SpeechSynthesizer/setRate(_:)``).
+public struct LiveProsody: Sendable, Hashable {
+    /// Rate, as a multiple of each utterance's rate.
+    public var rate: Double = 1
+    /// Pitch, as a multiple of each utterance's pitch.
+    public var pitch: Double = 1
+    /// Volume of the sound server's stream, linear amplitude.
+    public var volume: Double = 1
+
+    /// Accepted live rates.
+    public static let rateRange: ClosedRange<Double> = 0.25...4
+    /// Accepted live pitches.
+    public static let pitchRange: ClosedRange<Double> = 0...2
+    /// Accepted live volumes.
+    public static let volumeRange: ClosedRange<Double> = 0...1
+
+    /// Creates the prosody of speech as planned.
+    public init() {}
+
+    static func check(_ name: String, _ value: Double, _ range: ClosedRange<Double>) throws(ParlaError) {
+        guard range.contains(value) else { throw .parameterOutOfRange(name: name, value: value, range: range) }
     }
 }

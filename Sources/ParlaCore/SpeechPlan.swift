@@ -78,6 +78,20 @@ public struct SpeechPlan: Sendable {
         return plan
     }
 
+    /// This plan with every run's rate and pitch multiplied by `rate` and `pitch`, kept inside
+    /// the engine's ranges (live changes of speed and pitch).
+    package func scaled(rate: Double, pitch: Double) -> SpeechPlan {
+        guard rate != 1 || pitch != 1 else { return self }
+        var plan = self
+        for i in plan.runs.indices {
+            let r = Double(plan.runs[i].rate) * (rate.isFinite ? rate : 1)
+            let p = Double(plan.runs[i].pitch) * (pitch.isFinite ? pitch : 1)
+            plan.runs[i].rate = Int(min(max(r, Self.rateRange.lowerBound), Self.rateRange.upperBound).rounded())
+            plan.runs[i].pitch = Int(min(max(p, 0), 100).rounded())
+        }
+        return plan
+    }
+
     /// Accepted range of ``Utterance/rate``, in words per minute.
     public static let rateRange: ClosedRange<Double> = 80...450
     /// Accepted range of ``Utterance/pitchMultiplier``.

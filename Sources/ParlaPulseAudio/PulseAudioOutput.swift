@@ -241,6 +241,8 @@ public final class PlaybackStream: @unchecked Sendable {
     private var drainOperation: OpaquePointer?
     private var status: Status = .active
     private var isCorked = false
+    /// The stream's volume (linear amplitude, 0 to 1).
+    private var volume = 1.0
     /// Samples handed to the server so far.
     private var sentSamples = 0
     /// Number of times the server ran out of audio while playing.
@@ -301,6 +303,7 @@ public final class PlaybackStream: @unchecked Sendable {
         if state == PA_STREAM_READY {
             isReady = true
             lastProgressAt = monotonicNanoseconds()
+            if volume != 1 { applyVolume() }
             pump()
         } else if state == PA_STREAM_FAILED || state == PA_STREAM_TERMINATED {
             let ctx = pa_stream_get_context(s)
@@ -441,6 +444,43 @@ public final class PlaybackStream: @unchecked Sendable {
             if ahead <= limit { return }
             usleep(10_000)
         }
+    }
+
+    /// Drops the audio written from stream sample `sample` on, if none of it has been handed to
+    /// the server yet and at least `margin` samples before it have not either (so the server does
+    /// not run dry while what replaces it is made). The stream then takes more input, even after
+    /// ``finishInput()``, as long as the server was not yet asked to drain it.
+    /// - Returns: whether the audio was dropped (false: too late, keep it).
+    public func discard(from sample: Int, margin: Int) -> Bool {
+        output.lock()
+        defer { output.unlock() }
+        guard stream != nil, case .active = status, !drainRequested else { return false }
+        let written = sentSamples + pending.count - pendingOffset
+        guard sample >= sentSamples + max(margin, 0), sample <= written else { return false }
+        pending.removeSubrange((pendingOffset + sample - sentSamples)...)
+        inputFinished = false
+        return true
+    }
+
+    /// Sets the stream's volume on the server (linear amplitude, 0 to 1), at once; before the
+    /// server has made the stream, from its start.
+    public func setVolume(_ volume: Double) {
+        output.lock()
+        defer { output.unlock() }
+        let v = volume.isFinite ? min(max(volume, 0), 1) : 1
+        guard v != self.volume else { return }
+        self.volume = v
+        applyVolume()
+    }
+
+    /// Sends ``volume`` to the server once the stream exists. Lock held.
+    private func applyVolume() {
+        guard let s = stream, isReady, let ctx = pa_stream_get_context(s) else { return }
+        let index = pa_stream_get_index(s)
+        guard index != UInt32.max else { return }
+        var cv = pa_cvolume()
+        pa_cvolume_set(&cv, 1, pa_sw_volume_from_linear(volume))
+        if let op = pa_context_set_sink_input_volume(ctx, index, &cv, nil, nil) { pa_operation_unref(op) }
     }
 
     /// Samples written so far.
