@@ -20,7 +20,9 @@ struct Say: AsyncParsableCommand {
             detection off; --prefer fr,de breaks ties the text cannot.
 
             Without -o the text plays through PulseAudio (or PipeWire's pulse server). --device picks the \
-            sink; --highlight shows the text with the word being heard highlighted; --events json prints \
+            sink; --highlight shows the text with the word being heard highlighted, and takes keys while it \
+            plays: + and - make it faster and slower (10 % a press, from the next word not yet buffered), ] and \
+            [ louder and quieter (3 dB a press, at once), space pauses and resumes; --events json prints \
             one JSON object per line for every event, such as \
             {"event": "word", "t_ns": 123, "utterance": 1, "start": 0, "end": 5, "text": "Hello", "audio_ms": 42.1} \
             (event: started, sentence, word, paused, continued, finished, interrupted or failed; t_ns: \
@@ -79,7 +81,7 @@ struct Say: AsyncParsableCommand {
     @Option(name: .customLong("latency"), help: ArgumentHelp("Audio the server buffers ahead, in milliseconds (default 30; more if playback stutters on a busy machine).", valueName: "ms"))
     var latency: Int = 30
 
-    @Flag(name: .customLong("highlight"), help: "Show the text with the word being heard highlighted (live playback).")
+    @Flag(name: .customLong("highlight"), help: "Show the text with the word being heard highlighted (live playback); keys: + - rate, ] [ volume, space pause.")
     var highlight = false
 
     @Option(name: .customLong("events"), help: ArgumentHelp("Print every playback event on standard output in this format (only 'json': one object per line).", valueName: "json"))
@@ -153,7 +155,7 @@ struct Say: AsyncParsableCommand {
         let signals = Interrupt.onSignal { synth.stop(at: .immediate) }
         defer { signals.forEach { $0.cancel() } }
         if let ready { try await ready.value } else { try await synth.prepareToSpeak() }
-        try await playToEnd(utterance, with: synth, highlight: highlight, eventsJSON: events == .json)
+        try await playToEnd(utterance, with: synth, highlight: highlight, eventsJSON: events == .json, keys: highlight)
     }
 
     /// One `--events json` line.
@@ -208,9 +210,13 @@ package func printError(_ message: String, terminator: String = "\n") {
 /// Speaks `utterance` live and waits for its end, showing the highlighted text or printing
 /// `--events json` lines; the caller has installed `Interrupt.onSignal` to stop `synth`.
 /// - Throws: `ExitCode(130)` when a signal cut it off, the error it failed with.
-func playToEnd(_ utterance: Utterance, with synth: SpeechSynthesizer, highlight: Bool, eventsJSON: Bool) async throws {
+func playToEnd(_ utterance: Utterance, with synth: SpeechSynthesizer, highlight: Bool, eventsJSON: Bool, keys: Bool = false) async throws {
     if let code = Interrupt.signalled { throw ExitCode(code) }
     let events = synth.events()
+    let control = keys ? KeyControl(synth: synth) : nil
+    defer {
+        if let line = control?.finish() { printError(line) }
+    }
     let id = synth.speak(utterance)
     if Interrupt.signalled != nil { synth.stop(at: .immediate) }  // a signal just before speak
     var view = highlight ? HighlightView(text: utterance.inputText, width: HighlightView.terminalWidth()) : nil

@@ -79,6 +79,54 @@ struct LiveCLITests {
         #expect(r.output.hasSuffix("\r\u{1B}[KHello brave world\n"))
     }
 
+    /// In a terminal (tmux), `]`/`[` change the volume at once and `+`/`-` the rate; the
+    /// terminal is restored afterwards.
+    @Test(arguments: SoundServer.allCases)
+    func highlightTakesRateAndVolumeKeys(_ kind: SoundServer) async throws {
+        let server = try await TestAudioServer.start(kind)
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("parla-keys-\(getpid())-\(kind)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let session = "parla-keys-\(getpid())-\(Int.random(in: 0..<1_000_000))"
+        let text = "One two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen."
+        let command = "PULSE_SERVER='\(server.server)' LANG=C.UTF-8 \(CLITests.binary) say --highlight '\(text)' 2>\(dir.path)/err; "
+            + "echo $? >\(dir.path)/status; stty -a >\(dir.path)/stty; sleep 2"
+        defer { _ = try? runProcess("/usr/bin/tmux", ["kill-session", "-t", session]) }
+        let started = try await offPool { try runProcess("/usr/bin/tmux", ["new-session", "-d", "-s", session, "-x", "100", "-y", "10", command]) }
+        #expect(started.status == 0, "\(started.error)")
+        // Once it is heard, three presses of [ (−9 dB) and two of +.
+        let loudSince = monotonicNanoseconds()
+        var waited = 0
+        while server.recorder.loudSampleTimes(after: loudSince).count < 4000 && waited < 300 {
+            try await Task.sleep(for: .milliseconds(20))
+            waited += 1
+        }
+        try await Task.sleep(for: .milliseconds(400))
+        let pressed = monotonicNanoseconds()
+        _ = try await offPool { try runProcess("/usr/bin/tmux", ["send-keys", "-t", session, "-l", "[[[++"]) }
+        waited = 0
+        while !FileManager.default.fileExists(atPath: dir.appendingPathComponent("stty").path) && waited < 1500 {
+            try await Task.sleep(for: .milliseconds(20))
+            waited += 1
+        }
+        try await Task.sleep(for: .milliseconds(100))
+        let status = try String(contentsOf: dir.appendingPathComponent("status"), encoding: .utf8)
+        let err = try String(contentsOf: dir.appendingPathComponent("err"), encoding: .utf8)
+        let stty = try String(contentsOf: dir.appendingPathComponent("stty"), encoding: .utf8)
+        #expect(status.trimmingCharacters(in: .whitespacesAndNewlines) == "0", "\(err)")
+        #expect(err.contains("Rate ×1.21, volume -9.0 dB"), "\(err)")
+        // The terminal is back in canonical mode with echo.
+        #expect(stty.contains(" icanon") && stty.contains(" echo "), "\(stty)")
+        // The level dropped by about 9 dB once the keys were read.
+        func peak(_ from: UInt64, _ to: UInt64) -> Double {
+            let blocks = server.recorder.recorded().filter { $0.arrivalNanoseconds > from && $0.arrivalNanoseconds <= to }
+            return Double(blocks.flatMap(\.samples).map { Int($0.magnitude) }.max() ?? 0)
+        }
+        let before = peak(loudSince, pressed), after = peak(pressed + 300_000_000, .max)
+        let dB = 20 * log10(max(after, 1) / max(before, 1))
+        #expect(before > 3000 && dB < -5 && dB > -13, "level changed by \(dB) dB (peak \(before) → \(after))")
+    }
+
     @Test(arguments: SoundServer.allCases)
     func noServerOrNoDeviceSaysWhatToDo(_ kind: SoundServer) async throws {
         let none = try await say(["Hello"], server: "unix:/nonexistent/parla/native")
