@@ -101,7 +101,7 @@ final class KeyControl: @unchecked Sendable {
 
 extension String {
     /// `value` with two decimals.
-    init(format2 value: Double) {
+    package init(format2 value: Double) {
         guard value.isFinite else {
             self = String(format1: value)
             return

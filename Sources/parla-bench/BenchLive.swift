@@ -24,6 +24,8 @@ struct BenchLive: AsyncParsableCommand {
     var startup: String?
     @Option(help: "Measure sd_parla against sd_espeak-ng inside the speech-dispatcher at this address (unix_socket:PATH); see scripts/bench-speechd.")
     var speechd: String?
+    @Flag(help: "Measure live rate changes (latency in ms of audio, word drift across the change, words repeated or skipped) and live volume (see scripts/bench-prosody).")
+    var prosody = false
     @Option(help: "speech-dispatcher's log directory (sd_parla logs when it reads STOP there, at LogLevel 5).")
     var speechdLog: String = "."
 
@@ -46,6 +48,10 @@ struct BenchLive: AsyncParsableCommand {
         }
         if let speechd {
             try await benchSpeechd(recorder, address: speechd, logDirectory: speechdLog)
+            return
+        }
+        if prosody {
+            try await benchProsody(recorder)
             return
         }
         if let startup {
