@@ -44,11 +44,13 @@ let package = Package(
         // MARK: Library
         .target(name: "CParlaWorker", dependencies: ["CParlaEngineHost"]),
         .target(name: "CParlaEngineHost", dependencies: ["CESpeakNG"]),
+        // Restores the streams Parla ducked if Parla's process dies (a helper process; see Ducking.swift).
+        .target(name: "CParlaDuckGuard", dependencies: ["CPulseAudio"]),
         // Only in the parla and speak-selection programs: starts the engine host before main.
         .target(name: "CParlaPrestart", dependencies: ["CParlaEngineHost"]),
         .target(name: "ParlaCore", swiftSettings: swiftSettings),
         .target(name: "ParlaESpeak", dependencies: ["ParlaCore", "CESpeakNG", "CParlaEngineHost"], swiftSettings: swiftSettings),
-        .target(name: "ParlaPulseAudio", dependencies: ["ParlaCore", "CPulseAudio"], swiftSettings: swiftSettings),
+        .target(name: "ParlaPulseAudio", dependencies: ["ParlaCore", "CPulseAudio", "CParlaDuckGuard"], swiftSettings: swiftSettings),
         .target(name: "ParlaTesting", dependencies: ["ParlaCore", "ParlaPulseAudio", "CPulseAudio"], swiftSettings: swiftSettings),
         .target(name: "Parla", dependencies: ["ParlaCore", "ParlaESpeak", "ParlaPulseAudio", "CParlaWorker"], swiftSettings: swiftSettings),
         // speech-dispatcher's module protocol, settings and messages (pure: tested with a fake speaker).

@@ -168,7 +168,7 @@ final class LiveSpeech: @unchecked Sendable {
     /// The latest changes of rate or pitch, oldest first.
     var recentChanges: [LiveProsodyChange] { state.withLock { $0.changes } }
 
-    /// Sets the live prosody. Volume applies at once through each stream's volume; a new rate
+    /// Sets the live prosody. Volume applies at once to what each stream has not yet sent; a new rate
     /// or pitch applies from the first word whose audio the server has not been given yet:
     /// the audio after it is dropped and synthesis starts again there.
     func setProsody(_ change: (inout LiveProsody) -> Void) {

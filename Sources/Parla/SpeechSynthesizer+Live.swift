@@ -131,8 +131,11 @@ extension SpeechSynthesizer {
         live.setProsody { $0.pitch = multiplier }
     }
 
-    /// Changes the volume of live speech at once (linear amplitude, 0 to 1), through the sound
-    /// server's stream volume: it applies to what is already buffered too.
+    /// Changes the volume of live speech at once (linear amplitude, 0 to 1): every sample not
+    /// yet at the sound server is scaled, so the change is heard once the server's short buffer
+    /// has played (`AudioOutputOptions.targetLatency`, 30 ms by default). The
+    /// server's own stream volume is left alone: the server would remember it for every later
+    /// stream of the same role, a screen reader's included.
     /// - Throws: ``/ParlaCore/ParlaError/parameterOutOfRange(name:value:range:)`` outside
     ///   ``LiveProsody/volumeRange``.
     public func setVolume(_ volume: Double) throws(ParlaError) {
@@ -175,7 +178,7 @@ public struct LiveProsody: Sendable, Hashable {
     public var rate: Double = 1
     /// Pitch, as a multiple of each utterance's pitch.
     public var pitch: Double = 1
-    /// Volume of the sound server's stream, linear amplitude.
+    /// Volume, linear amplitude (applied to the samples Parla sends).
     public var volume: Double = 1
 
     /// Accepted live rates.

@@ -12,10 +12,10 @@ package enum Processes {
         return path.split(separator: ":").contains { access("\($0)/\(tool)", X_OK) == 0 }
     }
 
-    /// Starts `argv` with standard input from /dev/null, standard error discarded and standard
-    /// output to `stdout` (or discarded), and a clean signal state (a thread of Swift's pools
+    /// Starts `argv` with standard input from /dev/null, standard output to `stdout` and standard
+    /// error to `stderr` (each discarded if nil), and a clean signal state (a thread of Swift's pools
     /// blocks nearly every signal, and a child would inherit that). Nil if it could not be started.
-    package static func spawn(_ argv: [String], stdout: Int32? = nil) -> pid_t? {
+    package static func spawn(_ argv: [String], stdout: Int32? = nil, stderr: Int32? = nil) -> pid_t? {
         var pid = pid_t()
         var cArgs = argv.map { strdup($0) } + [nil]
         defer { cArgs.forEach { free($0) } }
@@ -28,7 +28,11 @@ package enum Processes {
         } else {
             posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
         }
-        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        if let stderr {
+            posix_spawn_file_actions_adddup2(&actions, stderr, 2)
+        } else {
+            posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        }
         var attributes = posix_spawnattr_t()
         initCleanSpawnAttributes(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }

@@ -81,6 +81,12 @@ struct Say: AsyncParsableCommand {
     @Option(name: .customLong("latency"), help: ArgumentHelp("Audio the server buffers ahead, in milliseconds (default 30; more if playback stutters on a busy machine).", valueName: "ms"))
     var latency: Int = 30
 
+    @Flag(name: .customLong("duck"), help: "Lower other programs' audio (music, videos) while speaking, and restore it afterwards, even if parla is killed.")
+    var duck = false
+
+    @Option(name: .customLong("duck-by"), help: ArgumentHelp("How far --duck lowers other audio, in dB, 1–60 (default 15; implies --duck).", valueName: "dB"))
+    var duckBy: Double?
+
     @Flag(name: .customLong("highlight"), help: "Show the text with the word being heard highlighted (live playback); keys: + - rate, ] [ volume, space pause.")
     var highlight = false
 
@@ -92,8 +98,8 @@ struct Say: AsyncParsableCommand {
     @OptionGroup var catalogOptions: CatalogOptions
 
     func validate() throws {
-        if output != nil && (highlight || events != nil || device != nil) {
-            throw ValidationError("--highlight, --events and --device are for live playback; leave out -o FILE.wav to play the text.")
+        if output != nil && (highlight || events != nil || device != nil || duck || duckBy != nil) {
+            throw ValidationError("--highlight, --events, --device and --duck are for live playback; leave out -o FILE.wav to play the text.")
         }
         if highlight && events != nil { throw ValidationError("Use --highlight or --events json, not both: both write to standard output.") }
         if !(5...2000).contains(latency) { throw ValidationError("Latency \(latency) ms is out of range: use 5–2000.") }
@@ -101,6 +107,7 @@ struct Say: AsyncParsableCommand {
         if file != nil && !text.isEmpty { throw ValidationError("Give the text as arguments or with -f, not both.") }
         if let pitch, !(0...99).contains(pitch) { throw ValidationError("Pitch \(pitch) is out of range: use 0–99.") }
         if let volume, !(0...200).contains(volume) { throw ValidationError("Volume \(volume) is out of range: use 0–200.") }
+        if let duckBy, !(1...60).contains(duckBy) { throw ValidationError("--duck-by \(duckBy) dB is out of range: use 1–60.") }
         if let rate, !SpeechPlan.rateRange.contains(rate) { throw ValidationError("Rate \(rate) is out of range: use 80–450 words per minute.") }
     }
 
@@ -127,7 +134,8 @@ struct Say: AsyncParsableCommand {
             catalog: catalog,
             defaultLanguage: try prefer.map { try parseTagList($0, option: "--prefer")[0] } ?? "en",
             detectsLanguages: detector != nil, detector: detector,
-            audioOutput: AudioOutputOptions(device: device, targetLatency: .milliseconds(latency)))
+            audioOutput: AudioOutputOptions(
+                device: device, targetLatency: .milliseconds(latency), ducking: duck || duckBy != nil ? DuckingOptions(attenuation: duckBy ?? 15) : nil))
         // Live: connect to the sound server while the text is planned.
         let ready = output == nil ? Task { try await synth.prepareToSpeak() } : nil
         _ = try synth.plan(utterance)  // report bad input before any file is created

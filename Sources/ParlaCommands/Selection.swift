@@ -23,7 +23,14 @@ struct SelectionOptions: ParsableArguments {
     @Option(name: .customLong("device"), help: ArgumentHelp("PulseAudio sink to play to (overrides the settings file).", valueName: "sink"))
     var device: String?
 
+    @Argument(help: ArgumentHelp("'-' to speak standard input instead of the selection (waits for it to end). Without it, piped text is spoken only when nothing is selected and the text is there at once.", valueName: "-"))
+    var source: String?
+
     @OptionGroup var catalogOptions: CatalogOptions
+
+    func validate() throws {
+        if let source, source != "-" { throw ValidationError("Unexpected argument '\(source)': speak-selection takes no text, only '-' to read standard input (echo text | speak-selection -).") }
+    }
 }
 
 /// `speak-selection`: the command people bind to a hotkey.
@@ -51,7 +58,8 @@ struct SelectionCommand: AsyncParsableCommand {
 struct SelectionRun {
     static let discussion = """
         Reads the PRIMARY selection (Wayland: wl-paste --primary; X11: xclip or xsel), falling back to \
-        the clipboard, and to standard input when text is piped in. Each part is spoken by a voice of \
+        the clipboard, then to text piped in that is there at once (an open, empty pipe is never \
+        waited for); '-' speaks standard input instead. Each part is spoken by a voice of \
         its language, with your rate, voice and preferred languages from the settings file. In a \
         terminal the word being heard is highlighted; the languages found are printed on standard error.
 
@@ -62,7 +70,8 @@ struct SelectionRun {
         The settings file ($XDG_CONFIG_HOME/parla/speak-selection.conf, default ~/.config/parla/...) \
         is created with every setting commented out on first use. Lines are "key = value"; keys: rate \
         (80–450 words per minute), voice (an identifier from 'parla voices'), languages (preferred, \
-        e.g. "en, el"), device (a PulseAudio sink), notify (true/false).
+        e.g. "en, el"), device (a PulseAudio sink), notify (true/false), duck (true, false or dB: lower \
+        other audio while speaking).
         """
 
     let options: SelectionOptions
@@ -85,17 +94,19 @@ struct SelectionRun {
         if !settings.languages.isEmpty { detector.preferences = LanguagePreferences(settings.languages) }
         let synth = SpeechSynthesizer(
             catalog: catalog, defaultLanguage: settings.languages.first ?? "en", detector: detector,
-            audioOutput: AudioOutputOptions(device: options.device ?? settings.device))
+            audioOutput: AudioOutputOptions(device: options.device ?? settings.device, ducking: settings.duck.map { DuckingOptions(attenuation: $0) }))
         let signals = Interrupt.onSignal { synth.stop(at: .immediate) }
         defer { signals.forEach { $0.cancel() } }
-        async let ready: Void = synth.prepareToSpeak()
+        let ready = Task { try await synth.prepareToSpeak() }
 
-        let text = try Selection.read()
+        let text: String?
+        do {
+            text = options.source == "-" ? try TextInput.readStandardInput() : try Selection.read()
+        } catch let failure as Selection.Unreadable {
+            try await sayWhy(failure.reason, synth: synth, ready: ready)
+        }
         guard let text, !text.allSatisfy(\.isWhitespace) else {
-            printError("Nothing selected.")
-            try? await ready
-            _ = await synth.speakAndWait(Utterance(string: "Nothing selected", language: "en"))
-            throw ExitCode(1)
+            try await sayWhy("Nothing selected", synth: synth, ready: ready)
         }
         var utterance = Utterance(string: text)
         if let voice = settings.voice { utterance.voice = try catalog.voice(identifier: voice) }
@@ -105,8 +116,18 @@ struct SelectionRun {
         let languages = plan.segments.map(\.language.identifier).filter { seen.insert($0).inserted }
         printError("Languages: \(languages.joined(separator: ", "))")
         if options.notify || settings.notify { Selection.notify(text) }
-        try await ready
+        try await ready.value
         try await playToEnd(utterance, with: synth, highlight: isatty(1) != 0, eventsJSON: false)
+    }
+
+    /// Says why there is nothing to speak in every way a hotkey user can notice: on standard
+    /// error, aloud, and in a desktop notification when `notify-send` exists. Exits with status 1.
+    func sayWhy(_ reason: String, synth: SpeechSynthesizer, ready: Task<Void, any Error>) async throws -> Never {
+        printError(reason + ".")
+        Selection.notify(reason, quietly: true)
+        try? await ready.value
+        _ = await synth.speakAndWait(Utterance(string: reason, language: "en"))
+        throw ExitCode(1)
     }
 }
 
@@ -150,8 +171,20 @@ enum SpeakerLock {
 
 /// Where the selected text comes from.
 enum Selection {
-    /// The PRIMARY selection, else the clipboard, else piped standard input; nil when all are empty.
-    /// - Throws: a `UserError` naming what to install or do when no source can be read.
+    /// Why the selection could not be read: printed, spoken and shown as a notification, since
+    /// a hotkey hides standard error.
+    struct Unreadable: Error {
+        let reason: String
+    }
+
+    /// How long each tool may take to answer, from its first call (a `wl-paste` that cannot get
+    /// the focus on GNOME hangs). A tool that does not answer in time is not asked again.
+    static let deadlineNanoseconds: UInt64 = 1_000_000_000
+
+    /// The PRIMARY selection, else the clipboard, else standard input if text is there at once;
+    /// nil when all are empty.
+    /// - Throws: ``Unreadable`` naming what to install or what the tools said when no source
+    ///   could be read.
     static func read() throws -> String? {
         var commands: [[String]] = []
         let env = { (name: String) in getenv(name).map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 } }
@@ -160,7 +193,7 @@ enum Selection {
             if Processes.have("wl-paste") {
                 commands += [["wl-paste", "--primary", "--no-newline"], ["wl-paste", "--no-newline"]]
             } else {
-                missingTool = "wl-paste (apt-get install wl-clipboard)"
+                missingTool = "wl-clipboard"
             }
         }
         if env("DISPLAY") != nil {
@@ -169,69 +202,142 @@ enum Selection {
             } else if Processes.have("xsel") {
                 commands += [["xsel", "-o", "-p"], ["xsel", "-o", "-b"]]
             } else {
-                missingTool = "xclip or xsel (apt-get install xclip)"
+                missingTool = missingTool.map { $0 + " or xclip" } ?? "xclip"
             }
         }
-        for command in commands {
-            if let bytes = capture(command), !bytes.isEmpty {
-                return try TextInput.decode(bytes, source: "The selection")
+        var failures: [String] = [], failedTools = Set<String>(), answered = false
+        var deadlines: [String: UInt64] = [:]
+        for command in commands where !failedTools.contains(command[0]) {
+            let deadline = deadlines[command[0]] ?? (monotonicNanoseconds() + deadlineNanoseconds)
+            deadlines[command[0]] = deadline
+            let result = capture(command, deadline: deadline)
+            switch result {
+            case .text(let bytes):
+                if !bytes.isEmpty { return try TextInput.decode(bytes, source: "The selection") }
+                answered = true
+            case .empty:
+                answered = true
+            case .failed(let message):
+                // The same tool would fail the same way for the clipboard.
+                failedTools.insert(command[0])
+                failures.append(message)
             }
         }
-        if stdinIsPiped() {
-            return try TextInput.readStandardInput()
+        if let bytes = try readyStandardInput() {
+            return try TextInput.decode(bytes, source: "Standard input")
         }
-        if commands.isEmpty {
-            if let missingTool {
-                throw UserError("Cannot read the selection: install \(missingTool), or pipe the text in (echo text | speak-selection).")
-            }
+        if let missingTool, !answered {
+            throw Unreadable(reason: "Cannot read the selection: install \(missingTool)")
+        }
+        if !failures.isEmpty && !answered {
+            throw Unreadable(reason: "Cannot read the selection: " + failures.joined(separator: "; "))
+        }
+        if commands.isEmpty && missingTool == nil {
             throw UserError("There is no X display or Wayland session (DISPLAY and WAYLAND_DISPLAY are unset) and nothing is piped in: run it in your desktop session, or pipe the text in (echo text | speak-selection).")
         }
         return nil
     }
 
     /// Shows `text` in a desktop notification (best effort, without waiting).
-    static func notify(_ text: String) {
+    /// When `notify-send` is missing, says so unless `quietly` (a reason that is also spoken).
+    static func notify(_ text: String, quietly: Bool = false) {
         guard Processes.have("notify-send") else {
-            printError("--notify needs notify-send (apt-get install libnotify-bin); continuing without it.")
+            if !quietly { printError("--notify needs notify-send (apt-get install libnotify-bin); continuing without it.") }
             return
         }
         let body = text.count > 300 ? String(text.prefix(300)) + "…" : text
         _ = Processes.spawn(["notify-send", "--app-name=Parla", "Parla", body], stdout: nil)
     }
 
-    static func stdinIsPiped() -> Bool {
+    /// Standard input, if it is a file, or a pipe or socket with text there within 50 ms; nil
+    /// otherwise. An open pipe that stays empty (some launchers give one) is not waited for, and
+    /// reading stops at the end of input or when nothing more comes for 200 ms.
+    /// - Throws: a `UserError` if more than 64 MB is piped in.
+    static func readyStandardInput() throws -> [UInt8]? {
         var st = stat()
-        guard fstat(0, &st) == 0 else { return false }
+        guard fstat(0, &st) == 0 else { return nil }
         let kind = st.st_mode & S_IFMT
-        return kind == S_IFIFO || kind == S_IFREG || kind == S_IFSOCK
-    }
-
-    /// Runs `argv` and returns its standard output, or nil if it failed or took over 2 s.
-    static func capture(_ argv: [String]) -> [UInt8]? {
-        var fds: [Int32] = [0, 0]
-        guard pipe(&fds) == 0 else { return nil }
-        let pid = Processes.spawn(argv, stdout: fds[1])
-        close(fds[1])
-        defer { close(fds[0]) }
-        guard let pid else { return nil }
+        guard kind == S_IFIFO || kind == S_IFREG || kind == S_IFSOCK else { return nil }
         var out: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 65536)
-        let deadline = monotonicNanoseconds() + 2_000_000_000
+        var wait: Int32 = kind == S_IFREG ? -1 : 50
         while true {
-            let now = monotonicNanoseconds()
-            if now >= deadline { kill(pid, SIGKILL); break }
-            var p = pollfd(fd: fds[0], events: Int16(POLLIN), revents: 0)
-            let r = poll(&p, 1, Int32((deadline - now) / 1_000_000) + 1)
-            if r < 0 && errno == EINTR { continue }
-            if r <= 0 { continue }
-            let n = Glibc.read(fds[0], &buffer, buffer.count)
+            if out.count > 64 << 20 {
+                throw UserError("More than 64 MB was piped in: that is not a selection. Use 'parla say -f -' for long texts.")
+            }
+            if wait >= 0 {
+                var p = pollfd(fd: 0, events: Int16(POLLIN), revents: 0)
+                let r = poll(&p, 1, wait)
+                if r < 0 && errno == EINTR { continue }
+                if r <= 0 { break }
+            }
+            let n = Glibc.read(0, &buffer, buffer.count)
             if n < 0 && errno == EINTR { continue }
             if n <= 0 { break }
             out += buffer[0..<n]
+            if wait >= 0 { wait = 200 }
+        }
+        return out.isEmpty ? nil : out
+    }
+
+    /// What a selection tool answered.
+    enum Answer {
+        /// Its standard output.
+        case text([UInt8])
+        /// It says there is no selection (xclip: "target … not available"; wl-paste: "Nothing
+        /// is copied", "No selection").
+        case empty
+        /// It failed: its own message, or that it did not answer in time.
+        case failed(String)
+    }
+
+    /// Runs `argv` until `deadline` (monotonic nanoseconds) and says what it answered.
+    static func capture(_ argv: [String], deadline: UInt64) -> Answer {
+        var out: [Int32] = [0, 0], err: [Int32] = [0, 0]
+        guard pipe(&out) == 0 else { return .failed("\(argv[0]): cannot make a pipe") }
+        guard pipe(&err) == 0 else {
+            close(out[0]); close(out[1])
+            return .failed("\(argv[0]): cannot make a pipe")
+        }
+        let pid = Processes.spawn(argv, stdout: out[1], stderr: err[1])
+        close(out[1])
+        close(err[1])
+        defer { close(out[0]); close(err[0]) }
+        guard let pid else { return .failed("\(argv[0]) could not be started") }
+        var output: [UInt8] = [], errors: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        var open = [out[0], err[0]]
+        var timedOut = false
+        while !open.isEmpty {
+            let now = monotonicNanoseconds()
+            if now >= deadline { timedOut = true; kill(pid, SIGKILL); break }
+            var fds = open.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
+            let r = poll(&fds, nfds_t(fds.count), Int32((deadline - now) / 1_000_000) + 1)
+            if r < 0 && errno == EINTR { continue }
+            if r <= 0 { continue }
+            for p in fds where p.revents != 0 {
+                let n = Glibc.read(p.fd, &buffer, buffer.count)
+                if n < 0 && errno == EINTR { continue }
+                if n <= 0 {
+                    open.removeAll { $0 == p.fd }
+                } else if p.fd == out[0] {
+                    output += buffer[0..<n]
+                } else if errors.count < 4096 {
+                    errors += buffer[0..<n]
+                }
+            }
         }
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        return status == 0 ? out : nil
+        if timedOut { return .failed("\(argv[0]) did not answer within \(deadlineNanoseconds / 1_000_000) ms") }
+        if status == 0 { return .text(output) }
+        let message = String(decoding: errors, as: UTF8.self)
+            .split(separator: "\n").first.map { String($0).trimmed() } ?? ""
+        let lower = message.lowercased()
+        if ["not available", "nothing is copied", "no selection", "no suitable type"].contains(where: { lower.contains($0) }) {
+            return .empty
+        }
+        return .failed(message.isEmpty ? "\(argv[0]) failed (status \((status >> 8) & 0xFF))" : "\(argv[0]): \(message)")
     }
 }
 
@@ -242,6 +348,8 @@ struct SelectionSettings {
     var languages: [LanguageTag] = []
     var device: String?
     var notify = false
+    /// How far to lower other audio while speaking, in dB (nil: not at all).
+    var duck: Double?
 
     static let template = """
         # Parla speak-selection settings. One "key = value" per line; '#' starts a comment.
@@ -262,6 +370,10 @@ struct SelectionSettings {
 
         # Also show the text in a desktop notification.
         # notify = false
+
+        # Lower other audio (music, videos) while speaking: true (by 15 dB), false, or the
+        # number of dB, 1–60.
+        # duck = false
 
         """
 
@@ -322,8 +434,16 @@ struct SelectionSettings {
                     throw fail("notify must be true or false, not '\(value)'")
                 }
                 s.notify = b
+            case "duck":
+                if let b = ["true": true, "yes": true, "false": false, "no": false][value.lowercased()] {
+                    s.duck = b ? 15 : nil
+                } else if let dB = Double(value), (1...60).contains(dB) {
+                    s.duck = dB
+                } else {
+                    throw fail("duck must be true, false or a number of dB from 1 to 60, not '\(value)'")
+                }
             default:
-                throw fail("unknown setting '\(key)' (the settings are rate, voice, languages, device and notify)")
+                throw fail("unknown setting '\(key)' (the settings are rate, voice, languages, device, notify and duck)")
             }
         }
         return s

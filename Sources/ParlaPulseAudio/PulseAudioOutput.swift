@@ -25,13 +25,17 @@ public struct AudioOutputOptions: Sendable, Hashable {
     /// while audio waits, before it counts as stuck (a PipeWire whose WirePlumber stopped
     /// accepts streams and never plays them).
     public var serverTimeout: Duration
+    /// Lower other programs' audio while Parla speaks (nil, the default: leave it alone). See
+    /// ``DuckingOptions``.
+    public var ducking: DuckingOptions?
 
     /// Creates options; the defaults suit spoken announcements on a desktop.
     public init(
         device: String? = nil, server: String? = nil, targetLatency: Duration = .milliseconds(30),
         role: String = "a11y", applicationName: String = "Parla", maxBufferedAhead: Duration = .seconds(30),
-        serverTimeout: Duration = .seconds(3)
+        serverTimeout: Duration = .seconds(3), ducking: DuckingOptions? = nil
     ) {
+        self.ducking = ducking
         self.maxBufferedAhead = maxBufferedAhead
         self.serverTimeout = serverTimeout
         self.device = device
@@ -52,11 +56,15 @@ public final class PulseAudioOutput: @unchecked Sendable {
     public let options: AudioOutputOptions
     package let mainloop: OpaquePointer
     private var context: OpaquePointer?
+    /// Lowers other streams while this output's play (``AudioOutputOptions/ducking``).
+    let ducker: Ducker?
 
     /// Creates an output; nothing is connected until ``connect()`` or the first stream.
     public init(options: AudioOutputOptions = AudioOutputOptions()) {
         self.options = options
-        mainloop = pa_threaded_mainloop_new()
+        let loop: OpaquePointer = pa_threaded_mainloop_new()
+        mainloop = loop
+        ducker = options.ducking.map { Ducker(options: $0, role: options.role, server: options.server, mainloop: loop) }
         pa_threaded_mainloop_start(mainloop)
     }
 
@@ -68,6 +76,10 @@ public final class PulseAudioOutput: @unchecked Sendable {
         }
         pa_threaded_mainloop_free(mainloop)
     }
+
+    /// How ducking works on this server (``DuckingMode/unknown`` until a stream has played,
+    /// or when ducking is off).
+    package var duckingMode: DuckingMode { lock(); defer { unlock() }; return ducker?.mode ?? .unknown }
 
     package func lock() { pa_threaded_mainloop_lock(mainloop) }
     package func unlock() { pa_threaded_mainloop_unlock(mainloop) }
@@ -241,8 +253,8 @@ public final class PlaybackStream: @unchecked Sendable {
     private var drainOperation: OpaquePointer?
     private var status: Status = .active
     private var isCorked = false
-    /// The stream's volume (linear amplitude, 0 to 1).
-    private var volume = 1.0
+    /// The gain applied to samples as they are handed to the server (linear, 0 to 1).
+    private var gain = 1.0
     /// Samples handed to the server so far.
     private var sentSamples = 0
     /// Number of times the server ran out of audio while playing.
@@ -253,6 +265,8 @@ public final class PlaybackStream: @unchecked Sendable {
     private var isReady = false
     private var lastPlayed = -1
     private var lastProgressAt: UInt64 = 0
+    /// Whether the output's ducker counts this stream as playing.
+    private var countedForDucking = false
 
     /// Lock held by the caller.
     fileprivate init(output: PulseAudioOutput, context: OpaquePointer, sampleRate: Int, name: String) throws(ParlaError) {
@@ -294,6 +308,10 @@ public final class PlaybackStream: @unchecked Sendable {
             detach()
             throw .audioFailure(reason)
         }
+        if let ducker = output.ducker {
+            countedForDucking = true
+            ducker.streamStarted(context: context)
+        }
     }
 
     /// Lock held (callback).
@@ -303,7 +321,6 @@ public final class PlaybackStream: @unchecked Sendable {
         if state == PA_STREAM_READY {
             isReady = true
             lastProgressAt = monotonicNanoseconds()
-            if volume != 1 { applyVolume() }
             pump()
         } else if state == PA_STREAM_FAILED || state == PA_STREAM_TERMINATED {
             let ctx = pa_stream_get_context(s)
@@ -329,9 +346,19 @@ public final class PlaybackStream: @unchecked Sendable {
         if room == Int.max || room == -1 { return }
         while room >= 2 && pendingOffset < pending.count {
             let count = min(room / 2, pending.count - pendingOffset)
-            let rc = pending.withUnsafeBufferPointer { buf -> Int32 in
-                guard let base = buf.baseAddress else { return -1 }
-                return pa_stream_write(s, base + pendingOffset, count * 2, nil, 0, PA_SEEK_RELATIVE)
+            let rc: Int32
+            if gain == 1 {
+                rc = pending.withUnsafeBufferPointer { buf -> Int32 in
+                    guard let base = buf.baseAddress else { return -1 }
+                    return pa_stream_write(s, base + pendingOffset, count * 2, nil, 0, PA_SEEK_RELATIVE)
+                }
+            } else {
+                let g = gain
+                let scaled = pending[pendingOffset..<(pendingOffset + count)].map { Int16((Double($0) * g).rounded()) }
+                rc = scaled.withUnsafeBufferPointer { buf -> Int32 in
+                    guard let base = buf.baseAddress else { return -1 }
+                    return pa_stream_write(s, base, count * 2, nil, 0, PA_SEEK_RELATIVE)
+                }
             }
             if rc < 0 { break }
             pendingOffset += count
@@ -462,25 +489,14 @@ public final class PlaybackStream: @unchecked Sendable {
         return true
     }
 
-    /// Sets the stream's volume on the server (linear amplitude, 0 to 1), at once; before the
-    /// server has made the stream, from its start.
+    /// Sets the stream's volume (linear amplitude, 0 to 1) for every sample not yet handed to
+    /// the server: the change is heard once the server's buffer (``AudioOutputOptions/targetLatency``)
+    /// has played. It is applied to the samples, not through the server's stream volume, which
+    /// the server would remember for every later stream of the same role (a screen reader's too).
     public func setVolume(_ volume: Double) {
         output.lock()
         defer { output.unlock() }
-        let v = volume.isFinite ? min(max(volume, 0), 1) : 1
-        guard v != self.volume else { return }
-        self.volume = v
-        applyVolume()
-    }
-
-    /// Sends ``volume`` to the server once the stream exists. Lock held.
-    private func applyVolume() {
-        guard let s = stream, isReady, let ctx = pa_stream_get_context(s) else { return }
-        let index = pa_stream_get_index(s)
-        guard index != UInt32.max else { return }
-        var cv = pa_cvolume()
-        pa_cvolume_set(&cv, 1, pa_sw_volume_from_linear(volume))
-        if let op = pa_context_set_sink_input_volume(ctx, index, &cv, nil, nil) { pa_operation_unref(op) }
+        gain = volume.isFinite ? min(max(volume, 0), 1) : 1
     }
 
     /// Samples written so far.
@@ -530,6 +546,10 @@ public final class PlaybackStream: @unchecked Sendable {
         pa_stream_set_underflow_callback(s, nil, nil)
         pa_stream_disconnect(s)
         pa_stream_unref(s)
+        if countedForDucking {
+            countedForDucking = false
+            output.ducker?.streamEnded()
+        }
         pending = []
         pendingOffset = 0
         Unmanaged.passUnretained(self).release()

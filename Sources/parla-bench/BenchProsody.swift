@@ -80,6 +80,12 @@ extension BenchLive {
                     let drift = (Double(time) - heard) / 1e6
                     if i < at { f.driftBefore.append(drift) } else { f.driftAfter.append(drift) }
                 }
+                if getenv("PARLA_BENCH_VERBOSE") != nil {
+                    let line = words.enumerated().map { i, w in
+                        (i == at ? "| " : "") + fmt((Double(w.time) - Double(first) - Double(w.word.audioSample - firstLoudPCM) * 1e9 / Double(w.word.sampleRate)) / 1e6)
+                    }
+                    FileHandleErr.write("drift \(line.joined(separator: " "))\n")
+                }
                 let ranges = words.map(\.word.scalarRange), expected = reference.words.map(\.range)
                 f.wrongWords += ranges == expected ? 0 : max(1, abs(ranges.count - expected.count))
                 func meanLength(_ w: ArraySlice<(time: UInt64, word: SpokenRange)>) -> Double {

@@ -69,6 +69,49 @@ struct LiveCLITests {
         #expect(loud.filter { $0 > signalled + 150_000_000 }.count < 50)  // isolated samples from a rewind at most
     }
 
+    /// `--duck` lowers other audio while speaking; when parla is killed (SIGKILL) mid-speech,
+    /// its guard process puts the music back to the volume it had.
+    @Test(arguments: SoundServer.allCases)
+    func duckedMusicComesBackWhenParlaIsKilled(_ kind: SoundServer) async throws {
+        let server = try await TestAudioServer.start(kind)
+        let music = try await TestMusic.start(on: server)
+        let now = monotonicNanoseconds()
+        let full = try #require(music.level(from: now - 400_000_000, to: now))
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: CLITests.binary)
+        p.arguments = ["say", "--duck-by", "20", "--device", server.sink,
+                       "One two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen."]
+        var env = ProcessInfo.processInfo.environment
+        env["PULSE_SERVER"] = server.server
+        p.environment = env
+        p.standardOutput = FileHandle.nullDevice
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        let started = Date()
+        var ducked: Double?
+        while Date().timeIntervalSince(started) < 15 {
+            let t = monotonicNanoseconds()
+            if let l = music.level(from: t - 100_000_000, to: t), l < full - 15 {
+                try await Task.sleep(for: .milliseconds(200))
+                ducked = music.level(from: t + 50_000_000, to: t + 200_000_000)
+                break
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(ducked != nil, "the music was not lowered")
+        #expect(p.isRunning)
+        let killedAt = monotonicNanoseconds()
+        kill(p.processIdentifier, SIGKILL)
+        #expect(await exitStatus(p) == -SIGKILL)
+        try await Task.sleep(for: .milliseconds(1500))
+        let back = music.firstTime(atLevel: full, from: killedAt, to: monotonicNanoseconds())
+        let restoreMilliseconds = back.map { Double($0 - killedAt) / 1e6 } ?? .infinity
+        #expect(restoreMilliseconds < 1000, "the music was not back within 1 s of the kill")
+        let after = try #require(music.level(from: killedAt + 1_000_000_000, to: killedAt + 1_500_000_000))
+        #expect(abs(after - full) < 0.5, "after the kill the music is at \(after) dBFS, before it was \(full)")
+        print("ducking guard on \(kind): music at \(String(format: "%.1f", (ducked ?? 0) - full)) dB, back \(String(format: "%.0f", restoreMilliseconds)) ms after SIGKILL")
+    }
+
     @Test func highlightShowsTheWordBeingHeard() async throws {
         let server = try await TestAudioServer.start()
         let r = try await say(["--highlight", "Hello brave world"], server: server.server)
@@ -88,32 +131,50 @@ struct LiveCLITests {
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
         let session = "parla-keys-\(getpid())-\(Int.random(in: 0..<1_000_000))"
-        let text = "One two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen."
-        let command = "PULSE_SERVER='\(server.server)' LANG=C.UTF-8 \(CLITests.binary) say --highlight '\(text)' 2>\(dir.path)/err; "
+        // About three minutes of speech: Ctrl-C ends it, and on a machine busy with the rest of
+        // the suite this test's task can wait many seconds for a thread, so a short text could
+        // be over before the keys are sent.
+        let text = (1...40).map { _ in "One two three four five six seven eight nine ten eleven twelve." }.joined(separator: " ")
+        let textFile = dir.appendingPathComponent("text.txt")
+        try text.write(to: textFile, atomically: true, encoding: .utf8)
+        // A tmux server of the test's own (-L), so the two cases and the user's tmux never meet.
+        let tmux = ["-L", session, "-f", "/dev/null"]
+        // The shell survives the Ctrl-C sent to the pane (its trap runs once parla has exited).
+        let command = "trap true INT; PULSE_SERVER='\(server.server)' LANG=C.UTF-8 \(CLITests.binary) say --highlight -f '\(textFile.path)' 2>\(dir.path)/err; "
             + "echo $? >\(dir.path)/status; stty -a >\(dir.path)/stty; sleep 2"
-        defer { _ = try? runProcess("/usr/bin/tmux", ["kill-session", "-t", session]) }
-        let started = try await offPool { try runProcess("/usr/bin/tmux", ["new-session", "-d", "-s", session, "-x", "100", "-y", "10", command]) }
-        #expect(started.status == 0, "\(started.error)")
-        // Once it is heard, three presses of [ (−9 dB) and two of +.
+        defer { _ = try? runProcess("/usr/bin/tmux", tmux + ["kill-server"]) }
         let loudSince = monotonicNanoseconds()
-        var waited = 0
-        while server.recorder.loudSampleTimes(after: loudSince).count < 4000 && waited < 300 {
-            try await Task.sleep(for: .milliseconds(20))
-            waited += 1
+        let started = try await offPool { try runProcess("/usr/bin/tmux", tmux + ["new-session", "-d", "-s", session, "-x", "100", "-y", "10", command]) }
+        #expect(started.status == 0, "\(started.error)")
+        // Once parla reads keys (its terminal is out of canonical mode) and the speech is heard,
+        // three presses of [ (−9 dB) and two of +. (Waiting for the monitor alone was flaky: on
+        // a loaded machine the samples can arrive after the speech is over.)
+        let tty = try await offPool { try runProcess("/usr/bin/tmux", tmux + ["display-message", "-p", "-t", session, "#{pane_tty}"]) }
+            .output.trimmingCharacters(in: .whitespacesAndNewlines)
+        let deadline = Date().addingTimeInterval(60)
+        var reading = false
+        while !reading && Date() < deadline {
+            let mode = try await offPool { try runProcess("/bin/stty", ["-F", tty, "-a"]) }
+            reading = mode.output.contains("-icanon") && server.recorder.loudSampleTimes(after: loudSince).count >= 4000
+            if !reading { try await Task.sleep(for: .milliseconds(50)) }
         }
+        let pane = try? await offPool { try runProcess("/usr/bin/tmux", tmux + ["capture-pane", "-p", "-t", session]) }.output
+        #expect(reading, "parla never read keys while speaking (pane tty \(tty)): \(pane ?? "")")
         try await Task.sleep(for: .milliseconds(400))
         let pressed = monotonicNanoseconds()
-        _ = try await offPool { try runProcess("/usr/bin/tmux", ["send-keys", "-t", session, "-l", "[[[++"]) }
-        waited = 0
-        while !FileManager.default.fileExists(atPath: dir.appendingPathComponent("stty").path) && waited < 1500 {
+        _ = try await offPool { try runProcess("/usr/bin/tmux", tmux + ["send-keys", "-t", session, "-l", "[[[++"]) }
+        // A second of the quieter speech, then Ctrl-C (the text is long enough to still be playing).
+        try await Task.sleep(for: .milliseconds(1300))
+        _ = try await offPool { try runProcess("/usr/bin/tmux", tmux + ["send-keys", "-t", session, "C-c"]) }
+        let exitDeadline = Date().addingTimeInterval(30)
+        while !FileManager.default.fileExists(atPath: dir.appendingPathComponent("stty").path) && Date() < exitDeadline {
             try await Task.sleep(for: .milliseconds(20))
-            waited += 1
         }
         try await Task.sleep(for: .milliseconds(100))
         let status = try String(contentsOf: dir.appendingPathComponent("status"), encoding: .utf8)
         let err = try String(contentsOf: dir.appendingPathComponent("err"), encoding: .utf8)
         let stty = try String(contentsOf: dir.appendingPathComponent("stty"), encoding: .utf8)
-        #expect(status.trimmingCharacters(in: .whitespacesAndNewlines) == "0", "\(err)")
+        #expect(status.trimmingCharacters(in: .whitespacesAndNewlines) == "130", "\(err)")
         #expect(err.contains("Rate ×1.21, volume -9.0 dB"), "\(err)")
         // The terminal is back in canonical mode with echo.
         #expect(stty.contains(" icanon") && stty.contains(" echo "), "\(stty)")

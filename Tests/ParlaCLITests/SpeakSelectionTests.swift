@@ -190,6 +190,110 @@ struct SpeakSelectionTests {
         #expect(!r.error.contains("Usage:"))
     }
 
+    /// Runs speak-selection with standard input an open pipe that gets `written` and is never
+    /// closed (as some launchers give), killing it after 20 s. Returns its status and stderr.
+    func runWithOpenPipe(_ s: Session, _ args: [String] = [], written: String = "") async throws -> (status: Int32, error: String) {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: SpeakSelectionTests.binary)
+        p.arguments = args
+        var env = ProcessInfo.processInfo.environment
+        for (k, v) in s.environment { env[k] = v }
+        p.environment = env
+        let input = Pipe(), errors = Pipe()
+        p.standardInput = input
+        p.standardOutput = FileHandle.nullDevice
+        p.standardError = errors
+        try p.run()
+        if !written.isEmpty { input.fileHandleForWriting.write(Data(written.utf8)) }
+        let pid = p.processIdentifier
+        let watchdog = Task {
+            try await Task.sleep(for: .seconds(20))
+            kill(pid, SIGKILL)
+        }
+        let status = await exitStatus(p)
+        watchdog.cancel()
+        let error = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        try input.fileHandleForWriting.close()
+        return (status, error)
+    }
+
+    /// An open pipe is not waited for: empty, it is "Nothing selected" at once; with text in it,
+    /// that text is spoken without waiting for the pipe to close. The selection comes first,
+    /// unless '-' asks for standard input.
+    @Test func anOpenPipeIsNeverWaitedFor() async throws {
+        let s = try await Session.start()
+        let empty = try await runWithOpenPipe(s)
+        #expect(empty.status == 1, "\(empty.error)")  // not killed by the watchdog
+        #expect(empty.error.contains("Nothing selected"))
+
+        let piped = try await runWithOpenPipe(s, written: "Καλημέρα σας.")
+        #expect(piped.status == 0, "\(piped.error)")
+        #expect(piped.error.contains("Languages: el"))
+
+        try s.display!.select("Hello there.")
+        let selected = try await s.run([], stdin: Data("Καλημέρα σας.".utf8))
+        #expect(selected.error.contains("Languages: en"), "\(selected.error)")
+        let dash = try await s.run(["-"], stdin: Data("Καλημέρα σας.".utf8))
+        #expect(dash.status == 0, "\(dash.error)")
+        #expect(dash.error.contains("Languages: el"), "\(dash.error)")
+        let wrong = try await s.run(["hello"])
+        #expect(wrong.status != 0 && wrong.error.contains("only '-'"), "\(wrong.error)")
+    }
+
+    /// A directory of stub tools: `notify-send` records its arguments in `notified`, and
+    /// `wl-paste` runs `wlPaste` (if given).
+    func stubTools(wlPaste: String?) throws -> URL {
+        let dir = try makeTemporaryDirectory()
+        var tools = ["notify-send": "echo \"$@\" >> '\(dir.path)/notified'"]
+        if let wlPaste { tools["wl-paste"] = wlPaste }
+        for (name, body) in tools {
+            let path = dir.appendingPathComponent(name).path
+            try "#!/bin/sh\n\(body)\n".write(toFile: path, atomically: true, encoding: .utf8)
+            chmod(path, 0o755)
+        }
+        return dir
+    }
+
+    /// From a hotkey nobody sees standard error: a selection that cannot be read is said aloud
+    /// and in a notification, with the tool's own message.
+    @Test func anUnreadableSelectionIsSpokenAndNotified() async throws {
+        let s = try await Session.start(display: false)
+        let tools = try stubTools(wlPaste: "echo 'Failed to connect to a Wayland server' >&2; exit 1")
+        var env = s.environment
+        env["WAYLAND_DISPLAY"] = "wayland-parla-test"
+        env["PATH"] = tools.path + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin")
+        let failingEnv = env
+        let failing = try await offPool { try runProcess(SpeakSelectionTests.binary, [], environment: failingEnv) }
+        #expect(failing.status == 1)
+        #expect(failing.error.contains("Cannot read the selection: wl-paste: Failed to connect to a Wayland server"), "\(failing.error)")
+        #expect(s.server.recorder.loudSampleTimes().count > 1000)  // spoken
+        let notified = try String(contentsOf: tools.appendingPathComponent("notified"), encoding: .utf8)
+        #expect(notified.contains("Cannot read the selection: wl-paste: Failed to connect"), "\(notified)")
+
+        // No wl-paste at all (only the stubs on PATH): it says what to install.
+        try FileManager.default.removeItem(at: tools.appendingPathComponent("wl-paste"))
+        env["PATH"] = tools.path
+        let missingEnv = env
+        let missing = try await offPool { try runProcess(SpeakSelectionTests.binary, [], environment: missingEnv) }
+        #expect(missing.status == 1)
+        #expect(missing.error.contains("Cannot read the selection: install wl-clipboard"), "\(missing.error)")
+    }
+
+    /// A wl-paste that hangs (GNOME without the data-control protocol) costs the lookup's
+    /// deadline, then the X selection is read and spoken.
+    @Test func aHangingWlPasteDoesNotHoldUpTheXSelection() async throws {
+        let s = try await Session.start()
+        try s.display!.select("Hello there, from X.")
+        let tools = try stubTools(wlPaste: "exec sleep 30")
+        var env = s.environment
+        env["WAYLAND_DISPLAY"] = "wayland-parla-test"
+        env["PATH"] = tools.path + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin")
+        let hangingEnv = env
+        let r = try await offPool { try runProcess(SpeakSelectionTests.binary, [], environment: hangingEnv) }
+        #expect(r.status == 0, "\(r.error)")
+        #expect(r.error.contains("Languages: en"), "\(r.error)")
+    }
+
     @Test func brokenSettingsNameTheLine() async throws {
         let s = try await Session.start()
         try s.display!.select("Hello")
@@ -201,6 +305,29 @@ struct SpeakSelectionTests {
         try "rate = 9000\n".write(to: conf, atomically: true, encoding: .utf8)
         let r2 = try await s.run(["--config", conf.path])
         #expect(r2.error.contains("line 1: rate must be a number from 80 to 450"))
+        try "duck = loud\n".write(to: conf, atomically: true, encoding: .utf8)
+        let r3 = try await s.run(["--config", conf.path])
+        #expect(r3.error.contains("line 1: duck must be true, false or a number of dB from 1 to 60"))
+    }
+
+    /// `duck = 12` in the settings lowers other audio by 12 dB while the selection is spoken.
+    @Test func duckSettingLowersOtherAudio() async throws {
+        let s = try await Session.start()
+        try s.display!.select("Hello there, the music is lower while this is read.")
+        let music = try await TestMusic.start(on: s.server)
+        let conf = s.home.appendingPathComponent("duck.conf")
+        try "duck = 12\ndevice = \(s.server.sink)\n".write(to: conf, atomically: true, encoding: .utf8)
+        let before = monotonicNanoseconds()
+        let full = try #require(music.level(from: before - 400_000_000, to: before))
+        let r = try await s.run(["--config", conf.path])
+        #expect(r.status == 0, "\(r.error)")
+        let end = monotonicNanoseconds()
+        var lowest = full, t = before
+        while t + 100_000_000 < end {
+            if let l = music.level(from: t, to: t + 100_000_000) { lowest = min(lowest, l) }
+            t += 50_000_000
+        }
+        #expect(abs(lowest - (full - 12)) < 1.5, "the music went from \(full) down to \(lowest) dBFS (12 dB asked)")
     }
 
     @Test func desktopFileLaunchesTheShippedCommand() throws {

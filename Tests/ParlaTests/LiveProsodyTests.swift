@@ -34,7 +34,7 @@ extension LiveSpeechTests {
         let log = EventLog(synth)
         let u = Utterance(string: Self.longReading)
         let id = synth.speak(u)
-        #expect(await log.wait { log.words(id).count >= 4 })
+        #expect(await log.wait(timeout: 30) { log.words(id).count >= 4 })
         let heardBefore = log.words(id).count
         try synth.setRate(2)
         #expect(synth.liveProsody.rate == 2)
@@ -75,7 +75,7 @@ extension LiveSpeechTests {
 
         let log = EventLog(synth)
         let id = synth.speak(Self.longReading)
-        #expect(await log.wait { log.words(id).count >= 3 })
+        #expect(await log.wait(timeout: 30) { log.words(id).count >= 3 })
         let loudAt = monotonicNanoseconds()
         try await Task.sleep(for: .milliseconds(700))
         let changedAt = monotonicNanoseconds()

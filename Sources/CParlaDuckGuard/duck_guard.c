@@ -1,0 +1,256 @@
+// Parla's ducking guard. When Parla lowers other programs' streams while it speaks, it first
+// tells this small helper process what it changed; when the speech ends it restores the
+// volumes itself and tells the helper to forget them. If Parla's process dies without doing
+// that (SIGKILL, a crash), the socket to the helper closes, and the helper connects to the
+// sound server and sets every stream it still remembers back to its volume from before,
+// unless the user has changed that stream's volume since. The helper is this same program
+// started again with PARLA_DUCK_GUARD set: the constructor below runs it before main.
+#define _GNU_SOURCE
+#include "parla_duck_guard.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <pulse/pulseaudio.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+extern char **environ;
+
+enum { MAX_ENTRIES = 256 };
+
+struct entry {
+    uint32_t index;
+    pa_cvolume original, ducked;
+    int live;
+};
+
+static struct entry entries[MAX_ENTRIES];
+static int pending_operations;
+
+static struct entry *find(uint32_t index, int create) {
+    struct entry *free_slot = NULL;
+    for (int i = 0; i < MAX_ENTRIES; i++) {
+        if (entries[i].live && entries[i].index == index) return &entries[i];
+        if (!entries[i].live && free_slot == NULL) free_slot = &entries[i];
+    }
+    if (!create || free_slot == NULL) return NULL;
+    memset(free_slot, 0, sizeof *free_slot);
+    free_slot->index = index;
+    free_slot->live = 1;
+    return free_slot;
+}
+
+/// One line from Parla: "D index channels original... ducked..." or "F index".
+static void take_line(char *line) {
+    char *p = line, *end;
+    char kind = *p++;
+    unsigned long index = strtoul(p, &end, 10);
+    if (end == p || index > UINT32_MAX) return;
+    p = end;
+    if (kind == 'F') {
+        struct entry *e = find((uint32_t)index, 0);
+        if (e) e->live = 0;
+        return;
+    }
+    if (kind != 'D') return;
+    unsigned long channels = strtoul(p, &end, 10);
+    if (end == p || channels == 0 || channels > PA_CHANNELS_MAX) return;
+    p = end;
+    pa_cvolume original = {.channels = (uint8_t)channels}, ducked = {.channels = (uint8_t)channels};
+    for (unsigned long i = 0; i < 2 * channels; i++) {
+        unsigned long v = strtoul(p, &end, 10);
+        if (end == p || v > PA_VOLUME_MAX) return;
+        p = end;
+        if (i < channels) original.values[i] = (pa_volume_t)v; else ducked.values[i - channels] = (pa_volume_t)v;
+    }
+    struct entry *e = find((uint32_t)index, 1);
+    if (e == NULL) return;
+    e->original = original;
+    e->ducked = ducked;
+}
+
+/// Whether `now` is still the volume Parla set (PipeWire converts volumes to floats and back,
+/// so a channel may differ by a little).
+static int unchanged(const pa_cvolume *now, const pa_cvolume *ducked) {
+    if (now->channels != ducked->channels) return 0;
+    for (unsigned i = 0; i < now->channels; i++) {
+        long d = (long)now->values[i] - (long)ducked->values[i];
+        if (d < 0) d = -d;
+        if (d > (long)ducked->values[i] / 100 + 2) return 0;
+    }
+    return 1;
+}
+
+static void operation_done(pa_context *c, int success, void *userdata) {
+    (void)c; (void)success; (void)userdata;
+    pending_operations--;
+}
+
+static void got_input(pa_context *c, const pa_sink_input_info *info, int eol, void *userdata) {
+    (void)userdata;
+    if (eol != 0 || info == NULL) {
+        if (eol != 0) pending_operations--;
+        return;
+    }
+    struct entry *e = find(info->index, 0);
+    if (e == NULL || !unchanged(&info->volume, &e->ducked)) return;
+    pa_operation *op = pa_context_set_sink_input_volume(c, info->index, &e->original, operation_done, NULL);
+    if (op) {
+        pending_operations++;
+        pa_operation_unref(op);
+    }
+}
+
+static void restore(void) {
+    int any = 0;
+    for (int i = 0; i < MAX_ENTRIES; i++) any |= entries[i].live;
+    if (!any) return;
+    // A server that does not answer must not keep this process forever.
+    alarm(5);
+    pa_mainloop *loop = pa_mainloop_new();
+    if (loop == NULL) return;
+    pa_context *c = pa_context_new(pa_mainloop_get_api(loop), "Parla (restoring ducked volumes)");
+    const char *server = getenv("PARLA_DUCK_SERVER");
+    if (c == NULL || pa_context_connect(c, server && *server ? server : NULL, PA_CONTEXT_NOAUTOSPAWN, NULL) < 0) return;
+    for (;;) {
+        pa_context_state_t state = pa_context_get_state(c);
+        if (state == PA_CONTEXT_READY) break;
+        if (!PA_CONTEXT_IS_GOOD(state) || pa_mainloop_iterate(loop, 1, NULL) < 0) return;
+    }
+    for (int i = 0; i < MAX_ENTRIES; i++) {
+        if (!entries[i].live) continue;
+        pa_operation *op = pa_context_get_sink_input_info(c, entries[i].index, got_input, NULL);
+        if (op) {
+            pending_operations++;
+            pa_operation_unref(op);
+        }
+    }
+    while (pending_operations > 0 && PA_CONTEXT_IS_GOOD(pa_context_get_state(c))) {
+        if (pa_mainloop_iterate(loop, 1, NULL) < 0) break;
+    }
+    pa_context_disconnect(c);
+    pa_context_unref(c);
+    pa_mainloop_free(loop);
+}
+
+static int guard_main(void) {
+    signal(SIGPIPE, SIG_IGN);
+    signal(SIGINT, SIG_IGN);
+    signal(SIGHUP, SIG_IGN);
+    char buffer[8192];
+    size_t used = 0;
+    for (;;) {
+        ssize_t n = read(0, buffer + used, sizeof buffer - 1 - used);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        used += (size_t)n;
+        char *start = buffer, *newline;
+        while ((newline = memchr(start, '\n', used - (size_t)(start - buffer))) != NULL) {
+            *newline = 0;
+            take_line(start);
+            start = newline + 1;
+        }
+        used -= (size_t)(start - buffer);
+        memmove(buffer, start, used);
+        if (used == sizeof buffer - 1) used = 0;  // a line that long is not Parla's
+    }
+    restore();
+    return 0;
+}
+
+__attribute__((constructor)) static void parla_duck_guard_hook(void) {
+    const char *value = getenv(PARLA_DUCK_GUARD_ENV);
+    if (value == NULL) return;
+    char *end = NULL;
+    long pid = strtol(value, &end, 10);
+    int valid = pid > 0 && end != NULL && *end == 0 && end != value;
+    unsetenv(PARLA_DUCK_GUARD_ENV);
+    if (!valid) return;
+    // Started by `pid`, or by `pid` that has already died (then its socket is closed and what it
+    // sent is still to be restored). Anything else inherited the variable: run as usual.
+    if (getppid() != (pid_t)pid && !(getppid() == 1 || (kill((pid_t)pid, 0) != 0 && errno == ESRCH))) return;
+    _exit(guard_main());
+}
+
+int parla_duck_guard_start(const char *server) {
+    int fds[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) return -1;
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, fds[0], 0);
+    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addclosefrom_np(&actions, 3);
+    posix_spawnattr_t attributes;
+    posix_spawnattr_init(&attributes);
+    sigset_t none, defaults;
+    sigemptyset(&none);
+    sigfillset(&defaults);
+    sigdelset(&defaults, SIGKILL);
+    sigdelset(&defaults, SIGSTOP);
+    posix_spawnattr_setsigmask(&attributes, &none);
+    posix_spawnattr_setsigdefault(&attributes, &defaults);
+    posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSID);
+    // The environment: this process's, the role and, if given, the server.
+    size_t count = 0;
+    while (environ[count]) count++;
+    char **env = calloc(count + 3, sizeof *env);
+    char role[64], where[4096];
+    int rc = -1;
+    if (env != NULL) {
+        size_t n = 0;
+        for (size_t i = 0; i < count; i++) {
+            if (strncmp(environ[i], PARLA_DUCK_GUARD_ENV "=", sizeof PARLA_DUCK_GUARD_ENV) == 0) continue;
+            if (strncmp(environ[i], "PARLA_DUCK_SERVER=", 18) == 0) continue;
+            env[n++] = environ[i];
+        }
+        snprintf(role, sizeof role, "%s=%d", PARLA_DUCK_GUARD_ENV, (int)getpid());
+        env[n++] = role;
+        if (server != NULL && snprintf(where, sizeof where, "PARLA_DUCK_SERVER=%s", server) < (int)sizeof where) env[n++] = where;
+        env[n] = NULL;
+        char *argv[] = {"/proc/self/exe", "(parla ducking guard)", NULL};
+        pid_t pid;
+        rc = posix_spawn(&pid, "/proc/self/exe", &actions, &attributes, argv, env);
+        free(env);
+    }
+    posix_spawn_file_actions_destroy(&actions);
+    posix_spawnattr_destroy(&attributes);
+    close(fds[0]);
+    if (rc != 0) {
+        close(fds[1]);
+        return -1;
+    }
+    return fds[1];
+}
+
+static int send_all(int fd, const char *text, size_t length) {
+    while (length > 0) {
+        ssize_t n = send(fd, text, length, MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return -1;
+        text += n;
+        length -= (size_t)n;
+    }
+    return 0;
+}
+
+int parla_duck_guard_remember(int fd, uint32_t index, unsigned channels, const uint32_t *original, const uint32_t *ducked) {
+    if (channels == 0 || channels > PA_CHANNELS_MAX) return -1;
+    char line[1024];
+    int n = snprintf(line, sizeof line, "D %u %u", index, channels);
+    for (unsigned i = 0; i < 2 * channels && n > 0 && n < (int)sizeof line; i++)
+        n += snprintf(line + n, sizeof line - (size_t)n, " %u", i < channels ? original[i] : ducked[i - channels]);
+    if (n <= 0 || n >= (int)sizeof line - 1) return -1;
+    line[n++] = '\n';
+    return send_all(fd, line, (size_t)n);
+}
+
+int parla_duck_guard_forget(int fd, uint32_t index) {
+    char line[32];
+    int n = snprintf(line, sizeof line, "F %u\n", index);
+    return send_all(fd, line, (size_t)n);
+}
