@@ -40,12 +40,19 @@ let package = Package(
             pkgConfig: "libpulse",
             providers: [.apt(["libpulse-dev"])]
         ),
+        .systemLibrary(
+            name: "CDBus",
+            pkgConfig: "dbus-1",
+            providers: [.apt(["libdbus-1-dev"])]
+        ),
 
         // MARK: Library
         .target(name: "CParlaWorker", dependencies: ["CParlaEngineHost"]),
         .target(name: "CParlaEngineHost", dependencies: ["CESpeakNG"]),
         // Restores the streams Parla ducked if Parla's process dies (a helper process; see Ducking.swift).
         .target(name: "CParlaDuckGuard", dependencies: ["CPulseAudio"]),
+        // The selection of the focused application over the AT-SPI accessibility bus (speak-selection).
+        .target(name: "CParlaATSPI", dependencies: ["CDBus"]),
         // Only in the parla and speak-selection programs: starts the engine host before main.
         .target(name: "CParlaPrestart", dependencies: ["CParlaEngineHost"]),
         .target(name: "ParlaCore", swiftSettings: swiftSettings),
@@ -59,7 +66,7 @@ let package = Package(
         // MARK: Command-line tool
         .target(
             name: "ParlaCommands",
-            dependencies: ["Parla", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: ["Parla", "CParlaATSPI", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             swiftSettings: swiftSettings
         ),
         .executableTarget(

@@ -17,11 +17,20 @@ struct SelectionOptions: ParsableArguments {
     @Flag(name: .customLong("notify"), help: "Also show the text in a desktop notification (notify-send).")
     var notify = false
 
+    @Flag(name: .customLong("print"), help: "Print the selected text and where it was found instead of speaking it (to check which source answers).")
+    var print = false
+
     @Option(name: .customLong("config"), help: ArgumentHelp("The settings file (default: $XDG_CONFIG_HOME/parla/speak-selection.conf, created on first use).", valueName: "file"))
     var config: String?
 
     @Option(name: .customLong("device"), help: ArgumentHelp("PulseAudio sink to play to (overrides the settings file).", valueName: "sink"))
     var device: String?
+
+    @Option(name: .customLong("sources"), help: ArgumentHelp("Where to look for the selected text, in order: accessibility, primary, clipboard (overrides the settings file; default accessibility,primary).", valueName: "list"))
+    var sources: String?
+
+    @Option(name: .customLong("timeout"), help: ArgumentHelp("How long each source may take to answer, in milliseconds, 1–10000 (overrides the settings file; default 50).", valueName: "ms"))
+    var timeout: Int?
 
     @Argument(help: ArgumentHelp("'-' to speak standard input instead of the selection (waits for it to end). Without it, piped text is spoken only when nothing is selected and the text is there at once.", valueName: "-"))
     var source: String?
@@ -29,6 +38,8 @@ struct SelectionOptions: ParsableArguments {
     @OptionGroup var catalogOptions: CatalogOptions
 
     func validate() throws {
+        if let timeout, !(1...10_000).contains(timeout) { throw ValidationError("--timeout \(timeout) ms is out of range: use 1–10000.") }
+        if let sources { _ = try SelectionSettings.parseSources(sources).get() }
         if let source, source != "-" { throw ValidationError("Unexpected argument '\(source)': speak-selection takes no text, only '-' to read standard input (echo text | speak-selection -).") }
     }
 }
@@ -57,9 +68,13 @@ struct SelectionCommand: AsyncParsableCommand {
 
 struct SelectionRun {
     static let discussion = """
-        Reads the PRIMARY selection (Wayland: wl-paste --primary; X11: xclip or xsel), falling back to \
-        the clipboard, then to text piped in that is there at once (an open, empty pipe is never \
-        waited for); '-' speaks standard input instead. Each part is spoken by a voice of \
+        Reads the selection of the focused application over the accessibility bus (AT-SPI, as \
+        screen readers do; no focus stealing, every desktop), then the PRIMARY selection (Wayland: \
+        wl-paste --primary; X11: xclip or xsel), then text piped in that is there at once (an open, \
+        empty pipe is never waited for); the sources setting changes the order and can add the \
+        clipboard. Each source gets 50 ms (the timeout setting). '-' speaks standard input \
+        instead. When the selection cannot be read, the reason is printed, spoken and sent as a \
+        desktop notification. Each part is spoken by a voice of \
         its language, with your rate, voice and preferred languages from the settings file. In a \
         terminal the word being heard is highlighted; the languages found are printed on standard error.
 
@@ -71,12 +86,33 @@ struct SelectionRun {
         is created with every setting commented out on first use. Lines are "key = value"; keys: rate \
         (80–450 words per minute), voice (an identifier from 'parla voices'), languages (preferred, \
         e.g. "en, el"), device (a PulseAudio sink), notify (true/false), duck (true, false or dB: lower \
-        other audio while speaking).
+        other audio while speaking), sources (e.g. "accessibility, primary, clipboard"), timeout \
+        (milliseconds each source may take).
         """
 
     let options: SelectionOptions
 
     func run() async throws {
+        if options.print {
+            let settings = try SelectionSettings.load(path: options.config)
+            let started = monotonicNanoseconds()
+            let found: Selection.Found?
+            do {
+                found = options.source == "-" ? Selection.Found(text: try TextInput.readStandardInput(), source: "standard input")
+                    : try readSelection(settings) { printError("  \($0)") }
+            } catch let failure as Selection.Unreadable {
+                printError(failure.reason + ".")
+                throw ExitCode(1)
+            }
+            let ms = Double(monotonicNanoseconds() - started) / 1e6
+            guard let found, !found.text.allSatisfy(\.isWhitespace) else {
+                printError("Nothing selected (looked in \(String(format1: ms)) ms).")
+                throw ExitCode(1)
+            }
+            printError("Source: \(found.source) (\(String(format1: ms)) ms)")
+            print(found.text)
+            return
+        }
         let lock = try SpeakerLock.acquire(queue: options.queue)
         guard let lock else {
             // Someone was speaking and has been told to stop.
@@ -101,7 +137,7 @@ struct SelectionRun {
 
         let text: String?
         do {
-            text = options.source == "-" ? try TextInput.readStandardInput() : try Selection.read()
+            text = options.source == "-" ? try TextInput.readStandardInput() : try readSelection(settings)?.text
         } catch let failure as Selection.Unreadable {
             try await sayWhy(failure.reason, synth: synth, ready: ready)
         }
@@ -118,6 +154,13 @@ struct SelectionRun {
         if options.notify || settings.notify { Selection.notify(text) }
         try await ready.value
         try await playToEnd(utterance, with: synth, highlight: isatty(1) != 0, eventsJSON: false)
+    }
+
+    /// The selection, from the sources and with the timeout of the options or else the settings.
+    func readSelection(_ settings: SelectionSettings, trace: ((String) -> Void)? = nil) throws -> Selection.Found? {
+        try Selection.read(
+            sources: try options.sources.map { try SelectionSettings.parseSources($0).get() } ?? settings.sources,
+            timeout: options.timeout ?? settings.timeout, trace: trace)
     }
 
     /// Says why there is nothing to speak in every way a hotkey user can notice: on standard
@@ -177,63 +220,110 @@ enum Selection {
         let reason: String
     }
 
-    /// How long each tool may take to answer, from its first call (a `wl-paste` that cannot get
-    /// the focus on GNOME hangs). A tool that does not answer in time is not asked again.
-    static let deadlineNanoseconds: UInt64 = 1_000_000_000
+    /// A place the selected text can be read from, in the order of the `sources` setting.
+    enum Source: String, CaseIterable, Sendable {
+        /// The selection of the focused application, over the AT-SPI accessibility bus (as Orca
+        /// reads it): works on every Wayland compositor, GNOME's included, without stealing focus.
+        case accessibility
+        /// The PRIMARY selection: `wl-paste --primary` on Wayland, xclip or xsel on X11.
+        case primary
+        /// The clipboard (what was last copied, even if nothing is highlighted now).
+        case clipboard
 
-    /// The PRIMARY selection, else the clipboard, else standard input if text is there at once;
-    /// nil when all are empty.
-    /// - Throws: ``Unreadable`` naming what to install or what the tools said when no source
+        static let defaults: [Source] = [.accessibility, .primary]
+    }
+
+    /// The default time each source may take, in milliseconds: with the default two sources,
+    /// the whole lookup takes at most 100 ms when nothing answers.
+    static let defaultTimeoutMilliseconds = 50
+
+    /// Text found, and the name of the source it came from.
+    struct Found {
+        var text: String
+        var source: String
+    }
+
+    /// The first selection found in `sources`, else standard input if text is there at once;
+    /// nil when all are empty. Each source gets `timeout` milliseconds; the tools of one
+    /// source (Wayland's and X11's) are asked at the same time, and a tool that did not answer
+    /// in time is not asked again.
+    /// - Throws: ``Unreadable`` naming what to install or what the sources said when no source
     ///   could be read.
-    static func read() throws -> String? {
-        var commands: [[String]] = []
+    static func read(sources: [Source] = Source.defaults, timeout: Int = defaultTimeoutMilliseconds, trace: ((String) -> Void)? = nil) throws -> Found? {
         let env = { (name: String) in getenv(name).map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 } }
         var missingTool: String?
-        if env("WAYLAND_DISPLAY") != nil {
-            if Processes.have("wl-paste") {
-                commands += [["wl-paste", "--primary", "--no-newline"], ["wl-paste", "--no-newline"]]
-            } else {
-                missingTool = "wl-clipboard"
-            }
-        }
-        if env("DISPLAY") != nil {
-            if Processes.have("xclip") {
-                commands += [["xclip", "-o", "-selection", "primary"], ["xclip", "-o", "-selection", "clipboard"]]
-            } else if Processes.have("xsel") {
-                commands += [["xsel", "-o", "-p"], ["xsel", "-o", "-b"]]
-            } else {
-                missingTool = missingTool.map { $0 + " or xclip" } ?? "xclip"
-            }
-        }
-        var failures: [String] = [], failedTools = Set<String>(), answered = false
-        var deadlines: [String: UInt64] = [:]
-        for command in commands where !failedTools.contains(command[0]) {
-            let deadline = deadlines[command[0]] ?? (monotonicNanoseconds() + deadlineNanoseconds)
-            deadlines[command[0]] = deadline
-            let result = capture(command, deadline: deadline)
-            switch result {
-            case .text(let bytes):
-                if !bytes.isEmpty { return try TextInput.decode(bytes, source: "The selection") }
-                answered = true
-            case .empty:
-                answered = true
-            case .failed(let message):
-                // The same tool would fail the same way for the clipboard.
-                failedTools.insert(command[0])
-                failures.append(message)
+        var failures: [String] = [], failedTools = Set<String>(), answered = false, reachable = false
+        for source in sources {
+            switch source {
+            case .accessibility:
+                let answer = Accessibility.selection(timeoutMilliseconds: timeout)
+                trace?("accessibility: \(answer)")
+                switch answer {
+                case .text(let text):
+                    if !text.allSatisfy(\.isWhitespace) { return Found(text: text, source: "accessibility (AT-SPI)") }
+                    reachable = true
+                    answered = true
+                case .nothing:
+                    reachable = true
+                    answered = true
+                case .unavailable:
+                    break
+                case .failed(let reason):
+                    reachable = true
+                    failures.append("the accessibility bus: \(reason)")
+                }
+            case .primary, .clipboard:
+                let primary = source == .primary
+                var commands: [[String]] = []
+                if env("WAYLAND_DISPLAY") != nil {
+                    if Processes.have("wl-paste") {
+                        commands.append(primary ? ["wl-paste", "--primary", "--no-newline"] : ["wl-paste", "--no-newline"])
+                    } else if missingTool == nil {
+                        missingTool = "wl-clipboard"
+                    }
+                }
+                if env("DISPLAY") != nil {
+                    if Processes.have("xclip") {
+                        commands.append(["xclip", "-o", "-selection", primary ? "primary" : "clipboard"])
+                    } else if Processes.have("xsel") {
+                        commands.append(["xsel", "-o", primary ? "-p" : "-b"])
+                    } else if missingTool?.hasSuffix("xclip") != true {
+                        missingTool = missingTool.map { $0 + " or xclip" } ?? "xclip"
+                    }
+                }
+                commands.removeAll { failedTools.contains($0[0]) }
+                if !commands.isEmpty { reachable = true }
+                let answers = capture(commands, deadline: monotonicNanoseconds() + UInt64(timeout) * 1_000_000, timeout: timeout)
+                // In the order asked: Wayland's selection before XWayland's.
+                for (command, answer) in zip(commands, answers) {
+                    trace?("\(source.rawValue): \(command[0]): \(answer)")
+                    switch answer {
+                    case .text(let bytes):
+                        let text = try TextInput.decode(bytes, source: "The selection")
+                        if !text.allSatisfy(\.isWhitespace) { return Found(text: text, source: "\(source.rawValue) (\(command[0]))") }
+                        answered = true
+                    case .empty:
+                        answered = true
+                    case .failed(let message):
+                        // The same tool would fail the same way for the clipboard.
+                        failedTools.insert(command[0])
+                        failures.append(message)
+                    }
+                }
             }
         }
         if let bytes = try readyStandardInput() {
-            return try TextInput.decode(bytes, source: "Standard input")
+            return Found(text: try TextInput.decode(bytes, source: "Standard input"), source: "standard input")
         }
-        if let missingTool, !answered {
+        if answered { return nil }
+        if let missingTool {
             throw Unreadable(reason: "Cannot read the selection: install \(missingTool)")
         }
-        if !failures.isEmpty && !answered {
+        if !failures.isEmpty {
             throw Unreadable(reason: "Cannot read the selection: " + failures.joined(separator: "; "))
         }
-        if commands.isEmpty && missingTool == nil {
-            throw UserError("There is no X display or Wayland session (DISPLAY and WAYLAND_DISPLAY are unset) and nothing is piped in: run it in your desktop session, or pipe the text in (echo text | speak-selection).")
+        if !reachable {
+            throw UserError("There is no X display, Wayland session or accessibility bus (DISPLAY, WAYLAND_DISPLAY and DBUS_SESSION_BUS_ADDRESS are unset) and nothing is piped in: run it in your desktop session, or pipe the text in (echo text | speak-selection -).")
         }
         return nil
     }
@@ -291,53 +381,92 @@ enum Selection {
         case failed(String)
     }
 
-    /// Runs `argv` until `deadline` (monotonic nanoseconds) and says what it answered.
-    static func capture(_ argv: [String], deadline: UInt64) -> Answer {
-        var out: [Int32] = [0, 0], err: [Int32] = [0, 0]
-        guard pipe(&out) == 0 else { return .failed("\(argv[0]): cannot make a pipe") }
-        guard pipe(&err) == 0 else {
-            close(out[0]); close(out[1])
-            return .failed("\(argv[0]): cannot make a pipe")
+    /// Runs every command at once until `deadline` (monotonic nanoseconds) and says what each
+    /// answered, in the same order. `timeout` (ms) is only for the message of one that is late.
+    static func capture(_ commands: [[String]], deadline: UInt64, timeout: Int) -> [Answer] {
+        struct Running {
+            var argv: [String]
+            var pid: pid_t?
+            var out: Int32 = -1, err: Int32 = -1
+            var output: [UInt8] = [], errors: [UInt8] = []
+            var failure: String?
+            var timedOut = false
         }
-        let pid = Processes.spawn(argv, stdout: out[1], stderr: err[1])
-        close(out[1])
-        close(err[1])
-        defer { close(out[0]); close(err[0]) }
-        guard let pid else { return .failed("\(argv[0]) could not be started") }
-        var output: [UInt8] = [], errors: [UInt8] = []
+        var running: [Running] = commands.map { argv in
+            var r = Running(argv: argv)
+            var out: [Int32] = [0, 0], err: [Int32] = [0, 0]
+            guard pipe(&out) == 0 else {
+                r.failure = "\(argv[0]): cannot make a pipe"
+                return r
+            }
+            guard pipe(&err) == 0 else {
+                close(out[0])
+                close(out[1])
+                r.failure = "\(argv[0]): cannot make a pipe"
+                return r
+            }
+            // Not inherited by the other tools started here.
+            _ = fcntl(out[0], F_SETFD, FD_CLOEXEC)
+            _ = fcntl(err[0], F_SETFD, FD_CLOEXEC)
+            r.pid = Processes.spawn(argv, stdout: out[1], stderr: err[1])
+            close(out[1])
+            close(err[1])
+            r.out = out[0]
+            r.err = err[0]
+            if r.pid == nil { r.failure = "\(argv[0]) could not be started" }
+            return r
+        }
         var buffer = [UInt8](repeating: 0, count: 65536)
-        var open = [out[0], err[0]]
-        var timedOut = false
-        while !open.isEmpty {
+        while true {
+            var fds: [pollfd] = [], owners: [Int] = []
+            for (i, r) in running.enumerated() where r.pid != nil {
+                for fd in [r.out, r.err] where fd >= 0 {
+                    fds.append(pollfd(fd: fd, events: Int16(POLLIN), revents: 0))
+                    owners.append(i)
+                }
+            }
+            if fds.isEmpty { break }
             let now = monotonicNanoseconds()
-            if now >= deadline { timedOut = true; kill(pid, SIGKILL); break }
-            var fds = open.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
+            if now >= deadline {
+                for i in Set(owners) {
+                    running[i].timedOut = true
+                    if let pid = running[i].pid { kill(pid, SIGKILL) }
+                }
+                break
+            }
             let r = poll(&fds, nfds_t(fds.count), Int32((deadline - now) / 1_000_000) + 1)
             if r < 0 && errno == EINTR { continue }
             if r <= 0 { continue }
-            for p in fds where p.revents != 0 {
+            for (p, i) in zip(fds, owners) where p.revents != 0 {
                 let n = Glibc.read(p.fd, &buffer, buffer.count)
                 if n < 0 && errno == EINTR { continue }
                 if n <= 0 {
-                    open.removeAll { $0 == p.fd }
-                } else if p.fd == out[0] {
-                    output += buffer[0..<n]
-                } else if errors.count < 4096 {
-                    errors += buffer[0..<n]
+                    if p.fd == running[i].out { running[i].out = -1 } else { running[i].err = -1 }
+                    close(p.fd)
+                } else if p.fd == running[i].out {
+                    running[i].output += buffer[0..<n]
+                } else if running[i].errors.count < 4096 {
+                    running[i].errors += buffer[0..<n]
                 }
             }
         }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        if timedOut { return .failed("\(argv[0]) did not answer within \(deadlineNanoseconds / 1_000_000) ms") }
-        if status == 0 { return .text(output) }
-        let message = String(decoding: errors, as: UTF8.self)
-            .split(separator: "\n").first.map { String($0).trimmed() } ?? ""
-        let lower = message.lowercased()
-        if ["not available", "nothing is copied", "no selection", "no suitable type"].contains(where: { lower.contains($0) }) {
-            return .empty
+        return running.map { r in
+            if r.out >= 0 { close(r.out) }
+            if r.err >= 0 { close(r.err) }
+            if let failure = r.failure { return .failed(failure) }
+            guard let pid = r.pid else { return .failed("\(r.argv[0]) could not be started") }
+            var status: Int32 = 0
+            while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+            if r.timedOut { return .failed("\(r.argv[0]) did not answer within \(timeout) ms") }
+            if status == 0 { return .text(r.output) }
+            let message = String(decoding: r.errors, as: UTF8.self)
+                .split(separator: "\n").first.map { String($0).trimmed() } ?? ""
+            let lower = message.lowercased()
+            if ["not available", "nothing is copied", "no selection", "no suitable type"].contains(where: { lower.contains($0) }) {
+                return .empty
+            }
+            return .failed(message.isEmpty ? "\(r.argv[0]) failed (status \((status >> 8) & 0xFF))" : "\(r.argv[0]): \(message)")
         }
-        return .failed(message.isEmpty ? "\(argv[0]) failed (status \((status >> 8) & 0xFF))" : "\(argv[0]): \(message)")
     }
 }
 
@@ -350,6 +479,10 @@ struct SelectionSettings {
     var notify = false
     /// How far to lower other audio while speaking, in dB (nil: not at all).
     var duck: Double?
+    /// Where to look for the selected text, in order.
+    var sources = Selection.Source.defaults
+    /// How long each source may take, in milliseconds.
+    var timeout = Selection.defaultTimeoutMilliseconds
 
     static let template = """
         # Parla speak-selection settings. One "key = value" per line; '#' starts a comment.
@@ -374,6 +507,14 @@ struct SelectionSettings {
         # Lower other audio (music, videos) while speaking: true (by 15 dB), false, or the
         # number of dB, 1–60.
         # duck = false
+
+        # Where to look for the selected text, in order: accessibility (the focused
+        # application's selection, as screen readers read it), primary (the highlighted text,
+        # through wl-paste or xclip), clipboard (what was last copied).
+        # sources = accessibility, primary
+
+        # How long each source may take to answer, in milliseconds.
+        # timeout = 50
 
         """
 
@@ -401,6 +542,19 @@ struct SelectionSettings {
         guard let file = fopen(path, "wx") else { return }  // never overwrite
         fputs(template, file)
         fclose(file)
+    }
+
+    /// A list of sources, like "accessibility, primary".
+    static func parseSources(_ value: String) -> Result<[Selection.Source], UserError> {
+        var sources: [Selection.Source] = []
+        for name in value.split(separator: ",").map({ $0.trimmed().lowercased() }) {
+            guard let source = Selection.Source(rawValue: name) else {
+                return .failure(UserError("sources must be some of accessibility, primary and clipboard, separated by commas, not '\(name)'"))
+            }
+            if !sources.contains(source) { sources.append(source) }
+        }
+        if sources.isEmpty { return .failure(UserError("sources must name at least one of accessibility, primary and clipboard")) }
+        return .success(sources)
     }
 
     static func parse(_ text: String, path: String) throws -> SelectionSettings {
@@ -442,8 +596,16 @@ struct SelectionSettings {
                 } else {
                     throw fail("duck must be true, false or a number of dB from 1 to 60, not '\(value)'")
                 }
+            case "sources":
+                switch parseSources(value) {
+                case .success(let sources): s.sources = sources
+                case .failure(let error): throw fail(error.description)
+                }
+            case "timeout":
+                guard let ms = Int(value), (1...10_000).contains(ms) else { throw fail("timeout must be a number of milliseconds from 1 to 10000, not '\(value)'") }
+                s.timeout = ms
             default:
-                throw fail("unknown setting '\(key)' (the settings are rate, voice, languages, device, notify and duck)")
+                throw fail("unknown setting '\(key)' (the settings are rate, voice, languages, device, notify, duck, sources and timeout)")
             }
         }
         return s
@@ -458,7 +620,7 @@ extension StringProtocol {
 }
 
 /// An error the user can act on: printed as "Error: …" without the usage text.
-struct UserError: Error, CustomStringConvertible {
+struct UserError: Error, CustomStringConvertible, Equatable {
     var description: String
     init(_ description: String) { self.description = description }
 }

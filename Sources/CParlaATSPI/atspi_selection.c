@@ -1,0 +1,477 @@
+// The selection of the focused application, read over the AT-SPI accessibility bus with
+// libdbus (already loaded by libpulse, so this costs no new library). Every call has a deadline,
+// and every reply's signature is checked before it is read: applications are untrusted.
+
+#include "parla_atspi.h"
+
+#include <dbus/dbus.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#define ATSPI_STATE_ACTIVE 1
+#define ATSPI_STATE_FOCUSED 12
+#define MATCH_ALL 1
+#define SORT_ORDER_CANONICAL 1
+/// At most this many applications, windows and selections are looked at.
+#define MAX_OBJECTS 256
+#define MAX_SELECTIONS 16
+/// A selection longer than this (in characters) is cut: it is not something to read aloud.
+#define MAX_SELECTION_CHARS (1 << 20)
+
+typedef struct {
+    char *bus;
+    char *path;
+} Ref;
+
+typedef struct {
+    uint64_t deadline;
+    char *reason;
+    size_t reason_size;
+} Lookup;
+
+static uint64_t now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
+}
+
+/// Milliseconds left before the deadline, at least 1 (libdbus treats 0 as "now" inconsistently).
+static int remaining(const Lookup *l) {
+    uint64_t now = now_ms();
+    if (now >= l->deadline) return 0;
+    uint64_t r = l->deadline - now;
+    return r > 60000 ? 60000 : (int)r;
+}
+
+static void say(Lookup *l, const char *format, ...) {
+    if (!l->reason || l->reason_size == 0) return;
+    va_list args;
+    va_start(args, format);
+    vsnprintf(l->reason, l->reason_size, format, args);
+    va_end(args);
+}
+
+static void free_refs(Ref *refs, int n) {
+    for (int i = 0; i < n; i++) {
+        free(refs[i].bus);
+        free(refs[i].path);
+    }
+    free(refs);
+}
+
+/// A method call; NULL only when out of memory.
+static DBusMessage *method(const Ref *target, const char *interface, const char *name) {
+    return dbus_message_new_method_call(target->bus, target->path, interface, name);
+}
+
+/// Sends every message (consumed) and waits for all the replies until the deadline. A reply
+/// slot is NULL when nothing usable came back (an error, a timeout, no memory).
+static void call_all(DBusConnection *c, DBusMessage **messages, int n, DBusMessage **replies, Lookup *l) {
+    DBusPendingCall **pending = calloc((size_t)(n > 0 ? n : 1), sizeof *pending);
+    for (int i = 0; i < n; i++) {
+        replies[i] = NULL;
+        int ms = remaining(l);
+        if (pending && messages[i] && ms > 0) {
+            if (!dbus_connection_send_with_reply(c, messages[i], &pending[i], ms)) pending[i] = NULL;
+        }
+        if (messages[i]) dbus_message_unref(messages[i]);
+        messages[i] = NULL;
+    }
+    if (!pending) return;
+    dbus_connection_flush(c);
+    for (int i = 0; i < n; i++) {
+        if (!pending[i]) continue;
+        dbus_pending_call_block(pending[i]);
+        DBusMessage *reply = dbus_pending_call_steal_reply(pending[i]);
+        dbus_pending_call_unref(pending[i]);
+        if (reply && dbus_message_get_type(reply) == DBUS_MESSAGE_TYPE_METHOD_RETURN) {
+            replies[i] = reply;
+        } else if (reply) {
+            const char *error = dbus_message_get_error_name(reply);
+            if (error && strcmp(error, DBUS_ERROR_NO_REPLY) == 0) say(l, "an application did not answer in time");
+            dbus_message_unref(reply);
+        }
+    }
+    free(pending);
+}
+
+/// One call; NULL (with `reason` set) on an error or timeout.
+static DBusMessage *call(DBusConnection *c, DBusMessage *message, Lookup *l, const char *what) {
+    if (!message) return NULL;
+    int ms = remaining(l);
+    if (ms <= 0) {
+        dbus_message_unref(message);
+        say(l, "%s did not answer in time", what);
+        return NULL;
+    }
+    DBusError e;
+    dbus_error_init(&e);
+    DBusMessage *reply = dbus_connection_send_with_reply_and_block(c, message, ms, &e);
+    dbus_message_unref(message);
+    if (!reply) {
+        if (e.name && strcmp(e.name, DBUS_ERROR_NO_REPLY) == 0) {
+            say(l, "%s did not answer in time", what);
+        } else {
+            say(l, "%s: %s", what, e.message ? e.message : "failed");
+        }
+        dbus_error_free(&e);
+    }
+    return reply;
+}
+
+/// Opens a private connection and says Hello, within the deadline. NULL with `reason` set.
+static DBusConnection *open_bus(const char *address, Lookup *l, const char *what) {
+    DBusError e;
+    dbus_error_init(&e);
+    DBusConnection *c = dbus_connection_open_private(address, &e);
+    if (!c) {
+        say(l, "cannot connect to the %s: %s", what, e.message ? e.message : "failed");
+        dbus_error_free(&e);
+        return NULL;
+    }
+    dbus_connection_set_exit_on_disconnect(c, FALSE);
+    DBusMessage *hello = dbus_message_new_method_call(DBUS_SERVICE_DBUS, DBUS_PATH_DBUS, DBUS_INTERFACE_DBUS, "Hello");
+    DBusMessage *reply = call(c, hello, l, what);
+    const char *name = NULL;
+    if (!reply || !dbus_message_has_signature(reply, "s") ||
+        !dbus_message_get_args(reply, NULL, DBUS_TYPE_STRING, &name, DBUS_TYPE_INVALID) ||
+        !dbus_bus_set_unique_name(c, name)) {
+        if (reply) say(l, "the %s did not accept us", what);
+        if (reply) dbus_message_unref(reply);
+        dbus_connection_close(c);
+        dbus_connection_unref(c);
+        return NULL;
+    }
+    dbus_message_unref(reply);
+    return c;
+}
+
+/// The a(so) list in a reply (GetChildren, GetMatches), at most `limit` entries appended to
+/// *refs. Returns the new count, or -1 if the reply has another shape.
+static int read_refs(DBusMessage *reply, Ref **refs, int count, int limit) {
+    if (!reply || !dbus_message_has_signature(reply, "a(so)")) return -1;
+    DBusMessageIter it, array, entry;
+    dbus_message_iter_init(reply, &it);
+    dbus_message_iter_recurse(&it, &array);
+    while (dbus_message_iter_get_arg_type(&array) == DBUS_TYPE_STRUCT && count < limit) {
+        const char *bus = NULL, *path = NULL;
+        dbus_message_iter_recurse(&array, &entry);
+        dbus_message_iter_get_basic(&entry, &bus);
+        dbus_message_iter_next(&entry);
+        dbus_message_iter_get_basic(&entry, &path);
+        // The registry lists an application as (its bus name, its root); a null path means none.
+        // Names are checked here: libdbus aborts on an invalid one passed to its API.
+        if (bus && path && dbus_validate_bus_name(bus, NULL) && dbus_validate_path(path, NULL) &&
+            strcmp(path, "/org/a11y/atspi/null") != 0) {
+            Ref *grown = realloc(*refs, (size_t)(count + 1) * sizeof **refs);
+            if (!grown) return count;
+            *refs = grown;
+            (*refs)[count].bus = strdup(bus);
+            (*refs)[count].path = strdup(path);
+            if (!(*refs)[count].bus || !(*refs)[count].path) {
+                free((*refs)[count].bus);
+                free((*refs)[count].path);
+                return count;
+            }
+            count++;
+        }
+        dbus_message_iter_next(&array);
+    }
+    return count;
+}
+
+/// Whether a GetState reply ("au", a bit set over 64 states) has `state`.
+static int has_state(DBusMessage *reply, int state) {
+    if (!reply || !dbus_message_has_signature(reply, "au")) return 0;
+    DBusMessageIter it, array;
+    dbus_message_iter_init(reply, &it);
+    dbus_message_iter_recurse(&it, &array);
+    for (int word = 0; dbus_message_iter_get_arg_type(&array) == DBUS_TYPE_UINT32; word++) {
+        dbus_uint32_t bits = 0;
+        dbus_message_iter_get_basic(&array, &bits);
+        if (word == state / 32) return (bits >> (state % 32)) & 1;
+        dbus_message_iter_next(&array);
+    }
+    return 0;
+}
+
+/// The address of the accessibility bus: $AT_SPI_BUS_ADDRESS, else what org.a11y.Bus on the
+/// session bus says. NULL (reason set) when there is none; *unavailable says whether that is
+/// "no AT-SPI here" rather than a failure.
+static char *accessibility_bus(Lookup *l, int *unavailable) {
+    const char *direct = getenv("AT_SPI_BUS_ADDRESS");
+    if (direct && direct[0]) return strdup(direct);
+    *unavailable = 1;
+    char fallback[512];
+    const char *session = getenv("DBUS_SESSION_BUS_ADDRESS");
+    if (!session || !session[0]) {
+        const char *runtime = getenv("XDG_RUNTIME_DIR");
+        struct stat st;
+        if (!runtime || !runtime[0]) {
+            say(l, "no session bus (DBUS_SESSION_BUS_ADDRESS is unset)");
+            return NULL;
+        }
+        snprintf(fallback, sizeof fallback, "%s/bus", runtime);
+        if (stat(fallback, &st) != 0) {
+            say(l, "no session bus (DBUS_SESSION_BUS_ADDRESS is unset)");
+            return NULL;
+        }
+        snprintf(fallback, sizeof fallback, "unix:path=%s/bus", runtime);
+        session = fallback;
+    }
+    // Never let libdbus start a bus of its own.
+    if (strncmp(session, "autolaunch:", 11) == 0) {
+        say(l, "no session bus (DBUS_SESSION_BUS_ADDRESS is %s)", session);
+        return NULL;
+    }
+    DBusConnection *c = open_bus(session, l, "session bus");
+    if (!c) return NULL;
+    Ref bus = {"org.a11y.Bus", "/org/a11y/bus"};
+    DBusMessage *reply = call(c, method(&bus, "org.a11y.Bus", "GetAddress"), l, "the accessibility bus launcher");
+    char *address = NULL;
+    const char *value = NULL;
+    if (reply && dbus_message_has_signature(reply, "s") &&
+        dbus_message_get_args(reply, NULL, DBUS_TYPE_STRING, &value, DBUS_TYPE_INVALID) && value && value[0]) {
+        address = strdup(value);
+    } else if (reply) {
+        say(l, "the accessibility bus launcher gave no address");
+    } else {
+        *unavailable = 0;  // it exists and failed, or hung
+    }
+    if (reply) dbus_message_unref(reply);
+    dbus_connection_close(c);
+    dbus_connection_unref(c);
+    if (address) *unavailable = 0;
+    return address;
+}
+
+/// A GetMatches call asking `root` for its focused descendants.
+static DBusMessage *focused_query(const Ref *root) {
+    DBusMessage *m = method(root, "org.a11y.atspi.Collection", "GetMatches");
+    if (!m) return NULL;
+    DBusMessageIter it, rule, array, dict;
+    dbus_int32_t states[2] = {1 << ATSPI_STATE_FOCUSED, 0};
+    const dbus_int32_t *states_ptr = states;
+    dbus_int32_t all = MATCH_ALL, count = 4;
+    dbus_bool_t invert = FALSE, traverse = TRUE;
+    dbus_uint32_t sort = SORT_ORDER_CANONICAL;
+    int ok = 1;
+    dbus_message_iter_init_append(m, &it);
+    ok &= dbus_message_iter_open_container(&it, DBUS_TYPE_STRUCT, NULL, &rule);
+    ok &= dbus_message_iter_open_container(&rule, DBUS_TYPE_ARRAY, "i", &array);
+    ok &= dbus_message_iter_append_fixed_array(&array, DBUS_TYPE_INT32, &states_ptr, 2);
+    ok &= dbus_message_iter_close_container(&rule, &array);
+    ok &= dbus_message_iter_append_basic(&rule, DBUS_TYPE_INT32, &all);
+    ok &= dbus_message_iter_open_container(&rule, DBUS_TYPE_ARRAY, "{ss}", &dict);
+    ok &= dbus_message_iter_close_container(&rule, &dict);
+    ok &= dbus_message_iter_append_basic(&rule, DBUS_TYPE_INT32, &all);
+    ok &= dbus_message_iter_open_container(&rule, DBUS_TYPE_ARRAY, "i", &array);
+    ok &= dbus_message_iter_close_container(&rule, &array);
+    ok &= dbus_message_iter_append_basic(&rule, DBUS_TYPE_INT32, &all);
+    ok &= dbus_message_iter_open_container(&rule, DBUS_TYPE_ARRAY, "s", &array);
+    ok &= dbus_message_iter_close_container(&rule, &array);
+    ok &= dbus_message_iter_append_basic(&rule, DBUS_TYPE_INT32, &all);
+    ok &= dbus_message_iter_append_basic(&rule, DBUS_TYPE_BOOLEAN, &invert);
+    ok &= dbus_message_iter_close_container(&it, &rule);
+    ok &= dbus_message_iter_append_basic(&it, DBUS_TYPE_UINT32, &sort);
+    ok &= dbus_message_iter_append_basic(&it, DBUS_TYPE_INT32, &count);
+    ok &= dbus_message_iter_append_basic(&it, DBUS_TYPE_BOOLEAN, &traverse);
+    if (!ok) {
+        dbus_message_unref(m);
+        return NULL;
+    }
+    return m;
+}
+
+/// Appends `piece` (and a newline before it if `out` is not empty). 0 when out of memory.
+static int append(char **out, size_t *length, const char *piece) {
+    size_t n = strlen(piece);
+    if (n == 0) return 1;
+    size_t extra = n + (*length ? 1 : 0);
+    char *grown = realloc(*out, *length + extra + 1);
+    if (!grown) return 0;
+    *out = grown;
+    if (*length) (*out)[(*length)++] = '\n';
+    memcpy(*out + *length, piece, n);
+    *length += n;
+    (*out)[*length] = 0;
+    return 1;
+}
+
+/// The selected text of `object`: 1 with *text set, 0 when it has none (or no Text interface).
+static int selected_text(DBusConnection *c, const Ref *object, char **text, Lookup *l) {
+    DBusMessage *reply = call(c, method(object, "org.a11y.atspi.Text", "GetNSelections"), l, "the focused application");
+    dbus_int32_t n = 0;
+    int ok = reply && dbus_message_has_signature(reply, "i") &&
+        dbus_message_get_args(reply, NULL, DBUS_TYPE_INT32, &n, DBUS_TYPE_INVALID);
+    if (reply) dbus_message_unref(reply);
+    if (!ok || n <= 0) return 0;
+    if (n > MAX_SELECTIONS) n = MAX_SELECTIONS;
+    char *out = NULL;
+    size_t length = 0;
+    for (dbus_int32_t i = 0; i < n; i++) {
+        DBusMessage *m = method(object, "org.a11y.atspi.Text", "GetSelection");
+        if (!m || !dbus_message_append_args(m, DBUS_TYPE_INT32, &i, DBUS_TYPE_INVALID)) {
+            if (m) dbus_message_unref(m);
+            break;
+        }
+        reply = call(c, m, l, "the focused application");
+        dbus_int32_t start = 0, end = 0;
+        ok = reply && dbus_message_has_signature(reply, "ii") &&
+            dbus_message_get_args(reply, NULL, DBUS_TYPE_INT32, &start, DBUS_TYPE_INT32, &end, DBUS_TYPE_INVALID);
+        if (reply) dbus_message_unref(reply);
+        if (!ok) break;
+        if (start > end) {
+            dbus_int32_t t = start;
+            start = end;
+            end = t;
+        }
+        if (start < 0 || end <= start) continue;
+        if (end - start > MAX_SELECTION_CHARS) end = start + MAX_SELECTION_CHARS;
+        m = method(object, "org.a11y.atspi.Text", "GetText");
+        if (!m || !dbus_message_append_args(m, DBUS_TYPE_INT32, &start, DBUS_TYPE_INT32, &end, DBUS_TYPE_INVALID)) {
+            if (m) dbus_message_unref(m);
+            break;
+        }
+        reply = call(c, m, l, "the focused application");
+        const char *piece = NULL;
+        // libdbus has checked that a string argument is valid UTF-8.
+        if (reply && dbus_message_has_signature(reply, "s") &&
+            dbus_message_get_args(reply, NULL, DBUS_TYPE_STRING, &piece, DBUS_TYPE_INVALID) && piece) {
+            if (!append(&out, &length, piece)) {
+                dbus_message_unref(reply);
+                break;
+            }
+        }
+        if (reply) dbus_message_unref(reply);
+    }
+    if (!out) return 0;
+    *text = out;
+    return 1;
+}
+
+/// Sends `make(ref)` to every ref and returns the replies (NULL slots for failures).
+static DBusMessage **ask_all(DBusConnection *c, const Ref *refs, int n, DBusMessage *(*make)(const Ref *), Lookup *l) {
+    DBusMessage **messages = calloc((size_t)(n > 0 ? n : 1), sizeof *messages);
+    DBusMessage **replies = calloc((size_t)(n > 0 ? n : 1), sizeof *replies);
+    if (!messages || !replies) {
+        free(messages);
+        free(replies);
+        return NULL;
+    }
+    for (int i = 0; i < n; i++) messages[i] = make(&refs[i]);
+    call_all(c, messages, n, replies, l);
+    free(messages);
+    return replies;
+}
+
+static void free_replies(DBusMessage **replies, int n) {
+    if (!replies) return;
+    for (int i = 0; i < n; i++)
+        if (replies[i]) dbus_message_unref(replies[i]);
+    free(replies);
+}
+
+static DBusMessage *children_query(const Ref *r) { return method(r, "org.a11y.atspi.Accessible", "GetChildren"); }
+static DBusMessage *state_query(const Ref *r) { return method(r, "org.a11y.atspi.Accessible", "GetState"); }
+
+int parla_atspi_selection(int timeout_ms, char **text, char *reason, size_t reason_size) {
+    Lookup l = {now_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 1), reason, reason_size};
+    if (reason && reason_size) reason[0] = 0;
+    *text = NULL;
+    int unavailable = 0;
+    char *address = accessibility_bus(&l, &unavailable);
+    if (!address) return unavailable ? PARLA_ATSPI_UNAVAILABLE : PARLA_ATSPI_FAILED;
+    DBusConnection *c = open_bus(address, &l, "accessibility bus");
+    free(address);
+    if (!c) return PARLA_ATSPI_FAILED;
+
+    int result = PARLA_ATSPI_NOTHING;
+    Ref root = {"org.a11y.atspi.Registry", "/org/a11y/atspi/accessible/root"};
+    Ref *apps = NULL, *windows = NULL, *active = NULL, *focused = NULL;
+    int napps = 0, nwindows = 0, nactive = 0, nfocused = 0;
+    DBusMessage **replies = NULL;
+
+    DBusMessage *reply = call(c, children_query(&root), &l, "the accessibility registry");
+    if (!reply) {
+        result = PARLA_ATSPI_FAILED;
+        goto done;
+    }
+    napps = read_refs(reply, &apps, 0, MAX_OBJECTS);
+    dbus_message_unref(reply);
+    if (napps <= 0) {
+        say(&l, "no application is on the accessibility bus");
+        result = PARLA_ATSPI_UNAVAILABLE;
+        goto done;
+    }
+    // Every application's windows, then every window's state, each round asked all at once.
+    replies = ask_all(c, apps, napps, children_query, &l);
+    if (!replies) goto done;
+    for (int i = 0; i < napps; i++) {
+        int n = read_refs(replies[i], &windows, nwindows, MAX_OBJECTS);
+        if (n > nwindows) nwindows = n;
+    }
+    free_replies(replies, napps);
+    replies = ask_all(c, windows, nwindows, state_query, &l);
+    if (!replies) goto done;
+    for (int i = 0; i < nwindows; i++) {
+        if (!has_state(replies[i], ATSPI_STATE_ACTIVE)) continue;
+        Ref *grown = realloc(active, (size_t)(nactive + 1) * sizeof *active);
+        if (!grown) break;
+        active = grown;
+        active[nactive].bus = strdup(windows[i].bus);
+        active[nactive].path = strdup(windows[i].path);
+        if (!active[nactive].bus || !active[nactive].path) {
+            free(active[nactive].bus);
+            free(active[nactive].path);
+            break;
+        }
+        nactive++;
+    }
+    free_replies(replies, nwindows);
+    replies = NULL;
+    if (nactive == 0) {
+        if (remaining(&l) == 0) {
+            say(&l, "the applications did not answer in time");
+            result = PARLA_ATSPI_FAILED;
+        } else {
+            say(&l, "no active window is on the accessibility bus");
+        }
+        goto done;
+    }
+    replies = ask_all(c, active, nactive, focused_query, &l);
+    if (!replies) goto done;
+    for (int i = 0; i < nactive; i++) {
+        int n = read_refs(replies[i], &focused, nfocused, MAX_OBJECTS);
+        if (n > nfocused) nfocused = n;
+    }
+    free_replies(replies, nactive);
+    replies = NULL;
+    for (int i = 0; i < nfocused && result == PARLA_ATSPI_NOTHING; i++) {
+        if (!focused[i].bus || !focused[i].path) continue;
+        if (selected_text(c, &focused[i], text, &l)) result = PARLA_ATSPI_TEXT;
+    }
+    if (result == PARLA_ATSPI_NOTHING) {
+        if (remaining(&l) == 0) {
+            say(&l, "the focused application did not answer in time");
+            result = PARLA_ATSPI_FAILED;
+        } else if (nfocused == 0) {
+            say(&l, "nothing in the active window has the focus");
+        } else {
+            say(&l, "the focused object has no selected text");
+        }
+    }
+done:
+    if (apps) free_refs(apps, napps > 0 ? napps : 0);
+    if (windows) free_refs(windows, nwindows);
+    if (active) free_refs(active, nactive);
+    if (focused) free_refs(focused, nfocused);
+    dbus_connection_close(c);
+    dbus_connection_unref(c);
+    return result;
+}
