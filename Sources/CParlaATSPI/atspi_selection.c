@@ -5,6 +5,7 @@
 #include "parla_atspi.h"
 
 #include <dbus/dbus.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -380,7 +381,7 @@ static void free_replies(DBusMessage **replies, int n) {
 static DBusMessage *children_query(const Ref *r) { return method(r, "org.a11y.atspi.Accessible", "GetChildren"); }
 static DBusMessage *state_query(const Ref *r) { return method(r, "org.a11y.atspi.Accessible", "GetState"); }
 
-int parla_atspi_selection(int timeout_ms, char **text, char *reason, size_t reason_size) {
+static int lookup(int timeout_ms, char **text, char *reason, size_t reason_size) {
     Lookup l = {now_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 1), reason, reason_size};
     if (reason && reason_size) reason[0] = 0;
     *text = NULL;
@@ -473,5 +474,97 @@ done:
     if (focused) free_refs(focused, nfocused);
     dbus_connection_close(c);
     dbus_connection_unref(c);
+    return result;
+}
+
+// libdbus waits without a timeout while it authenticates a new connection, so a bus that
+// accepts the connection and then says nothing (a wedged session) would hold the caller
+// forever. The lookup therefore runs on a thread of its own; the caller waits for it until the
+// deadline and then gives up on it. The thread finishes, or stays blocked until the process
+// exits; whichever of the two lets go of the job last frees it.
+
+typedef struct {
+    pthread_mutex_t mutex;
+    pthread_cond_t done_changed;
+    int done, references, timeout_ms, result;
+    char *text;
+    char reason[512];
+} Job;
+
+static void release(Job *job) {
+    pthread_mutex_lock(&job->mutex);
+    int last = --job->references == 0;
+    pthread_mutex_unlock(&job->mutex);
+    if (!last) return;
+    free(job->text);
+    pthread_cond_destroy(&job->done_changed);
+    pthread_mutex_destroy(&job->mutex);
+    free(job);
+}
+
+static void *run_job(void *argument) {
+    Job *job = argument;
+    char *text = NULL;
+    char reason[sizeof job->reason];
+    reason[0] = 0;
+    int result = lookup(job->timeout_ms, &text, reason, sizeof reason);
+    pthread_mutex_lock(&job->mutex);
+    job->result = result;
+    job->text = text;
+    memcpy(job->reason, reason, sizeof reason);
+    job->done = 1;
+    pthread_cond_signal(&job->done_changed);
+    pthread_mutex_unlock(&job->mutex);
+    release(job);
+    return NULL;
+}
+
+int parla_atspi_selection(int timeout_ms, char **text, char *reason, size_t reason_size) {
+    *text = NULL;
+    if (reason && reason_size) reason[0] = 0;
+    if (timeout_ms < 1) timeout_ms = 1;
+    Job *job = calloc(1, sizeof *job);
+    if (!job) return PARLA_ATSPI_FAILED;
+    pthread_condattr_t attributes;
+    pthread_condattr_init(&attributes);
+    pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC);
+    pthread_cond_init(&job->done_changed, &attributes);
+    pthread_condattr_destroy(&attributes);
+    pthread_mutex_init(&job->mutex, NULL);
+    job->references = 2;
+    job->timeout_ms = timeout_ms;
+    pthread_attr_t thread_attributes;
+    pthread_attr_init(&thread_attributes);
+    pthread_attr_setdetachstate(&thread_attributes, PTHREAD_CREATE_DETACHED);
+    pthread_t thread;
+    if (pthread_create(&thread, &thread_attributes, run_job, job) != 0) {
+        pthread_attr_destroy(&thread_attributes);
+        job->references = 1;
+        release(job);
+        if (reason && reason_size) snprintf(reason, reason_size, "cannot start a thread");
+        return PARLA_ATSPI_FAILED;
+    }
+    pthread_attr_destroy(&thread_attributes);
+    // A little past the lookup's own deadline, so that its calls time out by themselves.
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    long long ns = (long long)until.tv_nsec + ((long long)timeout_ms + 20) * 1000000LL;
+    until.tv_sec += (time_t)(ns / 1000000000LL);
+    until.tv_nsec = (long)(ns % 1000000000LL);
+    int result = PARLA_ATSPI_FAILED;
+    pthread_mutex_lock(&job->mutex);
+    while (!job->done) {
+        if (pthread_cond_timedwait(&job->done_changed, &job->mutex, &until) != 0 && !job->done) break;
+    }
+    if (job->done) {
+        result = job->result;
+        *text = job->text;
+        job->text = NULL;
+        if (reason && reason_size) snprintf(reason, reason_size, "%s", job->reason);
+    } else if (reason && reason_size) {
+        snprintf(reason, reason_size, "the accessibility bus did not answer in time");
+    }
+    pthread_mutex_unlock(&job->mutex);
+    release(job);
     return result;
 }

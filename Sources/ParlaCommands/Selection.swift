@@ -547,7 +547,7 @@ struct SelectionSettings {
     /// A list of sources, like "accessibility, primary".
     static func parseSources(_ value: String) -> Result<[Selection.Source], UserError> {
         var sources: [Selection.Source] = []
-        for name in value.split(separator: ",").map({ $0.trimmed().lowercased() }) {
+        for name in value.split(separator: ",").map({ $0.trimmed().lowercased() }) where !name.isEmpty {
             guard let source = Selection.Source(rawValue: name) else {
                 return .failure(UserError("sources must be some of accessibility, primary and clipboard, separated by commas, not '\(name)'"))
             }

@@ -65,6 +65,8 @@ struct SpeakSelectionTests {
                 "DISPLAY": display?.display, "WAYLAND_DISPLAY": nil, "PULSE_SERVER": server.server,
                 "XDG_RUNTIME_DIR": home.path, "XDG_CONFIG_HOME": home.appendingPathComponent("config").path,
                 "LANG": "C.UTF-8", "LANGUAGE": nil,
+                // No accessibility bus unless a test starts one (AccessibleApp).
+                "DBUS_SESSION_BUS_ADDRESS": nil, "AT_SPI_BUS_ADDRESS": nil,
             ]
         }
 
@@ -72,16 +74,24 @@ struct SpeakSelectionTests {
             Session(server: try await TestAudioServer.start(), display: display ? try await TestDisplay() : nil, home: try makeTemporaryDirectory())
         }
 
-        func run(_ args: [String] = [], stdin: Data? = nil) async throws -> ProcessResult {
-            let env = environment
-            return try await offPool { try runProcess(SpeakSelectionTests.binary, args, stdin: stdin, environment: env) }
+        /// Each source may take 3 s here instead of 50 ms: on a machine busy with the rest of
+        /// the suite, starting xclip alone can take longer than that.
+        static func slowMachine(_ args: [String]) -> [String] {
+            args.contains("--timeout") || args.contains("--stop") ? args : ["--timeout", "3000"] + args
+        }
+
+        func run(_ args: [String] = [], stdin: Data? = nil, environment extra: [String: String?] = [:]) async throws -> ProcessResult {
+            var env = environment
+            for (k, v) in extra { env[k] = v }
+            let environment = env
+            return try await offPool { try runProcess(SpeakSelectionTests.binary, Session.slowMachine(args), stdin: stdin, environment: environment) }
         }
 
         /// Starts speak-selection without waiting for it.
         func launch(_ args: [String] = []) throws -> Process {
             let p = Process()
             p.executableURL = URL(fileURLWithPath: SpeakSelectionTests.binary)
-            p.arguments = args
+            p.arguments = Session.slowMachine(args)
             var env = ProcessInfo.processInfo.environment
             for (k, v) in environment { env[k] = v }
             p.environment = env
@@ -186,7 +196,7 @@ struct SpeakSelectionTests {
         let env = s.environment
         let r = try await offPool { try runProcess("/bin/sh", ["-c", "\(SpeakSelectionTests.binary) </dev/null"], environment: env) }
         #expect(r.status != 0)
-        #expect(r.error.contains("no X display or Wayland session"))
+        #expect(r.error.contains("no X display, Wayland session or accessibility bus"))
         #expect(!r.error.contains("Usage:"))
     }
 
@@ -195,7 +205,7 @@ struct SpeakSelectionTests {
     func runWithOpenPipe(_ s: Session, _ args: [String] = [], written: String = "") async throws -> (status: Int32, error: String) {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: SpeakSelectionTests.binary)
-        p.arguments = args
+        p.arguments = Session.slowMachine(args)
         var env = ProcessInfo.processInfo.environment
         for (k, v) in s.environment { env[k] = v }
         p.environment = env
@@ -263,7 +273,7 @@ struct SpeakSelectionTests {
         env["WAYLAND_DISPLAY"] = "wayland-parla-test"
         env["PATH"] = tools.path + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin")
         let failingEnv = env
-        let failing = try await offPool { try runProcess(SpeakSelectionTests.binary, [], environment: failingEnv) }
+        let failing = try await offPool { try runProcess(SpeakSelectionTests.binary, Session.slowMachine([]), environment: failingEnv) }
         #expect(failing.status == 1)
         #expect(failing.error.contains("Cannot read the selection: wl-paste: Failed to connect to a Wayland server"), "\(failing.error)")
         #expect(s.server.recorder.loudSampleTimes().count > 1000)  // spoken
@@ -274,7 +284,7 @@ struct SpeakSelectionTests {
         try FileManager.default.removeItem(at: tools.appendingPathComponent("wl-paste"))
         env["PATH"] = tools.path
         let missingEnv = env
-        let missing = try await offPool { try runProcess(SpeakSelectionTests.binary, [], environment: missingEnv) }
+        let missing = try await offPool { try runProcess(SpeakSelectionTests.binary, Session.slowMachine([]), environment: missingEnv) }
         #expect(missing.status == 1)
         #expect(missing.error.contains("Cannot read the selection: install wl-clipboard"), "\(missing.error)")
     }
@@ -289,7 +299,7 @@ struct SpeakSelectionTests {
         env["WAYLAND_DISPLAY"] = "wayland-parla-test"
         env["PATH"] = tools.path + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin")
         let hangingEnv = env
-        let r = try await offPool { try runProcess(SpeakSelectionTests.binary, [], environment: hangingEnv) }
+        let r = try await offPool { try runProcess(SpeakSelectionTests.binary, ["--timeout", "1500"], environment: hangingEnv) }
         #expect(r.status == 0, "\(r.error)")
         #expect(r.error.contains("Languages: en"), "\(r.error)")
     }
@@ -308,6 +318,11 @@ struct SpeakSelectionTests {
         try "duck = loud\n".write(to: conf, atomically: true, encoding: .utf8)
         let r3 = try await s.run(["--config", conf.path])
         #expect(r3.error.contains("line 1: duck must be true, false or a number of dB from 1 to 60"))
+        try "timeout = 50\nsources = primary, selection\n".write(to: conf, atomically: true, encoding: .utf8)
+        let r4 = try await s.run(["--config", conf.path])
+        #expect(r4.error.contains("line 2: sources must be some of accessibility, primary and clipboard, separated by commas, not 'selection'"), "\(r4.error)")
+        let r5 = try await s.run(["--sources", " , "])
+        #expect(r5.status != 0 && r5.error.contains("sources must name at least one"), "\(r5.error)")
     }
 
     /// `duck = 12` in the settings lowers other audio by 12 dB while the selection is spoken.
@@ -355,7 +370,7 @@ struct SpeakSelectionTests {
         // gap between two processes started by this (possibly starved) test loses the speech,
         // until the session ends.
         let script = """
-            tmux new-session -d -s \(session) -x 100 -y 10 "env \(env) \(SpeakSelectionTests.binary) --config \(conf.path); sleep 3" || exit 3
+            tmux new-session -d -s \(session) -x 100 -y 10 "env \(env) \(SpeakSelectionTests.binary) --timeout 3000 --config \(conf.path); sleep 3" || exit 3
             end=$(( $(date +%s) + 25 ))
             while tmux has-session -t \(session) 2>/dev/null && [ $(date +%s) -lt $end ]; do
               tmux capture-pane -p -e -t \(session); echo ---; sleep 0.03
@@ -375,5 +390,88 @@ struct SpeakSelectionTests {
         let lastCapture = String(captures.suffix(600))
         #expect(highlighted.count >= 3, "highlighted: \(highlighted); the pane: \(lastCapture)")
         #expect(highlighted.isSubset(of: Set(sentence.split { !$0.isLetter }.map(String.init))))
+    }
+
+    /// Runs `speak-selection --print` until it prints `expected` (the accessible application
+    /// takes a moment to come up and register), for at most 30 s. Returns the last run.
+    func waitUntilPrinted(_ expected: String, _ s: Session, _ args: [String], environment: [String: String?]) async throws -> ProcessResult {
+        let deadline = Date().addingTimeInterval(30)
+        var last = try await s.run(["--print"] + args, environment: environment)
+        while last.output != expected + "\n" && Date() < deadline {
+            try await Task.sleep(for: .milliseconds(200))
+            last = try await s.run(["--print"] + args, environment: environment)
+        }
+        return last
+    }
+
+    /// The selection of the focused GTK application is read over the accessibility bus, as a
+    /// screen reader reads it: with no X display given to speak-selection at all, it is spoken
+    /// in its language; with the default sources it is found there before PRIMARY.
+    @Test func theFocusedApplicationsSelectionIsReadOverAccessibility() async throws {
+        let s = try await Session.start()
+        let app = try AccessibleApp(display: s.display!.display, text: "Hello world. Καλημέρα κόσμε.", selecting: 13..<28)
+        let bus: [String: String?] = ["DBUS_SESSION_BUS_ADDRESS": app.busAddress]
+        let found = try await waitUntilPrinted("Καλημέρα κόσμε.", s, ["--sources", "accessibility"], environment: bus)
+        #expect(found.status == 0 && found.output == "Καλημέρα κόσμε.\n", "\(found.output) \(found.error)")
+        #expect(found.error.contains("Source: accessibility (AT-SPI)"), "\(found.error)")
+
+        // Default sources, no X display: only the accessibility bus can answer.
+        var noDisplay = bus
+        noDisplay["DISPLAY"] = String?.none
+        let spoken = try await s.run([], environment: noDisplay)
+        #expect(spoken.status == 0, "\(spoken.error)")
+        #expect(spoken.error.contains("Languages: el"), "\(spoken.error)")
+        #expect(s.server.recorder.loudSampleTimes().count > 5000)
+
+        // With the display too, the accessibility bus is asked first; PRIMARY (which GTK also
+        // sets) answers when it comes first.
+        let first = try await s.run(["--print"], environment: bus)
+        #expect(first.error.contains("Source: accessibility (AT-SPI)"), "\(first.error)")
+        let primary = try await s.run(["--print", "--sources", "primary, accessibility"], environment: bus)
+        #expect(primary.error.contains("Source: primary (xclip)"), "\(primary.error)")
+        #expect(primary.output == "Καλημέρα κόσμε.\n")
+    }
+
+    /// An accessibility bus that takes the connection and never answers (a hung desktop
+    /// session) costs the lookup only its timeout, and says so; PRIMARY is then read.
+    @Test func aHungAccessibilityBusCostsOnlyItsTimeout() async throws {
+        let s = try await Session.start()
+        try s.display!.select("Hello there, from X.")
+        let dir = try makeTemporaryDirectory()
+        let path = dir.appendingPathComponent("hung-bus").path
+        let listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(listener) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (i, byte) in path.utf8.enumerated() where i < raw.count - 1 { raw[i] = byte }
+        }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        #expect(bound == 0 && listen(listener, 8) == 0)
+        let hung: [String: String?] = ["AT_SPI_BUS_ADDRESS": "unix:path=\(path)"]
+        let r = try await s.run(["--print", "--timeout", "300"], environment: hung)
+        #expect(r.status == 0, "\(r.error)")
+        #expect(r.output == "Hello there, from X.\n")
+        #expect(r.error.contains("accessibility: failed(") && r.error.contains("did not answer in time"), "\(r.error)")
+        #expect(r.error.contains("Source: primary (xclip)"), "\(r.error)")
+        // Spoken, too.
+        let spoken = try await s.run(["--timeout", "300"], environment: hung)
+        #expect(spoken.status == 0 && spoken.error.contains("Languages: en"), "\(spoken.error)")
+    }
+
+    /// The clipboard is read only when the sources setting asks for it: a user who copied
+    /// something long ago and selected nothing hears "Nothing selected".
+    @Test func theClipboardIsReadOnlyWhenAskedFor() async throws {
+        let s = try await Session.start()
+        try s.display!.select("Copied long ago.", selection: "clipboard")
+        let nothing = try await s.run(["--print"])
+        #expect(nothing.status == 1 && nothing.error.contains("Nothing selected"), "\(nothing.error)")
+        let conf = s.home.appendingPathComponent("clipboard.conf")
+        try "sources = primary, clipboard\n".write(to: conf, atomically: true, encoding: .utf8)
+        let copied = try await s.run(["--print", "--config", conf.path])
+        #expect(copied.status == 0 && copied.output == "Copied long ago.\n", "\(copied.error)")
+        #expect(copied.error.contains("Source: clipboard (xclip)"), "\(copied.error)")
     }
 }

@@ -1,0 +1,90 @@
+import Foundation
+import ParlaTestSupport
+
+/// A GTK 3 application on a private X display and a private session bus, with the AT-SPI
+/// accessibility bus that the session bus starts on demand (at-spi-bus-launcher), as on a
+/// desktop. It shows `text` in a text view with the characters `range` selected and focused.
+final class AccessibleApp: @unchecked Sendable {
+    let busAddress: String
+    let directory: URL
+    private let bus: Process
+    private let app: Process
+
+    static let script = """
+        import sys
+        import gi
+        gi.require_version("Gtk", "3.0")
+        from gi.repository import Gtk, GLib
+
+        text, start, end = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+        window = Gtk.Window(title="Parla selection test")
+        view = Gtk.TextView()
+        view.get_buffer().set_text(text)
+        window.add(view)
+        window.connect("destroy", Gtk.main_quit)
+        window.show_all()
+
+        def select():
+            buffer = view.get_buffer()
+            view.grab_focus()
+            buffer.select_range(buffer.get_iter_at_offset(start), buffer.get_iter_at_offset(end))
+            window.present()
+            return False
+
+        GLib.timeout_add(200, select)
+        Gtk.main()
+        """
+
+    /// Starts the bus and the application on `display`; the caller waits until the selection is
+    /// visible (``SpeakSelectionTests``' `--print` polling).
+    init(display: String, text: String, selecting range: Range<Int>) throws {
+        directory = try makeTemporaryDirectory()
+        let socket = directory.appendingPathComponent("bus").path
+        busAddress = "unix:path=\(socket)"
+        let environment: [String: String] = [
+            "PATH": "/usr/bin:/bin", "HOME": directory.path, "XDG_RUNTIME_DIR": directory.path,
+            "DISPLAY": display, "LANG": "C.UTF-8",
+        ]
+        // Foundation starts it in a process group of its own, which the accessibility bus and
+        // registry it starts on demand join: the group is killed at the end.
+        bus = Process()
+        bus.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-daemon")
+        bus.arguments = ["--session", "--nofork", "--nopidfile", "--address=\(busAddress)"]
+        bus.environment = environment
+        bus.standardOutput = FileHandle.nullDevice
+        bus.standardError = FileHandle.nullDevice
+        try bus.run()
+        guard getpgid(bus.processIdentifier) == bus.processIdentifier else {
+            kill(bus.processIdentifier, SIGKILL)
+            throw TestSetupError(message: "dbus-daemon does not lead a process group of its own: its services could not be stopped")
+        }
+        let deadline = Date().addingTimeInterval(20)
+        while !FileManager.default.fileExists(atPath: socket) && Date() < deadline { usleep(10_000) }
+        let scriptFile = directory.appendingPathComponent("app.py")
+        try Self.script.write(to: scriptFile, atomically: true, encoding: .utf8)
+        app = Process()
+        app.executableURL = URL(fileURLWithPath: "/usr/bin/python3")  // Debian's, with python3-gi
+        app.arguments = [scriptFile.path, text, String(range.lowerBound), String(range.upperBound)]
+        var appEnvironment = environment
+        appEnvironment["DBUS_SESSION_BUS_ADDRESS"] = busAddress
+        app.environment = appEnvironment
+        app.standardOutput = FileHandle.nullDevice
+        app.standardError = FileHandle.nullDevice
+        try app.run()
+    }
+
+    deinit {
+        kill(app.processIdentifier, SIGKILL)
+        var status: Int32 = 0
+        waitpid(app.processIdentifier, &status, 0)
+        kill(-bus.processIdentifier, SIGKILL)
+        kill(bus.processIdentifier, SIGKILL)
+        waitpid(bus.processIdentifier, &status, 0)
+        try? FileManager.default.removeItem(at: directory)
+    }
+}
+
+struct TestSetupError: Error, CustomStringConvertible {
+    var message: String
+    var description: String { message }
+}
