@@ -545,10 +545,10 @@ int parla_atspi_selection(int timeout_ms, char **text, char *reason, size_t reas
         return PARLA_ATSPI_FAILED;
     }
     pthread_attr_destroy(&thread_attributes);
-    // A little past the lookup's own deadline, so that its calls time out by themselves.
+    // The lookup's own calls time out at the same deadline.
     struct timespec until;
     clock_gettime(CLOCK_MONOTONIC, &until);
-    long long ns = (long long)until.tv_nsec + ((long long)timeout_ms + 20) * 1000000LL;
+    long long ns = (long long)until.tv_nsec + (long long)timeout_ms * 1000000LL;
     until.tv_sec += (time_t)(ns / 1000000000LL);
     until.tv_nsec = (long)(ns % 1000000000LL);
     int result = PARLA_ATSPI_FAILED;
@@ -562,7 +562,7 @@ int parla_atspi_selection(int timeout_ms, char **text, char *reason, size_t reas
         job->text = NULL;
         if (reason && reason_size) snprintf(reason, reason_size, "%s", job->reason);
     } else if (reason && reason_size) {
-        snprintf(reason, reason_size, "the accessibility bus did not answer in time");
+        snprintf(reason, reason_size, "the accessibility bus did not answer within %d ms", timeout_ms);
     }
     pthread_mutex_unlock(&job->mutex);
     release(job);

@@ -29,7 +29,7 @@ struct SelectionOptions: ParsableArguments {
     @Option(name: .customLong("sources"), help: ArgumentHelp("Where to look for the selected text, in order: accessibility, primary, clipboard (overrides the settings file; default accessibility,primary).", valueName: "list"))
     var sources: String?
 
-    @Option(name: .customLong("timeout"), help: ArgumentHelp("How long each source may take to answer, in milliseconds, 1–10000 (overrides the settings file; default 50).", valueName: "ms"))
+    @Option(name: .customLong("timeout"), help: ArgumentHelp("How long each source may take to answer, in milliseconds, 1–10000 (overrides the settings file; default 45).", valueName: "ms"))
     var timeout: Int?
 
     @Argument(help: ArgumentHelp("'-' to speak standard input instead of the selection (waits for it to end). Without it, piped text is spoken only when nothing is selected and the text is there at once.", valueName: "-"))
@@ -72,7 +72,7 @@ struct SelectionRun {
         screen readers do; no focus stealing, every desktop), then the PRIMARY selection (Wayland: \
         wl-paste --primary; X11: xclip or xsel), then text piped in that is there at once (an open, \
         empty pipe is never waited for); the sources setting changes the order and can add the \
-        clipboard. Each source gets 50 ms (the timeout setting). '-' speaks standard input \
+        clipboard. Each source gets 45 ms (the timeout setting). '-' speaks standard input \
         instead. When the selection cannot be read, the reason is printed, spoken and sent as a \
         desktop notification. Each part is spoken by a voice of \
         its language, with your rate, voice and preferred languages from the settings file. In a \
@@ -101,7 +101,7 @@ struct SelectionRun {
                 found = options.source == "-" ? Selection.Found(text: try TextInput.readStandardInput(), source: "standard input")
                     : try readSelection(settings) { printError("  \($0)") }
             } catch let failure as Selection.Unreadable {
-                printError(failure.reason + ".")
+                printError("\(failure.reason) (looked in \(String(format1: Double(monotonicNanoseconds() - started) / 1e6)) ms).")
                 throw ExitCode(1)
             }
             let ms = Double(monotonicNanoseconds() - started) / 1e6
@@ -235,7 +235,7 @@ enum Selection {
 
     /// The default time each source may take, in milliseconds: with the default two sources,
     /// the whole lookup takes at most 100 ms when nothing answers.
-    static let defaultTimeoutMilliseconds = 50
+    static let defaultTimeoutMilliseconds = 45
 
     /// Text found, and the name of the source it came from.
     struct Found {
@@ -270,7 +270,7 @@ enum Selection {
                     break
                 case .failed(let reason):
                     reachable = true
-                    failures.append("the accessibility bus: \(reason)")
+                    failures.append(reason.contains("accessibility") ? reason : "the accessibility bus: " + reason)
                 }
             case .primary, .clipboard:
                 let primary = source == .primary
@@ -514,7 +514,7 @@ struct SelectionSettings {
         # sources = accessibility, primary
 
         # How long each source may take to answer, in milliseconds.
-        # timeout = 50
+        # timeout = 45
 
         """
 
