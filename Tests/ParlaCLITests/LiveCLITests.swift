@@ -79,8 +79,9 @@ struct LiveCLITests {
         let full = try #require(music.level(from: now - 400_000_000, to: now))
         let p = Process()
         p.executableURL = URL(fileURLWithPath: CLITests.binary)
-        p.arguments = ["say", "--duck-by", "20", "--device", server.sink,
-                       "One two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen."]
+        // About 20 s of speech, so it is still speaking when killed even on a loaded machine.
+        let text = (1...4).map { _ in "One two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen." }
+        p.arguments = ["say", "--duck-by", "20", "--device", server.sink, text.joined(separator: " ")]
         var env = ProcessInfo.processInfo.environment
         env["PULSE_SERVER"] = server.server
         p.environment = env
