@@ -465,6 +465,10 @@ enum Selection {
             if ["not available", "nothing is copied", "no selection", "no suitable type"].contains(where: { lower.contains($0) }) {
                 return .empty
             }
+            if r.argv[0] == "wl-paste" && (lower.contains("missing a seat") || lower.contains("does not support") || lower.contains("doesn't support")) {
+                // weston and other compositors without data-control or primary-selection.
+                return .failed("the compositor does not share it with other programs (wl-paste: \(message))")
+            }
             return .failed(message.isEmpty ? "\(r.argv[0]) failed (status \((status >> 8) & 0xFF))" : "\(r.argv[0]): \(message)")
         }
     }

@@ -1,7 +1,7 @@
 import Foundation
 import ParlaTestSupport
 
-/// A GTK 3 application on a private X display and a private session bus, with the AT-SPI
+/// A GTK 3 application on a private X display or Wayland compositor and a private session bus, with the AT-SPI
 /// accessibility bus that the session bus starts on demand (at-spi-bus-launcher), as on a
 /// desktop. It shows `text` in a text view with the characters `range` selected and focused.
 final class AccessibleApp: @unchecked Sendable {
@@ -37,13 +37,12 @@ final class AccessibleApp: @unchecked Sendable {
 
     /// Starts the bus and the application on `display`; the caller waits until the selection is
     /// visible (``SpeakSelectionTests``' `--print` polling).
-    init(display: String, text: String, selecting range: Range<Int>) throws {
+    init(display: String?, wayland: TestCompositor? = nil, text: String, selecting range: Range<Int>) throws {
         directory = try makeTemporaryDirectory()
         let socket = directory.appendingPathComponent("bus").path
         busAddress = "unix:path=\(socket)"
         let environment: [String: String] = [
-            "PATH": "/usr/bin:/bin", "HOME": directory.path, "XDG_RUNTIME_DIR": directory.path,
-            "DISPLAY": display, "LANG": "C.UTF-8",
+            "PATH": "/usr/bin:/bin", "HOME": directory.path, "XDG_RUNTIME_DIR": directory.path, "LANG": "C.UTF-8",
         ]
         // Foundation starts it in a process group of its own, which the accessibility bus and
         // registry it starts on demand join: the group is killed at the end.
@@ -67,6 +66,14 @@ final class AccessibleApp: @unchecked Sendable {
         app.arguments = [scriptFile.path, text, String(range.lowerBound), String(range.upperBound)]
         var appEnvironment = environment
         appEnvironment["DBUS_SESSION_BUS_ADDRESS"] = busAddress
+        if let wayland {
+            // GTK 3 takes WAYLAND_DISPLAY only as a name in XDG_RUNTIME_DIR, not as a path.
+            appEnvironment["GDK_BACKEND"] = "wayland"
+            appEnvironment["XDG_RUNTIME_DIR"] = wayland.runtimeDirectory.path
+            appEnvironment["WAYLAND_DISPLAY"] = "wayland-1"
+        } else if let display {
+            appEnvironment["DISPLAY"] = display
+        }
         app.environment = appEnvironment
         app.standardOutput = FileHandle.nullDevice
         app.standardError = FileHandle.nullDevice

@@ -474,4 +474,52 @@ struct SpeakSelectionTests {
         #expect(copied.status == 0 && copied.output == "Copied long ago.\n", "\(copied.error)")
         #expect(copied.error.contains("Source: clipboard (xclip)"), "\(copied.error)")
     }
+
+    /// sway (wlroots): PRIMARY through `wl-paste` and the data-control protocol, with no X
+    /// display and no accessibility bus; spoken in its languages.
+    @Test func swaysPrimarySelectionIsReadThroughWlPaste() async throws {
+        let s = try await Session.start(display: false)
+        let sway = try await TestCompositor(.sway)
+        try sway.select("Hello from sway. Καλημέρα σας.")
+        let wayland: [String: String?] = ["WAYLAND_DISPLAY": sway.socket]
+        let found = try await waitUntilPrinted("Hello from sway. Καλημέρα σας.", s, [], environment: wayland)
+        #expect(found.error.contains("Source: primary (wl-paste)"), "\(found.error)")
+        let spoken = try await s.run([], environment: wayland)
+        #expect(spoken.status == 0, "\(spoken.error)")
+        #expect(spoken.error.contains("Languages: en, el"), "\(spoken.error)")
+        #expect(s.server.recorder.loudSampleTimes().count > 5000)
+    }
+
+    /// A GTK application on sway: its selection is read over the accessibility bus, as on X11.
+    @Test func aGtkApplicationOnWaylandIsReadOverAccessibility() async throws {
+        let s = try await Session.start(display: false)
+        let sway = try await TestCompositor(.sway)
+        try sway.addKeyboard()
+        let app = try AccessibleApp(display: nil, wayland: sway, text: "Hello world. Καλημέρα κόσμε.", selecting: 13..<28)
+        let env: [String: String?] = ["WAYLAND_DISPLAY": sway.socket, "DBUS_SESSION_BUS_ADDRESS": app.busAddress]
+        let found = try await waitUntilPrinted("Καλημέρα κόσμε.", s, [], environment: env)
+        #expect(found.error.contains("Source: accessibility (AT-SPI)"), "\(found.error)")
+        let spoken = try await s.run([], environment: env)
+        #expect(spoken.status == 0, "\(spoken.error)")
+        #expect(spoken.error.contains("Languages: el"), "\(spoken.error)")
+        #expect(s.server.recorder.loudSampleTimes().count > 5000)
+    }
+
+    /// weston has neither data-control nor a way for `wl-paste` to read the selection: the
+    /// reason, with wl-paste's own message, is printed, spoken and notified.
+    @Test func westonWithoutTheProtocolsGivesASpokenReason() async throws {
+        let s = try await Session.start(display: false)
+        let weston = try await TestCompositor(.weston)
+        let tools = try stubTools(wlPaste: nil)
+        let env: [String: String?] = [
+            "WAYLAND_DISPLAY": weston.socket,
+            "PATH": tools.path + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"),
+        ]
+        let r = try await s.run([], environment: env)
+        #expect(r.status == 1)
+        #expect(r.error.contains("Cannot read the selection: the compositor does not share it with other programs (wl-paste: Missing a seat)"), "\(r.error)")
+        #expect(s.server.recorder.loudSampleTimes().count > 1000)  // spoken
+        let notified = try String(contentsOf: tools.appendingPathComponent("notified"), encoding: .utf8)
+        #expect(notified.contains("Cannot read the selection: the compositor does not share it"), "\(notified)")
+    }
 }
