@@ -10,25 +10,7 @@ import time
 
 binary, directory, runs = sys.argv[1], sys.argv[2], int(sys.argv[3])
 
-APP = """
-import sys
-import gi
-gi.require_version("Gtk", "3.0")
-from gi.repository import Gtk, GLib
-window = Gtk.Window(title="bench")
-view = Gtk.TextView()
-view.get_buffer().set_text(sys.argv[1])
-window.add(view)
-window.show_all()
-def select():
-    b = view.get_buffer()
-    view.grab_focus()
-    b.select_range(b.get_iter_at_offset(0), b.get_iter_at_offset(len(sys.argv[1])))
-    window.present()
-    return False
-GLib.timeout_add(200, select)
-Gtk.main()
-"""
+APP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib", "selection_app.py")
 TEXT = "Hello there, this is the selected text. Καλημέρα σας."
 
 
@@ -72,7 +54,7 @@ hung.bind(hung_path)
 hung.listen(64)
 
 print(f"speak-selection --print, {runs} runs each, median / p95")
-app = subprocess.Popen(["/usr/bin/python3", "-c", APP, TEXT], env=base, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+app = subprocess.Popen(["/usr/bin/python3", APP, TEXT, "0", str(len(TEXT))], env=base, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 try:
     deadline = time.time() + 30
     while time.time() < deadline:

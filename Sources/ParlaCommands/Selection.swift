@@ -169,7 +169,10 @@ struct SelectionRun {
         printError(reason + ".")
         Selection.notify(reason, quietly: true)
         try? await ready.value
-        _ = await synth.speakAndWait(Utterance(string: reason, language: "en"))
+        // "Cannot read the selection" is heard first, as a sentence of its own: a sentence is
+        // synthesized whole before it plays, so a long first one would delay the first sound.
+        let spoken = reason.firstIndex(of: ":").map { reason[..<$0] + ". " + reason[reason.index(after: $0)...].trimmed() + "." } ?? reason + "."
+        _ = await synth.speakAndWait(Utterance(string: spoken, language: "en"))
         throw ExitCode(1)
     }
 }

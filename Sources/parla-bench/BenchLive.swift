@@ -20,6 +20,9 @@ struct BenchLive: AsyncParsableCommand {
     @Flag(help: "Skip speech-dispatcher and espeak-ng.") var parlaOnly = false
     @Option(help: "Benchmark this speak-selection binary instead (hotkey to first sound, toggle stop); the PRIMARY selection must hold a long text.")
     var selection: String?
+    @Option(help: "The name of the speak-selection row (with --selection).") var label: String = "speak-selection"
+    @Option(help: "The targets line printed under the speak-selection table.")
+    var targets: String = "targets: first sound ≤ 30 (process start and engine loading included), toggle stop ≤ 20"
     @Option(help: "Measure this parla binary's start instead: 'parla say Hello world.' against 'espeak-ng Hello world.', alternating, process start to first audible sample.")
     var startup: String?
     @Option(help: "Measure sd_parla against sd_espeak-ng inside the speech-dispatcher at this address (unix_socket:PATH); see scripts/bench-speechd.")
@@ -127,9 +130,9 @@ struct BenchLive: AsyncParsableCommand {
             guard let (a, b) = try await hotkey(recorder, start: [binary], stop: [binary]) else { continue }
             first.append(a)
             toggle.append(b)
-            FileHandleErr.write("speak-selection run \(run + 1)/\(runs): first sound \(fmt(a)) ms, toggle stop \(fmt(b)) ms\n")
+            FileHandleErr.write("\(label) run \(run + 1)/\(runs): first sound \(fmt(a)) ms, toggle stop \(fmt(b)) ms\n")
         }
-        rows.append(("speak-selection", first, toggle))
+        rows.append((label, first, toggle))
         if !parlaOnly && Processes.have("spd-say") {
             var sf: [Double] = [], ss: [Double] = []
             _ = try await hotkey(recorder, start: ["spd-say", Self.long], stop: ["spd-say", "-C"])  // starts its daemon
@@ -143,11 +146,11 @@ struct BenchLive: AsyncParsableCommand {
         }
         print("")
         print("Hotkey commands at the null sink's monitor, \(runs) runs each; median / p95 in ms")
-        print("command".padding(40) + "first sound".padding(18, left: true) + "stop".padding(18, left: true))
+        print("command".padding(44) + "first sound".padding(18, left: true) + "stop".padding(18, left: true))
         for (name, a, b) in rows {
-            print(name.padding(40) + cell(a).padding(18, left: true) + cell(b).padding(18, left: true))
+            print(name.padding(44) + cell(a).padding(18, left: true) + cell(b).padding(18, left: true))
         }
-        print("targets: first sound ≤ 30 (process start and engine loading included), toggle stop ≤ 20")
+        print(targets)
     }
 
     /// Starts `start`, measures until its first loud sample, lets it speak 300 ms, starts `stop`

@@ -10,30 +10,10 @@ final class AccessibleApp: @unchecked Sendable {
     private let bus: Process
     private let app: Process
 
-    static let script = """
-        import sys
-        import gi
-        gi.require_version("Gtk", "3.0")
-        from gi.repository import Gtk, GLib
-
-        text, start, end = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-        window = Gtk.Window(title="Parla selection test")
-        view = Gtk.TextView()
-        view.get_buffer().set_text(text)
-        window.add(view)
-        window.connect("destroy", Gtk.main_quit)
-        window.show_all()
-
-        def select():
-            buffer = view.get_buffer()
-            view.grab_focus()
-            buffer.select_range(buffer.get_iter_at_offset(start), buffer.get_iter_at_offset(end))
-            window.present()
-            return False
-
-        GLib.timeout_add(200, select)
-        Gtk.main()
-        """
+    /// The application: scripts/lib/selection_app.py, shared with the benchmarks.
+    static let script = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("scripts/lib/selection_app.py")
 
     /// Starts the bus and the application on `display`; the caller waits until the selection is
     /// visible (``SpeakSelectionTests``' `--print` polling).
@@ -59,8 +39,7 @@ final class AccessibleApp: @unchecked Sendable {
         }
         let deadline = Date().addingTimeInterval(20)
         while !FileManager.default.fileExists(atPath: socket) && Date() < deadline { usleep(10_000) }
-        let scriptFile = directory.appendingPathComponent("app.py")
-        try Self.script.write(to: scriptFile, atomically: true, encoding: .utf8)
+        let scriptFile = Self.script
         app = Process()
         app.executableURL = URL(fileURLWithPath: "/usr/bin/python3")  // Debian's, with python3-gi
         app.arguments = [scriptFile.path, text, String(range.lowerBound), String(range.upperBound)]
