@@ -33,6 +33,8 @@ typedef struct {
     uint64_t deadline;
     char *reason;
     size_t reason_size;
+    /// The last call failed because its service does not exist (no AT-SPI installed).
+    int service_unknown;
 } Lookup;
 
 static uint64_t now_ms(void) {
@@ -114,7 +116,9 @@ static DBusMessage *call(DBusConnection *c, DBusMessage *message, Lookup *l, con
     dbus_error_init(&e);
     DBusMessage *reply = dbus_connection_send_with_reply_and_block(c, message, ms, &e);
     dbus_message_unref(message);
+    l->service_unknown = 0;
     if (!reply) {
+        if (e.name && strcmp(e.name, DBUS_ERROR_SERVICE_UNKNOWN) == 0) l->service_unknown = 1;
         if (e.name && strcmp(e.name, DBUS_ERROR_NO_REPLY) == 0) {
             say(l, "%s did not answer in time", what);
         } else {
@@ -241,8 +245,8 @@ static char *accessibility_bus(Lookup *l, int *unavailable) {
         address = strdup(value);
     } else if (reply) {
         say(l, "the accessibility bus launcher gave no address");
-    } else {
-        *unavailable = 0;  // it exists and failed, or hung
+    } else if (!l->service_unknown) {
+        *unavailable = 0;  // it exists and failed, or hung (not installed: unavailable)
     }
     if (reply) dbus_message_unref(reply);
     dbus_connection_close(c);
@@ -304,15 +308,48 @@ static int append(char **out, size_t *length, const char *piece) {
     return 1;
 }
 
+/// A GetNSelections reply: the count, at most MAX_SELECTIONS; 0 for any other reply.
+static int read_selection_count(DBusMessage *reply) {
+    dbus_int32_t n = 0;
+    if (!reply || !dbus_message_has_signature(reply, "i") ||
+        !dbus_message_get_args(reply, NULL, DBUS_TYPE_INT32, &n, DBUS_TYPE_INVALID) || n <= 0) return 0;
+    return n > MAX_SELECTIONS ? MAX_SELECTIONS : n;
+}
+
+/// A GetSelection reply as a character range: -1 for another shape, 0 for an empty or
+/// negative range, 1 with start < end, at most MAX_SELECTION_CHARS long.
+static int read_range(DBusMessage *reply, dbus_int32_t *start, dbus_int32_t *end) {
+    dbus_int32_t a = 0, b = 0;
+    if (!reply || !dbus_message_has_signature(reply, "ii") ||
+        !dbus_message_get_args(reply, NULL, DBUS_TYPE_INT32, &a, DBUS_TYPE_INT32, &b, DBUS_TYPE_INVALID)) return -1;
+    if (a > b) {
+        dbus_int32_t t = a;
+        a = b;
+        b = t;
+    }
+    if (a < 0 || b <= a) return 0;
+    // b - a cannot overflow (0 <= a < b), nor can a + MAX when b is further than that.
+    if (b - a > MAX_SELECTION_CHARS) b = a + MAX_SELECTION_CHARS;
+    *start = a;
+    *end = b;
+    return 1;
+}
+
+/// A GetText reply's string (owned by the reply), or NULL for another shape. libdbus has
+/// checked that a string argument is valid UTF-8.
+static const char *read_string(DBusMessage *reply) {
+    const char *piece = NULL;
+    if (!reply || !dbus_message_has_signature(reply, "s") ||
+        !dbus_message_get_args(reply, NULL, DBUS_TYPE_STRING, &piece, DBUS_TYPE_INVALID)) return NULL;
+    return piece;
+}
+
 /// The selected text of `object`: 1 with *text set, 0 when it has none (or no Text interface).
 static int selected_text(DBusConnection *c, const Ref *object, char **text, Lookup *l) {
     DBusMessage *reply = call(c, method(object, "org.a11y.atspi.Text", "GetNSelections"), l, "the focused application");
-    dbus_int32_t n = 0;
-    int ok = reply && dbus_message_has_signature(reply, "i") &&
-        dbus_message_get_args(reply, NULL, DBUS_TYPE_INT32, &n, DBUS_TYPE_INVALID);
+    dbus_int32_t n = read_selection_count(reply);
     if (reply) dbus_message_unref(reply);
-    if (!ok || n <= 0) return 0;
-    if (n > MAX_SELECTIONS) n = MAX_SELECTIONS;
+    if (n == 0) return 0;
     char *out = NULL;
     size_t length = 0;
     for (dbus_int32_t i = 0; i < n; i++) {
@@ -323,27 +360,18 @@ static int selected_text(DBusConnection *c, const Ref *object, char **text, Look
         }
         reply = call(c, m, l, "the focused application");
         dbus_int32_t start = 0, end = 0;
-        ok = reply && dbus_message_has_signature(reply, "ii") &&
-            dbus_message_get_args(reply, NULL, DBUS_TYPE_INT32, &start, DBUS_TYPE_INT32, &end, DBUS_TYPE_INVALID);
+        int range = read_range(reply, &start, &end);
         if (reply) dbus_message_unref(reply);
-        if (!ok) break;
-        if (start > end) {
-            dbus_int32_t t = start;
-            start = end;
-            end = t;
-        }
-        if (start < 0 || end <= start) continue;
-        if (end - start > MAX_SELECTION_CHARS) end = start + MAX_SELECTION_CHARS;
+        if (range < 0) break;
+        if (range == 0) continue;
         m = method(object, "org.a11y.atspi.Text", "GetText");
         if (!m || !dbus_message_append_args(m, DBUS_TYPE_INT32, &start, DBUS_TYPE_INT32, &end, DBUS_TYPE_INVALID)) {
             if (m) dbus_message_unref(m);
             break;
         }
         reply = call(c, m, l, "the focused application");
-        const char *piece = NULL;
-        // libdbus has checked that a string argument is valid UTF-8.
-        if (reply && dbus_message_has_signature(reply, "s") &&
-            dbus_message_get_args(reply, NULL, DBUS_TYPE_STRING, &piece, DBUS_TYPE_INVALID) && piece) {
+        const char *piece = read_string(reply);
+        if (piece) {
             if (!append(&out, &length, piece)) {
                 dbus_message_unref(reply);
                 break;
@@ -382,7 +410,7 @@ static DBusMessage *children_query(const Ref *r) { return method(r, "org.a11y.at
 static DBusMessage *state_query(const Ref *r) { return method(r, "org.a11y.atspi.Accessible", "GetState"); }
 
 static int lookup(int timeout_ms, char **text, char *reason, size_t reason_size) {
-    Lookup l = {now_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 1), reason, reason_size};
+    Lookup l = {now_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 1), reason, reason_size, 0};
     if (reason && reason_size) reason[0] = 0;
     *text = NULL;
     int unavailable = 0;
@@ -568,3 +596,40 @@ int parla_atspi_selection(int timeout_ms, char **text, char *reason, size_t reas
     release(job);
     return result;
 }
+
+#ifdef PARLA_ATSPI_FUZZ
+// libFuzzer target (scripts/fuzz atspi): what an application on the accessibility bus can
+// send back. The input is a marshalled D-Bus message (libdbus validates it, as it does every
+// message off the wire); each reply parser is run on it, as if it answered each call.
+#include <stdint.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    if (size > (1 << 20)) return 0;
+    DBusMessage *reply = dbus_message_demarshal((const char *)data, (int)size, NULL);
+    if (!reply) return 0;
+    Ref *refs = NULL;
+    int n = read_refs(reply, &refs, 0, MAX_OBJECTS);
+    for (int i = 0; i < n; i++) {
+        // What the lookup does next with each reference: address a call to it.
+        DBusMessage *next = children_query(&refs[i]);
+        if (next) dbus_message_unref(next);
+        next = focused_query(&refs[i]);
+        if (next) dbus_message_unref(next);
+    }
+    if (refs) free_refs(refs, n > 0 ? n : 0);
+    (void)has_state(reply, ATSPI_STATE_ACTIVE);
+    (void)has_state(reply, 63);
+    (void)read_selection_count(reply);
+    dbus_int32_t start = 0, end = 0;
+    if (read_range(reply, &start, &end) == 1 && (start < 0 || end <= start || end - start > MAX_SELECTION_CHARS)) __builtin_trap();
+    const char *piece = read_string(reply);
+    if (piece) {
+        char *out = NULL;
+        size_t length = 0;
+        if (append(&out, &length, piece) && append(&out, &length, piece) && strlen(out) != length) __builtin_trap();
+        free(out);
+    }
+    dbus_message_unref(reply);
+    return 0;
+}
+#endif
