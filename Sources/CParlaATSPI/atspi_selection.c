@@ -156,6 +156,19 @@ static DBusConnection *open_bus(const char *address, Lookup *l, const char *what
     return c;
 }
 
+/// Appends a copy of (bus, path) to *refs, which holds `count`. 0 when out of memory.
+static int push_ref(Ref **refs, int count, const char *bus, const char *path) {
+    Ref *grown = realloc(*refs, (size_t)(count + 1) * sizeof **refs);
+    if (!grown) return 0;
+    *refs = grown;
+    grown[count].bus = strdup(bus);
+    grown[count].path = strdup(path);
+    if (grown[count].bus && grown[count].path) return 1;
+    free(grown[count].bus);
+    free(grown[count].path);
+    return 0;
+}
+
 /// The a(so) list in a reply (GetChildren, GetMatches), at most `limit` entries appended to
 /// *refs. Returns the new count, or -1 if the reply has another shape.
 static int read_refs(DBusMessage *reply, Ref **refs, int count, int limit) {
@@ -173,16 +186,7 @@ static int read_refs(DBusMessage *reply, Ref **refs, int count, int limit) {
         // Names are checked here: libdbus aborts on an invalid one passed to its API.
         if (bus && path && dbus_validate_bus_name(bus, NULL) && dbus_validate_path(path, NULL) &&
             strcmp(path, "/org/a11y/atspi/null") != 0) {
-            Ref *grown = realloc(*refs, (size_t)(count + 1) * sizeof **refs);
-            if (!grown) return count;
-            *refs = grown;
-            (*refs)[count].bus = strdup(bus);
-            (*refs)[count].path = strdup(path);
-            if (!(*refs)[count].bus || !(*refs)[count].path) {
-                free((*refs)[count].bus);
-                free((*refs)[count].path);
-                return count;
-            }
+            if (!push_ref(refs, count, bus, path)) return count;
             count++;
         }
         dbus_message_iter_next(&array);
@@ -406,6 +410,17 @@ static void free_replies(DBusMessage **replies, int n) {
     free(replies);
 }
 
+/// The references in all `n` replies (a(so) each, others skipped) appended to *refs, which
+/// holds `count`; the replies are freed. Returns the new count.
+static int collect_refs(DBusMessage **replies, int n, Ref **refs, int count) {
+    for (int i = 0; i < n; i++) {
+        int got = read_refs(replies[i], refs, count, MAX_OBJECTS);
+        if (got > count) count = got;
+    }
+    free_replies(replies, n);
+    return count;
+}
+
 static DBusMessage *children_query(const Ref *r) { return method(r, "org.a11y.atspi.Accessible", "GetChildren"); }
 static DBusMessage *state_query(const Ref *r) { return method(r, "org.a11y.atspi.Accessible", "GetState"); }
 
@@ -441,25 +456,12 @@ static int lookup(int timeout_ms, char **text, char *reason, size_t reason_size)
     // Every application's windows, then every window's state, each round asked all at once.
     replies = ask_all(c, apps, napps, children_query, &l);
     if (!replies) goto done;
-    for (int i = 0; i < napps; i++) {
-        int n = read_refs(replies[i], &windows, nwindows, MAX_OBJECTS);
-        if (n > nwindows) nwindows = n;
-    }
-    free_replies(replies, napps);
+    nwindows = collect_refs(replies, napps, &windows, 0);
     replies = ask_all(c, windows, nwindows, state_query, &l);
     if (!replies) goto done;
     for (int i = 0; i < nwindows; i++) {
         if (!has_state(replies[i], ATSPI_STATE_ACTIVE)) continue;
-        Ref *grown = realloc(active, (size_t)(nactive + 1) * sizeof *active);
-        if (!grown) break;
-        active = grown;
-        active[nactive].bus = strdup(windows[i].bus);
-        active[nactive].path = strdup(windows[i].path);
-        if (!active[nactive].bus || !active[nactive].path) {
-            free(active[nactive].bus);
-            free(active[nactive].path);
-            break;
-        }
+        if (!push_ref(&active, nactive, windows[i].bus, windows[i].path)) break;
         nactive++;
     }
     free_replies(replies, nwindows);
@@ -475,14 +477,9 @@ static int lookup(int timeout_ms, char **text, char *reason, size_t reason_size)
     }
     replies = ask_all(c, active, nactive, focused_query, &l);
     if (!replies) goto done;
-    for (int i = 0; i < nactive; i++) {
-        int n = read_refs(replies[i], &focused, nfocused, MAX_OBJECTS);
-        if (n > nfocused) nfocused = n;
-    }
-    free_replies(replies, nactive);
+    nfocused = collect_refs(replies, nactive, &focused, 0);
     replies = NULL;
     for (int i = 0; i < nfocused && result == PARLA_ATSPI_NOTHING; i++) {
-        if (!focused[i].bus || !focused[i].path) continue;
         if (selected_text(c, &focused[i], text, &l)) result = PARLA_ATSPI_TEXT;
     }
     if (result == PARLA_ATSPI_NOTHING) {

@@ -373,8 +373,8 @@ enum Selection {
         return out.isEmpty ? nil : out
     }
 
-    /// What a selection tool answered.
-    enum Answer {
+    /// What a selection tool answered (`--print` shows it).
+    enum Answer: CustomStringConvertible {
         /// Its standard output.
         case text([UInt8])
         /// It says there is no selection (xclip: "target … not available"; wl-paste: "Nothing
@@ -382,6 +382,14 @@ enum Selection {
         case empty
         /// It failed: its own message, or that it did not answer in time.
         case failed(String)
+
+        var description: String {
+            switch self {
+            case .text(let bytes): "text (\(bytes.count) bytes)"
+            case .empty: "empty"
+            case .failed(let message): "failed(\(message))"
+            }
+        }
     }
 
     /// Runs every command at once until `deadline` (monotonic nanoseconds) and says what each
