@@ -44,7 +44,8 @@ extension LiveSpeechTests {
         // Every word once, in order, at the offsets of the whole text rendered at one rate.
         let reference = try await synth.write(u) { _ in }
         let words = log.words(id)
-        #expect(words.map(\.scalarRange) == reference.words.map(\.range))
+        let ctx = "\(kind), whileSynthesizing \(whileSynthesizing): \(log.of(id).map(\.kind.name))"
+        #expect(words.map(\.scalarRange) == reference.words.map(\.range), "\(ctx)")
         // Sentences too: each reported once, starting where the reference's do.
         let sentences = log.of(id).compactMap { if case .willSpeakSentence(let r) = $0.kind { return r.scalarRange } else { return nil } }
         #expect(sentences.map(\.lowerBound) == reference.sentences.map(\.range.lowerBound), "\(sentences)")
@@ -52,15 +53,16 @@ extension LiveSpeechTests {
         // One change, which took effect at a word after those heard when it was asked for.
         let change = try #require(synth.recentProsodyChanges.last { $0.utterance == id })
         let first = try #require(words.firstIndex { $0.scalarRange == change.word })
-        #expect(first >= heardBefore - 1)
-        #expect(change.latencyMilliseconds > 0 && change.latencyMilliseconds < 2000, "\(change.latencyMilliseconds) ms")
-        #expect(words[first].audioSample == change.sample)
+        #expect(first >= heardBefore - 1, "change at word \(first), \(heardBefore) heard when asked; \(ctx)")
+        #expect(change.latencyMilliseconds > 0 && change.latencyMilliseconds < 2000, "\(change.latencyMilliseconds) ms; \(ctx)")
+        #expect(words[first].audioSample == change.sample, "\(ctx)")
         // Faster from there: words after the change are much shorter than before it.
         let before = meanWordLength(Array(words[..<first])), after = meanWordLength(Array(words[first...]))
-        #expect(after < 0.75 * before, "mean word length \(before) samples before, \(after) after")
+        #expect(after < 0.75 * before, "mean word length \(before) samples before word \(first), \(after) after; \(ctx)")
         // And it was heard: audio arrived after the new rate's first word was due.
         let due = try #require(log.of(id).first { if case .willSpeakWord(let r) = $0.kind { return r.scalarRange == change.word } else { return false } })
-        #expect(server.recorder.loudSampleTimes(after: due.time).count > 2000)
+        let loudAfter = server.recorder.loudSampleTimes(after: due.time).count
+        #expect(loudAfter > 2000, "\(loudAfter) loud samples after word \(first) was due; \(ctx)")
     }
 
     @Test(arguments: SoundServer.allCases)
