@@ -25,6 +25,8 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        // exp and pow for the pure model, which imports no C library (RealModule only).
+        .package(url: "https://github.com/apple/swift-numerics", from: "1.0.0"),
         // `swift package generate-documentation` (scripts/docs); a plugin, nothing is linked.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.4.0"),
     ],
@@ -55,11 +57,15 @@ let package = Package(
         .target(name: "CParlaATSPI", dependencies: ["CDBus"]),
         // Only in the parla and speak-selection programs: starts the engine host before main.
         .target(name: "CParlaPrestart", dependencies: ["CParlaEngineHost"]),
-        .target(name: "ParlaCore", swiftSettings: swiftSettings),
-        .target(name: "ParlaESpeak", dependencies: ["ParlaCore", "CESpeakNG", "CParlaEngineHost"], swiftSettings: swiftSettings),
-        .target(name: "ParlaPulseAudio", dependencies: ["ParlaCore", "CPulseAudio", "CParlaDuckGuard"], swiftSettings: swiftSettings),
-        .target(name: "ParlaTesting", dependencies: ["ParlaCore", "ParlaPulseAudio", "CPulseAudio"], swiftSettings: swiftSettings),
-        .target(name: "Parla", dependencies: ["ParlaCore", "ParlaESpeak", "ParlaPulseAudio", "CParlaWorker"], swiftSettings: swiftSettings),
+        // The pure model: utterances, voices, plans, timelines, scheduling, detection. No system calls.
+        .target(name: "ParlaCore", dependencies: [.product(name: "RealModule", package: "swift-numerics")], swiftSettings: swiftSettings),
+        // Files, descriptors, threads and the clock: atomic files, WAV/timings/caption writers,
+        // line and text input, loading the voice catalog and the language model.
+        .target(name: "ParlaIO", dependencies: ["ParlaCore"], swiftSettings: swiftSettings),
+        .target(name: "ParlaESpeak", dependencies: ["ParlaCore", "ParlaIO", "CESpeakNG", "CParlaEngineHost"], swiftSettings: swiftSettings),
+        .target(name: "ParlaPulseAudio", dependencies: ["ParlaCore", "ParlaIO", "CPulseAudio", "CParlaDuckGuard"], swiftSettings: swiftSettings),
+        .target(name: "ParlaTesting", dependencies: ["ParlaCore", "ParlaIO", "ParlaPulseAudio", "CPulseAudio"], swiftSettings: swiftSettings),
+        .target(name: "Parla", dependencies: ["ParlaCore", "ParlaIO", "ParlaESpeak", "ParlaPulseAudio", "CParlaWorker"], swiftSettings: swiftSettings),
         // speech-dispatcher's module protocol, settings and messages (pure: tested with a fake speaker).
         .target(name: "ParlaSpeechd", dependencies: ["ParlaCore"], swiftSettings: swiftSettings),
 
@@ -105,13 +111,13 @@ let package = Package(
         ),
 
         // MARK: Tests
-        .testTarget(name: "ParlaCoreTests", dependencies: ["ParlaCore", "ParlaSpeechd", "ParlaTestSupport", "ParlaFuzzChecks"], swiftSettings: swiftSettings),
+        .testTarget(name: "ParlaCoreTests", dependencies: ["ParlaCore", "ParlaIO", "ParlaSpeechd", "ParlaTestSupport", "ParlaFuzzChecks"], swiftSettings: swiftSettings),
         .target(name: "ParlaFuzzChecks", dependencies: ["ParlaCore"], path: "Tests/Fuzz/Checks", swiftSettings: swiftSettings),
         // Test helpers: processes, seeded text (no audio, so ParlaCoreTests needs no libpulse),
         // and private sound servers for the live tests.
-        .target(name: "ParlaTestSupport", dependencies: ["ParlaCore"], path: "Tests/ParlaTestSupport", swiftSettings: swiftSettings),
+        .target(name: "ParlaTestSupport", dependencies: ["ParlaCore", "ParlaIO"], path: "Tests/ParlaTestSupport", swiftSettings: swiftSettings),
         .target(name: "ParlaAudioTestSupport", dependencies: ["ParlaTestSupport", "ParlaPulseAudio", "ParlaTesting"], path: "Tests/ParlaAudioTestSupport", swiftSettings: swiftSettings),
         .testTarget(name: "ParlaTests", dependencies: ["Parla", "ParlaAudioTestSupport"], swiftSettings: swiftSettings),
-        .testTarget(name: "ParlaCLITests", dependencies: ["parla", "speak-selection", "sd_parla", "ParlaCore", "ParlaAudioTestSupport"], swiftSettings: swiftSettings),
+        .testTarget(name: "ParlaCLITests", dependencies: ["parla", "speak-selection", "sd_parla", "ParlaCore", "ParlaIO", "ParlaAudioTestSupport"], swiftSettings: swiftSettings),
     ]
 )

@@ -25,7 +25,7 @@ public struct BatchRenderOptions: Sendable {
     public var voice: String?
     /// Whether text without a language is segmented by detected language.
     public var detectsLanguages = true
-    /// The voice catalog directory (nil: found as ``/ParlaCore/VoiceCatalog/locateDirectory(explicit:)`` does).
+    /// The voice catalog directory (nil: found as ``/ParlaIO/ParlaCore/VoiceCatalog/locateDirectory(explicit:)`` does).
     public var voicesDirectory: String?
     /// Render only the items of this shard.
     public var shard: BatchShard?

@@ -1,5 +1,6 @@
 @_exported import ParlaCore
 @_exported import ParlaPulseAudio
+@_exported import ParlaIO
 import FoundationEssentials
 import ParlaESpeak
 import Synchronization

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import ParlaCore
+import ParlaIO
 
 /// Small process helpers the commands share (posix_spawn, not Foundation's Process, which the
 /// commands do not link).

@@ -1,9 +1,5 @@
 import FoundationEssentials
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import RealModule
 
 /// Parses the subset of SSML 1.1 that maps onto Parla's speech attributes.
 ///
@@ -249,7 +245,7 @@ struct SSMLParser {
         let v = raw.trimmingASCIIWhitespace()
         if let n = Self.volumeNames[v] { return n }
         if v.hasSuffix("dB"), let db = Double(v.dropLast(2)), db.isFinite {
-            return min(pow(10, db / 20), 2)
+            return min(Double.pow(10, db / 20), 2)
         }
         if let n = Double(v), (0...100).contains(n) { return n / 50 }
         throw error("volume='\(raw)' is not a value Parla understands (use 'soft', 'loud', '+6dB' or a number from 0 to 100)", at: offset)

@@ -60,23 +60,4 @@ public struct SpeechVoice: Sendable, Hashable, Codable, CustomStringConvertible 
     }
 
     public var description: String { "\(identifier) (\(name))" }
-
-    // MARK: Catalog lookups
-
-    /// Every voice in the default catalog (empty if the catalog cannot be found).
-    public static var all: [SpeechVoice] {
-        (try? VoiceCatalog.default())?.voices ?? []
-    }
-
-    /// The default catalog's best voice for `language`, or nil if none speaks it.
-    public init?(language: LanguageTag) {
-        guard let voice = try? VoiceCatalog.default().voice(for: language) else { return nil }
-        self = voice
-    }
-
-    /// The default catalog's voice with `identifier` (`espeak-ng.fr+f2` included), or nil.
-    public init?(identifier: String) {
-        guard let voice = try? VoiceCatalog.default().voice(identifier: identifier) else { return nil }
-        self = voice
-    }
 }

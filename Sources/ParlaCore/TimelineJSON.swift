@@ -32,33 +32,39 @@ extension SpeechTimeline {
 
 /// The pieces of the timings document, shared by ``SpeechTimeline/json()`` and the streaming
 /// ``TimingsFileWriter``.
-enum TimelineJSON {
+package enum TimelineJSON {
     /// Where a piece of a longer rendering sits: added to its offsets, samples and segment indices.
-    struct Shift {
-        var scalars = 0
-        var samples = 0
-        var segments = 0
+    package struct Shift {
+        package var scalars = 0
+        package var samples = 0
+        package var segments = 0
+
+        package init(scalars: Int = 0, samples: Int = 0, segments: Int = 0) {
+            self.scalars = scalars
+            self.samples = samples
+            self.segments = segments
+        }
     }
 
-    static func header(sampleRate: Int, sampleCount: Int) -> String {
+    package static func header(sampleRate: Int, sampleCount: Int) -> String {
         "{\n  \"version\": 1,\n  \"sampleRate\": \(sampleRate),\n"
             + "  \"durationMs\": \(ms(sampleCount, sampleRate)),\n  \"offsetUnit\": \"unicode-scalar\",\n"
     }
 
-    static func entry(_ s: SegmentMark, shift: Shift, sampleRate r: Int) -> String {
+    package static func entry(_ s: SegmentMark, shift: Shift, sampleRate r: Int) -> String {
         "{\"start\": \(s.range.lowerBound + shift.scalars), \"end\": \(s.range.upperBound + shift.scalars), \"language\": \(JSONText.quoted(s.language.identifier)), \"voice\": \(JSONText.quoted(s.voice)), \"startMs\": \(ms(s.startSample + shift.samples, r)), \"endMs\": \(ms(s.endSample + shift.samples, r))}"
     }
 
-    static func entry(_ s: SentenceMark, shift: Shift, sampleRate r: Int) -> String {
+    package static func entry(_ s: SentenceMark, shift: Shift, sampleRate r: Int) -> String {
         "{\"start\": \(s.range.lowerBound + shift.scalars), \"end\": \(s.range.upperBound + shift.scalars), \"startMs\": \(ms(s.startSample + shift.samples, r)), \"endMs\": \(ms(s.endSample + shift.samples, r))}"
     }
 
-    static func entry(_ w: WordMark, shift: Shift, sampleRate r: Int) -> String {
+    package static func entry(_ w: WordMark, shift: Shift, sampleRate r: Int) -> String {
         "{\"start\": \(w.range.lowerBound + shift.scalars), \"end\": \(w.range.upperBound + shift.scalars), \"word\": \(JSONText.quoted(w.word)), \"startMs\": \(ms(w.startSample + shift.samples, r)), \"endMs\": \(ms(w.endSample + shift.samples, r)), \"segment\": \(w.segment + shift.segments), \"estimated\": \(w.isEstimated)}"
     }
 
     /// Milliseconds with one decimal, rounded to the nearest tenth.
-    static func ms(_ sample: Int, _ sampleRate: Int) -> String {
+    package static func ms(_ sample: Int, _ sampleRate: Int) -> String {
         let tenths = (sample * 10_000 + sampleRate / 2) / sampleRate
         return "\(tenths / 10).\(tenths % 10)"
     }

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import ParlaIO
 internal import CParlaEngineHost
 import ParlaCore
 #if canImport(Glibc)

@@ -1,5 +1,6 @@
 internal import CPulseAudio
 import ParlaCore
+import ParlaIO
 import Synchronization
 #if canImport(Glibc)
 import Glibc

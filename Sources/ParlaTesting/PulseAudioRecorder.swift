@@ -1,5 +1,6 @@
 internal import CPulseAudio
 import ParlaCore
+import ParlaIO
 import ParlaPulseAudio
 #if canImport(Glibc)
 import Glibc

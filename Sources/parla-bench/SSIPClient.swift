@@ -1,4 +1,5 @@
 import Dispatch
+import ParlaIO
 import ParlaCore
 import Synchronization
 #if canImport(Glibc)

@@ -1,4 +1,5 @@
 import Foundation
+import ParlaIO
 import ParlaCore
 import ParlaPulseAudio
 import ParlaAudioTestSupport

@@ -3,6 +3,7 @@ import Foundation
 import ParlaTestSupport
 import Synchronization
 import Testing
+@testable import ParlaIO
 
 /// Files appear under their names complete or not at all: unnamed (`O_TMPFILE`) and linked
 /// into place, under a hidden temporary name where the file system cannot do that, or

@@ -1,6 +1,7 @@
 import Testing
 import FoundationEssentials
 @testable import ParlaCore
+import ParlaIO
 
 @Suite("Voice catalog files")
 struct CatalogFileTests {

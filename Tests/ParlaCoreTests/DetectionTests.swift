@@ -2,6 +2,7 @@ import Foundation
 import Testing
 @testable import ParlaCore
 import ParlaTestSupport
+import ParlaIO
 
 /// The detector with the shipped model and catalog defaults, and no user preferences.
 let sharedDetector: LanguageDetector = {

@@ -1,4 +1,5 @@
 import Testing
+import ParlaIO
 import FoundationEssentials
 @testable import ParlaCore
 

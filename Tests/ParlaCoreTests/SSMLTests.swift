@@ -1,4 +1,5 @@
 import Testing
+@testable import ParlaIO
 import FoundationEssentials
 @testable import ParlaCore
 

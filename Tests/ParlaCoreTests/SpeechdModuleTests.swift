@@ -1,4 +1,5 @@
 import FoundationEssentials
+import ParlaIO
 import ParlaCore
 import ParlaSpeechd
 import Synchronization

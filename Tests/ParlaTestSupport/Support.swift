@@ -1,4 +1,5 @@
 import Foundation
+import ParlaIO
 import ParlaCore
 #if canImport(Glibc)
 import Glibc

@@ -1,9 +1,5 @@
 import FoundationEssentials
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
+import RealModule
 
 /// A stretch of text in one language, as found by ``LanguageDetector``.
 public struct DetectedSegment: Sendable, Hashable {
@@ -85,20 +81,6 @@ public struct LanguageDetector: Sendable {
         self.scriptDefaults = scriptDefaults
         self.preferences = preferences
         self.candidates = candidates
-    }
-
-    /// The model in `voices/langid.bin` of the catalog `directory`, with the catalog's script
-    /// defaults and the preferences of the environment.
-    public static func load(catalog: VoiceCatalog, preferences: LanguagePreferences = .fromEnvironment()) throws(ParlaError) -> LanguageDetector {
-        var searched: [String] = []
-        for dir in catalog.directories {
-            let path = dir + "/langid.bin"
-            searched.append(path)
-            if FileManager.default.fileExists(atPath: path) {
-                return LanguageDetector(model: try LanguageModel(contentsOf: path), scriptDefaults: catalog.scriptDefaults, preferences: preferences)
-            }
-        }
-        throw .languageModelNotFound(searched: searched)
     }
 
     /// The main language of `text`: the one with the most letters (Han, Kana and Hangul count
@@ -421,7 +403,7 @@ public struct LanguageDetector: Sendable {
                 for l in 0..<L { totals[l] += gl.emission[x * L + l] }
             }
             var z: Float = 0
-            for l in 0..<L where gl.prior[l].isFinite { z += exp(-(totals[l] - totals[label]) / Self.temperature) }
+            for l in 0..<L where gl.prior[l].isFinite { z += Float.exp(-(totals[l] - totals[label]) / Self.temperature) }
             out.append(RawSegment(range: segStart..<end, language: group.languages[label], confidence: Double(1 / max(z, 1)), script: script, letters: letters))
             segStart = end
             first = w

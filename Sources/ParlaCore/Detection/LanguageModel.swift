@@ -1,9 +1,4 @@
 import FoundationEssentials
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
 
 /// The trained language-identification model (`voices/langid.bin`, written by
 /// `scripts/langid/train.py`): per script group, a table of hashed character n-grams with, for
@@ -47,42 +42,27 @@ public final class LanguageModel: @unchecked Sendable {
     /// The model file's size in bytes.
     public var byteCount: Int { storage.count }
 
-    deinit {
-        munmap(UnsafeMutableRawPointer(mutating: storage.baseAddress), storage.count)
-    }
+    /// Gives the storage back (unmaps the file) when the model goes.
+    private let release: @Sendable (UnsafeBufferPointer<UInt8>) -> Void
 
-    /// Loads the model at `path`.
-    /// - Throws: ``ParlaError/languageModelInvalid(path:reason:)`` when the file is missing or
-    ///   malformed.
-    public init(contentsOf path: String) throws(ParlaError) {
-        // Mapping the file makes loading independent of its size: pages are read on first use
-        // and shared between processes.
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else {
-            throw .languageModelInvalid(path: path, reason: "cannot open it (\(String(cString: strerror(errno))))")
-        }
-        defer { close(fd) }
-        var info = stat()
-        guard fstat(fd, &info) == 0, info.st_size > 0 else {
-            throw .languageModelInvalid(path: path, reason: "it is empty or cannot be read")
-        }
-        let size = Int(info.st_size)
-        guard let base = mmap(nil, size, PROT_READ, MAP_PRIVATE, fd, 0), base != MAP_FAILED else {
-            throw .languageModelInvalid(path: path, reason: "cannot map it (\(String(cString: strerror(errno))))")
-        }
-        let bytes = UnsafeBufferPointer(start: base.assumingMemoryBound(to: UInt8.self), count: size)
-        let parsed: Parsed
-        do {
-            parsed = try Self.parse(bytes, path: path)
-        } catch {
-            munmap(base, size)
-            throw error
-        }
+    deinit { release(storage) }
+
+    /// A model over `bytes`, the contents of the model file `path` (named in errors), which
+    /// stay valid and unchanged until `release` is called with them when the model goes.
+    /// Loading the file is ParlaIO's job (`init(contentsOf:)`); this is the pure part.
+    /// - Throws: ``ParlaError/languageModelInvalid(path:reason:)`` when the bytes are not a
+    ///   model; `release` is then not called.
+    package init(
+        bytes: UnsafeBufferPointer<UInt8>, path: String,
+        release: @escaping @Sendable (UnsafeBufferPointer<UInt8>) -> Void
+    ) throws(ParlaError) {
+        let parsed = try Self.parse(bytes, path: path)
         groups = parsed.groups
         groupOfScript = parsed.groupOfScript
         lowerBMP = parsed.lowerBMP
         lowerAstral = parsed.lowerAstral
         storage = bytes
+        self.release = release
     }
 
     private struct Parsed {

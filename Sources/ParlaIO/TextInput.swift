@@ -1,13 +1,14 @@
+import ParlaCore
 import FoundationEssentials
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// Reading text input: files, standard input, and UTF-8 validation with the offset of the first bad byte.
-public enum TextInput {
+package enum TextInput {
     /// Decodes `bytes` as UTF-8 (a leading byte-order mark is dropped).
-    /// - Throws: ``ParlaError/invalidUTF8(source:byteOffset:)`` naming the first invalid byte.
-    public static func decode(_ bytes: [UInt8], source: String) throws(ParlaError) -> String {
+    /// - Throws: ``/ParlaCore/ParlaError/invalidUTF8(source:byteOffset:)`` naming the first invalid byte.
+    package static func decode(_ bytes: [UInt8], source: String) throws(ParlaError) -> String {
         if let bad = firstInvalidUTF8Offset(bytes) { throw .invalidUTF8(source: source, byteOffset: bad) }
         var body = bytes[...]
         if body.starts(with: [0xEF, 0xBB, 0xBF]) { body = body.dropFirst(3) }
@@ -15,7 +16,7 @@ public enum TextInput {
     }
 
     /// The 0-based offset where the first invalid UTF-8 sequence starts, or nil if all is valid.
-    public static func firstInvalidUTF8Offset(_ bytes: [UInt8]) -> Int? {
+    package static func firstInvalidUTF8Offset(_ bytes: [UInt8]) -> Int? {
         var i = 0
         let n = bytes.count
         while i < n {
@@ -43,8 +44,8 @@ public enum TextInput {
     }
 
     /// Reads the file at `path` (or standard input for `-`) as UTF-8 text.
-    /// - Throws: ``ParlaError/unreadableInput(path:reason:)`` or ``ParlaError/invalidUTF8(source:byteOffset:)``.
-    public static func read(path: String) throws(ParlaError) -> String {
+    /// - Throws: ``/ParlaCore/ParlaError/unreadableInput(path:reason:)`` or ``/ParlaCore/ParlaError/invalidUTF8(source:byteOffset:)``.
+    package static func read(path: String) throws(ParlaError) -> String {
         if path == "-" { return try readStandardInput() }
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw .unreadableInput(path: path, reason: String(cString: strerror(errno))) }
@@ -58,7 +59,7 @@ public enum TextInput {
     }
 
     /// Reads all of standard input as UTF-8 text.
-    public static func readStandardInput() throws(ParlaError) -> String {
+    package static func readStandardInput() throws(ParlaError) -> String {
         try decode(readAll(0, name: "standard input"), source: "Standard input")
     }
 

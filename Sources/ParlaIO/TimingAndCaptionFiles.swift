@@ -1,3 +1,4 @@
+import ParlaCore
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -8,7 +9,7 @@ import Darwin
 /// file is spoken paragraph by paragraph) without holding its words in memory: entries go to
 /// anonymous spill files and are joined under the final name at ``commit(sampleCount:)``.
 /// The document is the one ``SpeechTimeline/json()`` writes, offsets in the whole input.
-public final class TimingsFileWriter {
+package final class TimingsFileWriter {
     private let file: AtomicFile
     private let sampleRate: Int
     private let segments: Spill
@@ -17,8 +18,8 @@ public final class TimingsFileWriter {
     private var segmentCount = 0
 
     /// Starts a timings file destined for `path`.
-    /// - Throws: ``ParlaError/unwritableOutput(path:reason:)``.
-    public init(path: String, sampleRate: Int, durable: Bool = true) throws(ParlaError) {
+    /// - Throws: ``/ParlaCore/ParlaError/unwritableOutput(path:reason:)``.
+    package init(path: String, sampleRate: Int, durable: Bool = true) throws(ParlaError) {
         file = try AtomicFile(path: path, durable: durable)
         self.sampleRate = sampleRate
         segments = try Spill(for: path)
@@ -28,7 +29,7 @@ public final class TimingsFileWriter {
 
     /// Adds the timeline of a piece whose text starts at scalar `scalarOffset` of the input and
     /// whose audio starts at sample `sampleOffset`.
-    public func add(_ timeline: SpeechTimeline, scalarOffset: Int, sampleOffset: Int) throws(ParlaError) {
+    package func add(_ timeline: SpeechTimeline, scalarOffset: Int, sampleOffset: Int) throws(ParlaError) {
         let shift = TimelineJSON.Shift(scalars: scalarOffset, samples: sampleOffset, segments: segmentCount)
         for s in timeline.segments { try segments.add(TimelineJSON.entry(s, shift: shift, sampleRate: sampleRate)) }
         for s in timeline.sentences { try sentences.add(TimelineJSON.entry(s, shift: shift, sampleRate: sampleRate)) }
@@ -37,7 +38,7 @@ public final class TimingsFileWriter {
     }
 
     /// Writes the document for `sampleCount` samples of audio and renames it into place.
-    public func commit(sampleCount: Int) throws(ParlaError) {
+    package func commit(sampleCount: Int) throws(ParlaError) {
         try file.write(Array((TimelineJSON.header(sampleRate: sampleRate, sampleCount: sampleCount) + "  \"segments\": [").utf8))
         try segments.copy(to: file)
         try file.write(Array((segments.isEmpty ? "],\n  \"sentences\": [" : "\n  ],\n  \"sentences\": [").utf8))
@@ -49,18 +50,18 @@ public final class TimingsFileWriter {
     }
 
     /// Abandons the file.
-    public func discard() { file.discard() }
+    package func discard() { file.discard() }
 }
 
 /// WebVTT captions, one cue per sentence, written as pieces are rendered.
-public final class CaptionFileWriter {
+package final class CaptionFileWriter {
     private let file: AtomicFile
     private let sampleRate: Int
     private var cues = 0
 
     /// Starts a caption file destined for `path`.
-    /// - Throws: ``ParlaError/unwritableOutput(path:reason:)``.
-    public init(path: String, sampleRate: Int, durable: Bool = true) throws(ParlaError) {
+    /// - Throws: ``/ParlaCore/ParlaError/unwritableOutput(path:reason:)``.
+    package init(path: String, sampleRate: Int, durable: Bool = true) throws(ParlaError) {
         file = try AtomicFile(path: path, durable: durable)
         self.sampleRate = sampleRate
         try file.write(Array("WEBVTT\n\n".utf8))
@@ -68,7 +69,7 @@ public final class CaptionFileWriter {
 
     /// Adds a cue for each sentence of a piece whose audio starts at `sampleOffset`;
     /// `text` is the piece's input text (markup for SSML, which is stripped from the cues).
-    public func add(_ sentences: [SentenceMark], text: String, isMarkup: Bool, sampleOffset: Int) throws(ParlaError) {
+    package func add(_ sentences: [SentenceMark], text: String, isMarkup: Bool, sampleOffset: Int) throws(ParlaError) {
         let scalars = Array(text.unicodeScalars)
         for s in sentences {
             let lo = min(max(s.range.lowerBound, 0), scalars.count), hi = min(max(s.range.upperBound, lo), scalars.count)
@@ -81,10 +82,10 @@ public final class CaptionFileWriter {
     }
 
     /// Renames the captions into place.
-    public func commit() throws(ParlaError) { try file.commit() }
+    package func commit() throws(ParlaError) { try file.commit() }
 
     /// Abandons the file.
-    public func discard() { file.discard() }
+    package func discard() { file.discard() }
 
     /// `HH:MM:SS.mmm`.
     func timestamp(_ sample: Int) -> String {

@@ -1,3 +1,4 @@
+import ParlaCore
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -6,16 +7,16 @@ import Darwin
 
 /// Reads newline-terminated lines from a file descriptor as they arrive, holding at most one
 /// line (up to `limit` bytes) plus one 64 KiB block in memory.
-public struct LineReader {
+package struct LineReader {
     /// The descriptor read from (not closed by the reader).
-    public let fd: Int32
+    package let fd: Int32
     /// What the input is called in errors.
-    public let name: String
+    package let name: String
     /// The longest line kept whole; longer lines are cut (see ``lastLineWasCut``).
-    public let limit: Int
+    package let limit: Int
     /// Whether the line ``next()`` returned last was longer than ``limit`` bytes: only its
     /// first `limit` bytes were returned, and the rest was read and dropped.
-    public private(set) var lastLineWasCut = false
+    package private(set) var lastLineWasCut = false
     private var buffer: [UInt8] = []
     private var start = 0
     private var scanned = 0  // bytes of buffer[start...] known to hold no newline
@@ -23,18 +24,18 @@ public struct LineReader {
     private var eof = false
 
     /// Creates a reader of `fd`, called `name` in error messages, cutting lines at `limit` bytes.
-    public init(fd: Int32, name: String = "standard input", limit: Int = Int.max) {
+    package init(fd: Int32, name: String = "standard input", limit: Int = Int.max) {
         self.fd = fd
         self.name = name
         self.limit = limit
     }
 
     /// Whether a complete line is already buffered (more input is waiting).
-    public var hasBufferedLine: Bool { buffer[(start + scanned)...].contains(0x0A) }
+    package var hasBufferedLine: Bool { buffer[(start + scanned)...].contains(0x0A) }
 
     /// The next line without its newline, or nil at the end of the input.
-    /// - Throws: ``ParlaError/unreadableInput(path:reason:)``.
-    public mutating func next() throws(ParlaError) -> [UInt8]? {
+    /// - Throws: ``/ParlaCore/ParlaError/unreadableInput(path:reason:)``.
+    package mutating func next() throws(ParlaError) -> [UInt8]? {
         lastLineWasCut = false
         while true {
             if let nl = buffer[(start + scanned)...].firstIndex(of: 0x0A) {

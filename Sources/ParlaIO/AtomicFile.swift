@@ -1,3 +1,4 @@
+import ParlaCore
 import FoundationEssentials
 import Synchronization
 #if canImport(Glibc)
@@ -5,32 +6,6 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-
-/// The 44-byte header of a canonical PCM WAV file (RIFF, `fmt ` chunk, `data` chunk).
-public enum WAVHeader {
-    /// The header for `dataBytes` bytes of `bitsPerSample`-bit PCM, every field little-endian.
-    public static func bytes(sampleRate: Int, channels: Int = 1, bitsPerSample: Int = 16, dataBytes: Int) -> [UInt8] {
-        var b: [UInt8] = []
-        b.reserveCapacity(44)
-        func u32(_ v: UInt32) { withUnsafeBytes(of: v.littleEndian) { b.append(contentsOf: $0) } }
-        func u16(_ v: UInt16) { withUnsafeBytes(of: v.littleEndian) { b.append(contentsOf: $0) } }
-        let blockAlign = channels * bitsPerSample / 8
-        b.append(contentsOf: Array("RIFF".utf8))
-        u32(UInt32(clamping: 36 + dataBytes))
-        b.append(contentsOf: Array("WAVE".utf8))
-        b.append(contentsOf: Array("fmt ".utf8))
-        u32(16)                              // fmt chunk size
-        u16(1)                               // PCM
-        u16(UInt16(channels))
-        u32(UInt32(sampleRate))
-        u32(UInt32(sampleRate * blockAlign)) // byte rate
-        u16(UInt16(blockAlign))
-        u16(UInt16(bitsPerSample))
-        b.append(contentsOf: Array("data".utf8))
-        u32(UInt32(clamping: dataBytes))
-        return b
-    }
-}
 
 /// Writes a file that appears under its name only when ``commit()`` succeeds, so the
 /// destination never holds a partial file.
@@ -41,9 +16,9 @@ public enum WAVHeader {
 /// temporary name (`.NAME.parla-PID-….tmp`) is used and renamed over the destination.
 package final class AtomicFile {
     /// Where the file ends up.
-    public let path: String
+    package let path: String
     /// The hidden name written to until commit, or nil while the file has no name at all.
-    public private(set) var temporaryPath: String?
+    package private(set) var temporaryPath: String?
     private let directory: String
     private let name: String
     private var fd: Int32
@@ -55,8 +30,8 @@ package final class AtomicFile {
     /// - Parameter durable: flush the file to disk before naming it (`fsync`); without it,
     ///   a complete file still appears atomically, but a machine crash may lose it (batch
     ///   rendering syncs whole groups of files at once instead).
-    /// - Throws: ``ParlaError/unwritableOutput(path:reason:)`` if it cannot be created.
-    public convenience init(path: String, durable: Bool = true) throws(ParlaError) {
+    /// - Throws: ``/ParlaCore/ParlaError/unwritableOutput(path:reason:)`` if it cannot be created.
+    package convenience init(path: String, durable: Bool = true) throws(ParlaError) {
         try self.init(path: path, durable: durable, naming: .shared)
     }
 
@@ -148,7 +123,7 @@ package final class AtomicFile {
 
     /// Opens an unnamed file in `directory` for reading and writing (`O_TMPFILE`), or returns
     /// -1 where that cannot be done.
-    public static func unnamedFile(in directory: String) -> Int32 {
+    package static func unnamedFile(in directory: String) -> Int32 {
         Naming.shared.unnamedFile(in: directory, mode: 0o600)
     }
 
@@ -160,13 +135,13 @@ package final class AtomicFile {
     }
 
     /// Appends bytes (buffered).
-    public func write(_ bytes: some Collection<UInt8>) throws(ParlaError) {
+    package func write(_ bytes: some Collection<UInt8>) throws(ParlaError) {
         buffer.append(contentsOf: bytes)
         if buffer.count >= 1 << 16 { try flush() }
     }
 
     /// Appends samples as little-endian 16-bit PCM.
-    public func write(samples: [Int16]) throws(ParlaError) {
+    package func write(samples: [Int16]) throws(ParlaError) {
         #if _endian(little)
         samples.withUnsafeBytes { buffer.append(contentsOf: $0) }
         #else
@@ -176,14 +151,14 @@ package final class AtomicFile {
     }
 
     /// Overwrites bytes at `offset` (after flushing what is buffered).
-    public func overwrite(_ bytes: [UInt8], at offset: Int) throws(ParlaError) {
+    package func overwrite(_ bytes: [UInt8], at offset: Int) throws(ParlaError) {
         try flush()
         let n = bytes.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, off_t(offset)) }
         guard n == bytes.count else { throw failure() }
     }
 
     /// Bytes written so far, buffered ones included.
-    public var size: Int { written + buffer.count }
+    package var size: Int { written + buffer.count }
 
     private func flush() throws(ParlaError) {
         guard buffer.withUnsafeBytes({ Self.writeAll(fd, $0) }) else { throw failure() }
@@ -193,8 +168,8 @@ package final class AtomicFile {
 
     /// Flushes the file and gives it its name: linked into place if it is unnamed and nothing
     /// has the name yet, renamed over the destination otherwise.
-    /// - Throws: ``ParlaError/unwritableOutput(path:reason:)``; the file is then removed.
-    public func commit() throws(ParlaError) {
+    /// - Throws: ``/ParlaCore/ParlaError/unwritableOutput(path:reason:)``; the file is then removed.
+    package func commit() throws(ParlaError) {
         do throws(ParlaError) {
             try flush()
             guard !durable || fsync(fd) == 0 || errno == EINVAL else { throw failure() }
@@ -276,7 +251,7 @@ package final class AtomicFile {
     }
 
     /// Closes and removes the file; the destination is left untouched.
-    public func discard() {
+    package func discard() {
         guard fd >= 0 else { return }
         close(fd)
         fd = -1
@@ -289,7 +264,7 @@ package final class AtomicFile {
 
     /// Creates directory `path` and its missing parents; returns `errno` on failure (`ENOTDIR`
     /// if `path` exists but is not a directory), nil on success.
-    public static func makeDirectories(_ path: String) -> Int32? {
+    package static func makeDirectories(_ path: String) -> Int32? {
         var current = path.hasPrefix("/") ? "" : "."
         for part in path.split(separator: "/") {
             current += "/" + part
@@ -301,7 +276,7 @@ package final class AtomicFile {
     }
 
     /// Writes `bytes` to `path` atomically.
-    public static func write(_ bytes: [UInt8], to path: String) throws(ParlaError) {
+    package static func write(_ bytes: [UInt8], to path: String) throws(ParlaError) {
         let f = try AtomicFile(path: path)
         do {
             try f.write(bytes)
@@ -311,46 +286,4 @@ package final class AtomicFile {
             throw error
         }
     }
-}
-
-/// Streams 16-bit mono PCM into a WAV file, fixing the RIFF sizes when it is finished.
-public final class WAVFileWriter {
-    private let file: AtomicFile
-    /// Samples per second written into the header.
-    public let sampleRate: Int
-    /// Samples written so far.
-    public private(set) var sampleCount = 0
-
-    /// Starts a WAV file destined for `path` (written under a temporary name until ``finish()``;
-    /// `durable`: flushed to disk before it takes its name, as Parla's atomic files are).
-    /// - Throws: ``ParlaError/unwritableOutput(path:reason:)``.
-    public init(path: String, sampleRate: Int, durable: Bool = true) throws(ParlaError) {
-        self.file = try AtomicFile(path: path, durable: durable)
-        self.sampleRate = sampleRate
-        try file.write(WAVHeader.bytes(sampleRate: sampleRate, dataBytes: 0))
-    }
-
-    /// Appends samples.
-    /// - Throws: ``ParlaError/unwritableOutput(path:reason:)``, also as soon as the audio
-    ///   would not fit in a WAV file (4 GiB, about 27 hours at 22050 Hz).
-    public func append(_ samples: [Int16]) throws(ParlaError) {
-        guard (sampleCount + samples.count) * 2 <= Int(UInt32.max) - 36 else {
-            throw .unwritableOutput(path: file.path, reason: "the audio is longer than a WAV file can hold (4 GiB, about 27 hours at \(sampleRate) Hz): split the text")
-        }
-        try file.write(samples: samples)
-        sampleCount += samples.count
-    }
-
-    /// Writes the final sizes into the header and renames the file into place.
-    public func finish() throws(ParlaError) {
-        guard sampleCount * 2 <= Int(UInt32.max) - 36 else {
-            file.discard()
-            throw .unwritableOutput(path: file.path, reason: "the audio is longer than a WAV file can hold (4 GiB)")
-        }
-        try file.overwrite(WAVHeader.bytes(sampleRate: sampleRate, dataBytes: sampleCount * 2), at: 0)
-        try file.commit()
-    }
-
-    /// Abandons the file; nothing appears under the destination name.
-    public func discard() { file.discard() }
 }

@@ -1,3 +1,4 @@
+import ParlaCore
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

@@ -1,3 +1,4 @@
+import ParlaCore
 import Dispatch
 #if canImport(Glibc)
 import Glibc

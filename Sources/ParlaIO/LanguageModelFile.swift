@@ -1,0 +1,56 @@
+import FoundationEssentials
+import ParlaCore
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+extension LanguageModel {
+    /// Loads the model at `path`.
+    /// - Throws: ``/ParlaCore/ParlaError/languageModelInvalid(path:reason:)`` when the file is missing or
+    ///   malformed.
+    public convenience init(contentsOf path: String) throws(ParlaError) {
+        // Mapping the file makes loading independent of its size: pages are read on first use
+        // and shared between processes.
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            throw .languageModelInvalid(path: path, reason: "cannot open it (\(String(cString: strerror(errno))))")
+        }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0, info.st_size > 0 else {
+            throw .languageModelInvalid(path: path, reason: "it is empty or cannot be read")
+        }
+        let size = Int(info.st_size)
+        guard let base = mmap(nil, size, PROT_READ, MAP_PRIVATE, fd, 0), base != MAP_FAILED else {
+            throw .languageModelInvalid(path: path, reason: "cannot map it (\(String(cString: strerror(errno))))")
+        }
+        let bytes = UnsafeBufferPointer(start: base.assumingMemoryBound(to: UInt8.self), count: size)
+        do {
+            try self.init(bytes: bytes, path: path) { mapped in
+                munmap(UnsafeMutableRawPointer(mutating: mapped.baseAddress), mapped.count)
+            }
+        } catch {
+            munmap(base, size)
+            throw error
+        }
+    }
+}
+
+extension LanguageDetector {
+    /// The model in `voices/langid.bin` of the catalog `directory`, with the catalog's script
+    /// defaults and the preferences of the environment.
+    public static func load(catalog: VoiceCatalog, preferences: LanguagePreferences = .fromEnvironment()) throws(ParlaError) -> LanguageDetector {
+        var searched: [String] = []
+        for dir in catalog.directories {
+            let path = dir + "/langid.bin"
+            searched.append(path)
+            if FileManager.default.fileExists(atPath: path) {
+                return LanguageDetector(model: try LanguageModel(contentsOf: path), scriptDefaults: catalog.scriptDefaults, preferences: preferences)
+            }
+        }
+        throw .languageModelNotFound(searched: searched)
+    }
+
+}

@@ -1,0 +1,233 @@
+import FoundationEssentials
+import ParlaCore
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+// Loading a voice catalog from its files: locating the directory, the prebuilt index, the
+// JSON presets and defaults.
+extension VoiceCatalog {
+    /// Loads the catalog in `directory` (presets in any subdirectory, plus `defaults.json`),
+    /// then the presets in `userDirectory` if it exists.
+    /// - Throws: ``/ParlaCore/ParlaError/voiceCatalogNotFound(searched:)`` or ``/ParlaCore/ParlaError/invalidVoicePreset(path:reason:)``.
+    public static func load(from directory: String, userDirectory: String? = nil, useIndex: Bool = true) throws(ParlaError) -> VoiceCatalog {
+        let fm = FileManager.default
+        var isDir = false
+        guard fm.fileExists(atPath: directory, isDirectory: &isDir), isDir else {
+            throw .voiceCatalogNotFound(searched: [directory])
+        }
+        if useIndex, let catalog = try loadIndex(directory + "/index.tsv") {
+            var voices = catalog.voices
+            var dirs = [directory]
+            if let user = userDirectory, fm.fileExists(atPath: user, isDirectory: &isDir), isDir {
+                voices += try presets(in: user, excluding: nil)
+                dirs.append(user)
+            }
+            return VoiceCatalog(
+                voices: voices, variants: catalog.variants, languageDefaults: catalog.languageDefaults,
+                scriptDefaults: catalog.scriptDefaults, directories: dirs)
+        }
+        var voices: [SpeechVoice] = []
+        var languageDefaults: [String: String] = [:]
+        var scriptDefaults: [String: LanguageTag] = [:]
+        var variants: [String] = []
+        var dirs = [directory]
+
+        let defaultsPath = directory + "/defaults.json"
+        if fm.fileExists(atPath: defaultsPath) {
+            let d: DefaultsFile = try decode(DefaultsFile.self, at: defaultsPath)
+            languageDefaults = Dictionary(d.languages.map { ($0.key.lowercased(), $0.value) }, uniquingKeysWith: { a, _ in a })
+            for (script, lang) in d.scripts ?? [:] {
+                guard let tag = LanguageTag(lang) else {
+                    throw .invalidVoicePreset(path: defaultsPath, reason: "'\(lang)' for script \(script) is not a language tag")
+                }
+                scriptDefaults[script] = tag
+            }
+            variants = d.variants ?? []
+        }
+        voices += try presets(in: directory, excluding: defaultsPath)
+        if let user = userDirectory, fm.fileExists(atPath: user, isDirectory: &isDir), isDir {
+            voices += try presets(in: user, excluding: nil)
+            dirs.append(user)
+        }
+        return VoiceCatalog(
+            voices: voices, variants: variants, languageDefaults: languageDefaults,
+            scriptDefaults: scriptDefaults, directories: dirs)
+    }
+
+    /// The catalog found by ``locateDirectory(explicit:)``, loaded once per process.
+    /// - Throws: ``/ParlaCore/ParlaError/voiceCatalogNotFound(searched:)`` if no catalog directory exists.
+    public static func `default`() throws(ParlaError) -> VoiceCatalog {
+        try defaultCatalog.get()
+    }
+
+    private static let defaultCatalog: Result<VoiceCatalog, ParlaError> = Result { () throws(ParlaError) in
+        try load(from: locateDirectory(), userDirectory: userPresetDirectory)
+    }
+
+    /// The user's own preset directory: `$XDG_CONFIG_HOME/parla/voices` or `~/.config/parla/voices`.
+    public static var userPresetDirectory: String? {
+        let env = { (name: String) in getenv(name).map { String(cString: $0) } }
+        if let xdg = env("XDG_CONFIG_HOME"), !xdg.isEmpty { return xdg + "/parla/voices" }
+        if let home = env("HOME"), !home.isEmpty { return home + "/.config/parla/voices" }
+        return nil
+    }
+
+    /// Finds the catalog directory: `explicit`, then `$PARLA_VOICES`, then `voices/` or
+    /// `../share/parla/voices` next to the executable, then the source checkout.
+    /// - Throws: ``/ParlaCore/ParlaError/voiceCatalogNotFound(searched:)`` listing every place tried.
+    public static func locateDirectory(explicit: String? = nil) throws(ParlaError) -> String {
+        // Tried one at a time, with plain system calls: this is on the start-up path of every
+        // command (URL's path resolution took about 1 ms).
+        var candidates: [String] = []
+        func found(_ dir: String) -> Bool {
+            candidates.append(dir)
+            return access(dir + "/defaults.json", F_OK) == 0
+        }
+        func parent(_ path: String) -> String {
+            guard let slash = path.utf8.lastIndex(of: UInt8(ascii: "/")) else { return "." }
+            return slash == path.utf8.startIndex ? "/" : String(path[..<slash])
+        }
+        if let explicit {
+            if found(explicit) { return explicit }
+            throw .voiceCatalogNotFound(searched: candidates)
+        }
+        if let env = getenv("PARLA_VOICES").map({ String(cString: $0) }), !env.isEmpty, found(env) { return env }
+        if let real = resolvedPath("/proc/self/exe") {
+            let dir = parent(real)
+            if found(dir + "/voices") { return dir + "/voices" }
+            let share = parent(dir) + "/share/parla/voices"
+            if found(share) { return share }
+            // PREFIX/libexec/parla/sd_parla (the speech-dispatcher module) → PREFIX/share/parla.
+            let fromLibexec = parent(parent(dir)) + "/share/parla/voices"
+            if found(fromLibexec) { return fromLibexec }
+        }
+        // The program as started (a symbolic link to it may have a catalog beside it).
+        if let arg0 = CommandLine.arguments.first, arg0.contains("/") {
+            let dir = parent(resolvedPath(arg0) ?? arg0)
+            if found(dir + "/voices") { return dir + "/voices" }
+        }
+        // A source checkout: Sources/ParlaIO/VoiceCatalogFiles.swift → ../../voices
+        let source = parent(parent(parent(#filePath))) + "/voices"
+        if found(source) { return source }
+        throw .voiceCatalogNotFound(searched: candidates)
+    }
+
+    /// `path` with every symbolic link resolved, nil if it does not exist.
+    private static func resolvedPath(_ path: String) -> String? {
+        guard let resolved = realpath(path, nil) else { return nil }
+        defer { free(resolved) }
+        return String(cString: resolved)
+    }
+
+    /// The built-in presets and defaults from `index.tsv` (written by
+    /// `scripts/generate-voices.py`), nil if there is none. One file read and split instead of
+    /// 130 JSON decodes: a third of `parla say`'s start-up before it.
+    /// - Throws: ``/ParlaCore/ParlaError/invalidVoicePreset(path:reason:)`` naming the line.
+    static func loadIndex(_ path: String) throws(ParlaError) -> VoiceCatalog? {
+        guard let data = FileManager.default.contents(atPath: path) else { return nil }
+        var voices: [SpeechVoice] = []
+        var languageDefaults: [String: String] = [:]
+        var scriptDefaults: [String: LanguageTag] = [:]
+        var variants: [String] = []
+        // Split as bytes: String.split by Character breaks graphemes, and took 1.3 ms here.
+        let bytes = [UInt8](data)
+        for (number, line) in bytes.split(separator: 0x0A).enumerated() where line.first != UInt8(ascii: "#") {
+            let f = line.split(separator: 0x09, omittingEmptySubsequences: false).map { String(decoding: $0, as: UTF8.self) }
+            func bad(_ why: String) -> ParlaError { .invalidVoicePreset(path: path, reason: "line \(number + 1): \(why); run 'python3 scripts/generate-voices.py --index-only'") }
+            switch f.first {
+            case "voice":
+                guard f.count == 10 else { throw bad("a voice line needs 10 tab-separated fields") }
+                var languages: [LanguageTag] = []
+                for l in f[6].split(separator: " ") {
+                    guard let tag = LanguageTag(String(l)) else { throw bad("'\(l)' is not a language tag") }
+                    languages.append(tag)
+                }
+                guard !languages.isEmpty else { throw bad("the voice lists no languages") }
+                voices.append(SpeechVoice(
+                    identifier: f[1], name: f[2], engine: f[3], engineVoice: f[4], variant: f[5].isEmpty ? nil : f[5],
+                    languages: languages, gender: SpeechVoice.Gender(rawValue: f[7]),
+                    rate: Double(f[8]), pitch: Double(f[9])))
+            case "default":
+                guard f.count == 3 else { throw bad("a default needs a language and a voice") }
+                languageDefaults[f[1].lowercased()] = f[2]
+            case "script":
+                guard f.count == 3, let tag = LanguageTag(f[2]) else { throw bad("a script default needs a script and a language tag") }
+                scriptDefaults[f[1]] = tag
+            case "variant":
+                guard f.count == 2 else { throw bad("a variant needs a name") }
+                variants.append(f[1])
+            default:
+                throw bad("unknown line")
+            }
+        }
+        return VoiceCatalog(voices: voices, variants: variants, languageDefaults: languageDefaults, scriptDefaults: scriptDefaults)
+    }
+
+    private struct DefaultsFile: Decodable {
+        var languages: [String: String]
+        var scripts: [String: String]?
+        var variants: [String]?
+    }
+
+    private static func presets(in directory: String, excluding: String?) throws(ParlaError) -> [SpeechVoice] {
+        // Presets sit in the directory itself or one level down (voices/espeak-ng/*.json).
+        let fm = FileManager.default
+        var paths: [String] = []
+        var isDir = false
+        for item in (try? fm.contentsOfDirectory(atPath: directory)) ?? [] {
+            let path = directory + "/" + item
+            if item.hasSuffix(".json") {
+                if path != excluding { paths.append(path) }
+            } else if fm.fileExists(atPath: path, isDirectory: &isDir), isDir {
+                for sub in (try? fm.contentsOfDirectory(atPath: path)) ?? [] where sub.hasSuffix(".json") {
+                    paths.append(path + "/" + sub)
+                }
+            }
+        }
+        var out: [SpeechVoice] = []
+        for path in paths.sorted() {
+            let v = try decode(SpeechVoice.self, at: path)
+            guard !v.languages.isEmpty else {
+                throw .invalidVoicePreset(path: path, reason: "it lists no languages")
+            }
+            out.append(v)
+        }
+        return out
+    }
+
+    private static func decode<T: Decodable>(_ type: T.Type, at path: String) throws(ParlaError) -> T {
+        let data: Data
+        do {
+            data = try Data(contentsOf: URL(fileURLWithPath: path))
+        } catch {
+            throw .invalidVoicePreset(path: path, reason: "it cannot be read")
+        }
+        do {
+            return try JSONDecoder().decode(T.self, from: data)
+        } catch {
+            throw .invalidVoicePreset(path: path, reason: "\(error)")
+        }
+    }
+}
+
+extension SpeechVoice {
+    /// Every voice in the default catalog (empty if the catalog cannot be found).
+    public static var all: [SpeechVoice] {
+        (try? VoiceCatalog.default())?.voices ?? []
+    }
+
+    /// The default catalog's best voice for `language`, or nil if none speaks it.
+    public init?(language: LanguageTag) {
+        guard let voice = try? VoiceCatalog.default().voice(for: language) else { return nil }
+        self = voice
+    }
+
+    /// The default catalog's voice with `identifier` (`espeak-ng.fr+f2` included), or nil.
+    public init?(identifier: String) {
+        guard let voice = try? VoiceCatalog.default().voice(identifier: identifier) else { return nil }
+        self = voice
+    }
+}
