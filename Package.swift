@@ -65,7 +65,10 @@ let package = Package(
         .target(name: "ParlaESpeak", dependencies: ["ParlaCore", "ParlaIO", "CESpeakNG", "CParlaEngineHost"], swiftSettings: swiftSettings),
         .target(name: "ParlaPulseAudio", dependencies: ["ParlaCore", "ParlaIO", "CPulseAudio", "CParlaDuckGuard"], swiftSettings: swiftSettings),
         .target(name: "ParlaTesting", dependencies: ["ParlaCore", "ParlaIO", "ParlaPulseAudio", "CPulseAudio"], swiftSettings: swiftSettings),
-        .target(name: "Parla", dependencies: ["ParlaCore", "ParlaIO", "ParlaESpeak", "ParlaPulseAudio", "CParlaWorker"], swiftSettings: swiftSettings),
+        // Batch rendering: the renderer and its orchestration of worker processes, the worker
+        // protocol and loop, the results log, and the batch input formats.
+        .target(name: "ParlaBatch", dependencies: ["ParlaCore", "ParlaIO", "ParlaESpeak", "CParlaWorker"], swiftSettings: swiftSettings),
+        .target(name: "Parla", dependencies: ["ParlaCore", "ParlaIO", "ParlaBatch", "ParlaESpeak", "ParlaPulseAudio"], swiftSettings: swiftSettings),
         // speech-dispatcher's module protocol, settings and messages (pure: tested with a fake speaker).
         .target(name: "ParlaSpeechd", dependencies: ["ParlaCore"], swiftSettings: swiftSettings),
 
@@ -117,7 +120,7 @@ let package = Package(
         // and private sound servers for the live tests.
         .target(name: "ParlaTestSupport", dependencies: ["ParlaCore", "ParlaIO"], path: "Tests/ParlaTestSupport", swiftSettings: swiftSettings),
         .target(name: "ParlaAudioTestSupport", dependencies: ["ParlaTestSupport", "ParlaPulseAudio", "ParlaTesting"], path: "Tests/ParlaAudioTestSupport", swiftSettings: swiftSettings),
-        .testTarget(name: "ParlaTests", dependencies: ["Parla", "ParlaAudioTestSupport"], swiftSettings: swiftSettings),
+        .testTarget(name: "ParlaTests", dependencies: ["Parla", "ParlaBatch", "ParlaAudioTestSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "ParlaCLITests", dependencies: ["parla", "speak-selection", "sd_parla", "ParlaCore", "ParlaIO", "ParlaAudioTestSupport"], swiftSettings: swiftSettings),
     ]
 )

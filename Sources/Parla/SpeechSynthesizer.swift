@@ -1,6 +1,7 @@
 @_exported import ParlaCore
 @_exported import ParlaPulseAudio
 @_exported import ParlaIO
+@_exported import ParlaBatch
 import FoundationEssentials
 import ParlaESpeak
 import Synchronization

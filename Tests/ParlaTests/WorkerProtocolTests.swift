@@ -1,5 +1,6 @@
 import Foundation
-@testable import Parla
+import Parla
+@testable import ParlaBatch
 import ParlaAudioTestSupport
 import Testing
 

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import ParlaCore
 
 /// One text to render in a batch, with its per-item overrides.
 public struct BatchItem: Sendable, Hashable, Codable {

@@ -1,0 +1,85 @@
+internal import CParlaWorker
+import Dispatch
+import FoundationEssentials
+import ParlaCore
+import ParlaIO
+import ParlaESpeak
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A running render worker (this program started again with `PARLA_RENDER_WORKER=1`).
+final class WorkerProcess: @unchecked Sendable {  // used by one thread at a time
+    let pid: pid_t
+    private let input: Int32
+    private var output: LineReader
+    private var closed = false
+
+    /// Starts a worker, on the `cpu`-th allowed CPU if given, and sends it the settings; see
+    /// ``awaitReady()``.
+    init(settings: RenderSettings, cpu: Int?) throws {
+        let child = try ChildProcess.spawnSelf(role: "parla render worker", environment: [
+            "PARLA_RENDER_WORKER": "1:\(getpid())",
+            "SWIFT_DETERMINISTIC_HASHING": "1",  // the same choices in every worker
+            "LD_BIND_NOW": "1",  // resolve symbols once in the worker, not in every forked child
+        ])
+        let pid = child.pid
+        self.pid = pid
+        // Before it forks anything: its chunk processes inherit the CPU. (A failure leaves
+        // the worker free to run anywhere, which is only slower.)
+        if let cpu { _ = parla_pin_to_allowed_cpu(pid, Int32(cpu)) }
+        input = child.input
+        output = LineReader(fd: child.output, name: "a render worker")
+        let settingsLine = try JSONEncoder().encode(settings)
+        guard send(Array(settingsLine)) else {
+            _ = finish()
+            throw ParlaError.engineFailure("a render worker exited before it was ready (run with --jobs 1 and check standard error)")
+        }
+    }
+
+    /// Waits for the worker to have loaded everything (call once, after `init`).
+    /// - Throws: what kept it from starting.
+    func awaitReady() throws {
+        guard let ready = try output.next(),
+              let answer = WorkerResult.decode(ready)
+        else {
+            _ = finish()
+            throw ParlaError.engineFailure("a render worker exited before it was ready (run with --jobs 1 and check standard error)")
+        }
+        if let fatal = answer.fatal {
+            _ = finish()
+            throw ParlaError.invalidInput(fatal)
+        }
+    }
+
+    deinit { _ = finish() }
+
+    /// The worker's answer for `item`, the oldest item to render sent and not yet answered.
+    /// - Throws: if the worker died (or answered out of turn); it cannot be used again.
+    func receive(for item: BatchItem) throws -> WorkerResult {
+        guard let line = try output.next(), let result = WorkerResult.decode(line),
+              result.id == item.id
+        else {
+            throw ParlaError.engineFailure("the render worker stopped while rendering this item (run the same command again to retry it)")
+        }
+        return result
+    }
+
+    /// Queues one request line (a JSON chunk) in the worker's input; false if the worker is gone.
+    func send(_ bytes: [UInt8]) -> Bool { writeFully(input, bytes + [0x0A]) }
+
+    /// Ends the worker (it exits at the end of its input) and returns its peak memory in bytes,
+    /// its per-chunk processes included.
+    func finish() -> Int {
+        guard !closed else { return 0 }
+        closed = true
+        close(input)
+        let last = try? output.next()
+        close(output.fd)
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        guard let last, let stats = WorkerResult.decode(last) else { return 0 }
+        return stats.peakBytes ?? 0
+    }
+}
