@@ -179,7 +179,7 @@ final class ItemRenderer {
         if let v = item.voice { u.voice = try catalog.voice(identifier: v) } else if u.voice == nil, let voice { u.voice = voice }
         if let r = item.rate {
             guard SpeechPlan.rateRange.contains(r) else { throw ParlaError.parameterOutOfRange(name: "rate", value: r, range: SpeechPlan.rateRange) }
-            u.rate = r
+            u.wordsPerMinute = r
         }
         if let p = item.pitch {
             guard (0...99).contains(p) else { throw ParlaError.parameterOutOfRange(name: "pitch", value: p, range: 0...99) }

@@ -119,7 +119,7 @@ struct Say: AsyncParsableCommand {
         var utterance = ssml ? try Utterance(ssml: input) : Utterance(string: input)
         if let language { utterance.language = try LanguageTag(parsing: language) }
         if let voice { utterance.voice = try catalog.voice(identifier: voice) }
-        utterance.rate = rate
+        utterance.wordsPerMinute = rate
         if let pitch { utterance.pitchMultiplier = pitch / 50 }
         if let volume { utterance.volume = volume / 100 }
         utterance.punctuation = punctuation

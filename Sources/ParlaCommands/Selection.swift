@@ -146,7 +146,7 @@ struct SelectionRun {
         }
         var utterance = Utterance(string: text)
         if let voice = settings.voice { utterance.voice = try catalog.voice(identifier: voice) }
-        utterance.rate = settings.rate
+        utterance.wordsPerMinute = settings.rate
         let plan = try synth.plan(utterance)
         var seen = Set<String>()
         let languages = plan.segments.map(\.language.identifier).filter { seen.insert($0).inserted }

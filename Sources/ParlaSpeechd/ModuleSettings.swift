@@ -121,7 +121,7 @@ package struct ModuleSettings: Sendable, Equatable {
 
     /// Applies rate, pitch, volume and punctuation to `utterance`, and spelling to its text.
     package func configure(_ utterance: inout Utterance, catalog: VoiceCatalog) throws(ParlaError) {
-        utterance.rate = wordsPerMinute
+        utterance.wordsPerMinute = wordsPerMinute
         utterance.pitchMultiplier = pitchMultiplier
         utterance.volume = volumeMultiplier
         utterance.punctuation = punctuation

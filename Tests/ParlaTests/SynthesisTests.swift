@@ -220,7 +220,7 @@ struct SynthesisTests {
         #expect(spelled.count > plain.count, "spelling out N-A-S-A takes longer than the word")
         #expect(timeline.words.map(\.word) == ["Code", "NASA"])
         var fast = Utterance(string: "Code NASA")
-        fast.rate = 400
+        fast.wordsPerMinute = 400
         let (quick, _) = try await render(fast)
         #expect(quick.count < plain.count)
     }

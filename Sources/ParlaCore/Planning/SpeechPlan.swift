@@ -92,8 +92,11 @@ public struct SpeechPlan: Sendable {
         return plan
     }
 
-    /// Accepted range of ``Utterance/rate``, in words per minute.
+    /// Accepted range of ``Utterance/wordsPerMinute``, and the words per minute every run is kept within.
     public static let rateRange: ClosedRange<Double> = 80...450
+    /// Accepted ``Utterance/rate`` multipliers (the words per minute they give are then kept
+    /// within ``rateRange``).
+    public static let rateMultiplierRange: ClosedRange<Double> = 0.25...4
     /// Accepted range of ``Utterance/pitchMultiplier``.
     public static let pitchRange: ClosedRange<Double> = 0...2
     /// Accepted range of ``Utterance/volume``.
@@ -123,8 +126,11 @@ public struct SpeechPlan: Sendable {
     ///     nor an utterance language; nil speaks such text in the utterance voice's language or
     ///     `defaultLanguage`.
     public init(_ utterance: Utterance, catalog: VoiceCatalog, defaultLanguage: LanguageTag = "en", detector: LanguageDetector? = nil) throws(ParlaError) {
-        if let r = utterance.rate, !Self.rateRange.contains(r) {
+        if let r = utterance.wordsPerMinute, !Self.rateRange.contains(r) {
             throw .parameterOutOfRange(name: "Rate (words per minute)", value: r, range: Self.rateRange)
+        }
+        guard Self.rateMultiplierRange.contains(utterance.rate) else {
+            throw .parameterOutOfRange(name: "Rate multiplier", value: utterance.rate, range: Self.rateMultiplierRange)
         }
         guard Self.pitchRange.contains(utterance.pitchMultiplier) else {
             throw .parameterOutOfRange(name: "Pitch multiplier", value: utterance.pitchMultiplier, range: Self.pitchRange)
@@ -218,7 +224,7 @@ public struct SpeechPlan: Sendable {
             for piece in pieces {
                 let language = piece.language
                 let v = try voice(for: language)
-                let rateWPM = (utterance.rate ?? v.rate ?? 175) * (attrs[SpeechAttributes.RateAttribute.self] ?? 1)
+                let rateWPM = (utterance.wordsPerMinute ?? v.rate ?? 175) * utterance.rate * (attrs[SpeechAttributes.RateAttribute.self] ?? 1)
                 let pitch = 50 * (v.pitch ?? 1) * utterance.pitchMultiplier * (attrs[SpeechAttributes.PitchAttribute.self] ?? 1)
                 let volume = 100 * utterance.volume * (attrs[SpeechAttributes.VolumeAttribute.self] ?? 1)
                 let template = Run(

@@ -20,8 +20,15 @@ public struct Utterance: Sendable {
     public var language: LanguageTag?
     /// The voice for text whose language it speaks (nil: the default voice for each language).
     public var voice: SpeechVoice?
-    /// Speaking rate in words per minute, 80–450 (nil: the voice's default, 175 for espeak-ng).
-    public var rate: Double?
+    /// Speaking rate as a multiple of the voice's own rate (1: the voice's rate; 2: twice as
+    /// fast), 0.25–4. The same unit as the `speechRate` attribute and the live
+    /// `SpeechSynthesizer.setRate(_:)`, so rates compose by multiplying. The words per minute
+    /// they give are kept within 80–450.
+    public var rate: Double = 1
+    /// The rate to multiply in words per minute, 80–450, instead of the voice's own (nil: the
+    /// voice's, 175 for espeak-ng's voices). A convenience for tools whose users speak in
+    /// words per minute, such as `parla say --rate`.
+    public var wordsPerMinute: Double?
     /// Pitch multiplier, 0–2 (1: the voice's normal pitch; 0 is the engine's lowest).
     public var pitchMultiplier: Double = 1
     /// Volume, 0–2 (1: the engine's normal amplitude).
