@@ -40,7 +40,7 @@ func quoted(_ text: String) -> String {
 }
 
 func json(_ e: SpeechEvent) -> String {
-    var fields = ["\"event\": \(quoted(e.kind.name))", "\"t_ns\": \(e.time)", "\"utterance\": \(e.utterance)"]
+    var fields = ["\"event\": \(quoted(e.kind.name))", "\"t_ns\": \(e.time.nanoseconds)", "\"utterance\": \(e.utterance)"]
     switch e.kind {
     case .willSpeakWord(let r), .willSpeakSentence(let r), .resumed(from: let r):
         fields += ["\"start\": \(r.scalarRange.lowerBound)", "\"end\": \(r.scalarRange.upperBound)", "\"text\": \(quoted(r.text))"]

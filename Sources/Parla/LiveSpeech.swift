@@ -296,7 +296,7 @@ final class LiveSpeech: @unchecked Sendable {
         var success = false
         if case .finished = kind { success = true }
         let event = SpeechEvent(
-            utterance: id, kind: kind, time: monotonicNanoseconds(),
+            utterance: id, kind: kind, time: .now,
             announcement: request.announcement.map { AnnouncementResult(string: $0, wasSuccessful: success) })
         for c in s.subscribers.values { c.yield(event) }
         request.waiter?.resume(returning: event)
@@ -304,7 +304,7 @@ final class LiveSpeech: @unchecked Sendable {
 
     private func emit(_ kind: SpeechEvent.Kind, for id: UtteranceID, in s: inout State) {
         guard s.requests[id] != nil else { return }
-        let event = SpeechEvent(utterance: id, kind: kind, time: monotonicNanoseconds())
+        let event = SpeechEvent(utterance: id, kind: kind, time: .now)
         for c in s.subscribers.values { c.yield(event) }
     }
 

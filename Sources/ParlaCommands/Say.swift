@@ -168,7 +168,7 @@ struct Say: AsyncParsableCommand {
 
     /// One `--events json` line.
     static func json(_ event: SpeechEvent) -> String {
-        var fields = ["\"event\": \(JSONText.quoted(event.kind.name))", "\"t_ns\": \(event.time)", "\"utterance\": \(event.utterance)"]
+        var fields = ["\"event\": \(JSONText.quoted(event.kind.name))", "\"t_ns\": \(event.time.nanoseconds)", "\"utterance\": \(event.utterance)"]
         switch event.kind {
         case .willSpeakWord(let r), .willSpeakSentence(let r), .resumed(from: let r):
             fields += [

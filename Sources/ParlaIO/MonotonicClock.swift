@@ -11,3 +11,8 @@ public func monotonicNanoseconds() -> UInt64 {
     clock_gettime(CLOCK_MONOTONIC, &ts)
     return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
 }
+
+extension SpeechInstant {
+    /// This moment on the monotonic clock.
+    public static var now: SpeechInstant { SpeechInstant(nanoseconds: monotonicNanoseconds()) }
+}

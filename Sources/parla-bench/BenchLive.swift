@@ -201,7 +201,7 @@ struct BenchLive: AsyncParsableCommand {
             let id = synth.speak(Utterance(string: Self.mixed))
             var words: [(UInt64, Int)] = []
             for await e in events where e.utterance == id {
-                if case .willSpeakWord(let r) = e.kind { words.append((e.time, r.audioSample)) }
+                if case .willSpeakWord(let r) = e.kind { words.append((e.time.nanoseconds, r.audioSample)) }
                 if e.kind.isTerminal { break }
             }
             try await Task.sleep(for: .milliseconds(150))

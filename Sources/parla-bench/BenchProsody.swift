@@ -63,7 +63,7 @@ extension BenchLive {
                 }
                 defer { changer.cancel() }
                 for await e in events where e.utterance == id {
-                    if case .willSpeakWord(let r) = e.kind { words.append((e.time, r)) }
+                    if case .willSpeakWord(let r) = e.kind { words.append((e.time.nanoseconds, r)) }
                     if e.kind.isTerminal { break }
                 }
                 try await Task.sleep(for: .milliseconds(150))

@@ -61,7 +61,7 @@ extension LiveSpeechTests {
         #expect(after < 0.75 * before, "mean word length \(before) samples before word \(first), \(after) after; \(ctx)")
         // And it was heard: audio arrived after the new rate's first word was due.
         let due = try #require(log.of(id).first { if case .willSpeakWord(let r) = $0.kind { return r.scalarRange == change.word } else { return false } })
-        let loudAfter = server.recorder.loudSampleTimes(after: due.time).count
+        let loudAfter = server.recorder.loudSampleTimes(after: due.time.nanoseconds).count
         #expect(loudAfter > 2000, "\(loudAfter) loud samples after word \(first) was due; \(ctx)")
     }
 

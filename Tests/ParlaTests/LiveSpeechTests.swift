@@ -90,7 +90,7 @@ struct LiveSpeechTests {
         let loud = server.recorder.loudSampleTimes()
         #expect(loud.count > 5000)
         // (The recorder dates a sample when it reads it, a few ms late on a loaded machine.)
-        #expect(end.time + 20_000_000 >= loud.last ?? .max)
+        #expect(end.time.nanoseconds + 20_000_000 >= loud.last ?? .max)
         #expect(!synth.isSpeaking)
     }
 
@@ -116,8 +116,8 @@ struct LiveSpeechTests {
         #expect(sequence == ["mark:w0", "Hello", "mark:w1", "world", "mark:w2", "καλημέρα", "mark:end", "finished"])
         // Each mark is delivered with its word, not when it was synthesized (all before any sound).
         let events = log.of(end.utterance)
-        let markTimes = events.compactMap { e -> UInt64? in if case .mark = e.kind { e.time } else { nil } }
-        let wordTimes = events.compactMap { e -> UInt64? in if case .willSpeakWord = e.kind { e.time } else { nil } }
+        let markTimes = events.compactMap { e -> UInt64? in if case .mark = e.kind { e.time.nanoseconds } else { nil } }
+        let wordTimes = events.compactMap { e -> UInt64? in if case .willSpeakWord = e.kind { e.time.nanoseconds } else { nil } }
         for (m, w) in zip(markTimes, wordTimes) { #expect(w >= m && w - m < 5_000_000) }
         #expect(markTimes.last! > wordTimes.last! + 100_000_000)
     }
@@ -204,7 +204,7 @@ struct LiveSpeechTests {
         #expect(starts.count == 3 && starts.first == first && starts.last == waiting)
         let announcementEnd = log.events.first { $0.announcement != nil }
         #expect(announcementEnd?.announcement?.wasSuccessful == true)
-        #expect(announcementEnd.map { $0.time < (log.of(waiting).first?.time ?? 0) } == true)
+        #expect(announcementEnd.map { $0.time.nanoseconds < (log.of(waiting).first?.time.nanoseconds ?? 0) } == true)
     }
 
     @Test func queuedAndPrioritizedAnnouncementsWait() async throws {
@@ -391,7 +391,7 @@ struct LiveSpeechTests {
         try await Task.sleep(for: .milliseconds(150))
         let first = try #require(server.recorder.loudSampleTimes(after: t0).first)
         let words = log.of(end.utterance).compactMap { e -> (UInt64, Int)? in
-            if case .willSpeakWord(let r) = e.kind { return (e.time, r.audioSample) } else { return nil }
+            if case .willSpeakWord(let r) = e.kind { return (e.time.nanoseconds, r.audioSample) } else { return nil }
         }
         // Sample s reached the monitor at first + (s - firstLoudPCM) / rate.
         let drift = words.map { (time, sample) in (Double(time) - (Double(first) + Double(sample - firstLoudPCM) * 1e9 / 22050)) / 1e6 }.sorted()

@@ -60,9 +60,9 @@ extension LiveSpeechTests {
         let announcementEnd = try #require(log.events.first { $0.announcement != nil })
         let resumedAt = log.of(id)[resumeIndex].time
         #expect(announcementEnd.time <= resumedAt)
-        #expect((log.of(later).first?.time ?? 0) >= (log.terminal(id)?.time ?? .max))
+        #expect((log.of(later).first?.time.nanoseconds ?? 0) >= (log.terminal(id)?.time.nanoseconds ?? .max))
         // And the resumed audio was heard.
-        #expect(server.recorder.loudSampleTimes(after: resumedAt).count > 5000)
+        #expect(server.recorder.loudSampleTimes(after: resumedAt.nanoseconds).count > 5000)
     }
 
     @Test func resumePointCanBeTheWordAndTheAttributeTurnsItOn() async throws {

@@ -99,13 +99,13 @@ public struct SpeechEvent: Sendable {
     public var utterance: UtteranceID
     /// What happened.
     public var kind: Kind
-    /// CLOCK_MONOTONIC nanoseconds when the event was delivered.
-    public var time: UInt64
+    /// When the event was delivered, on the monotonic clock.
+    public var time: SpeechInstant
     /// For the terminal event of an announcement: its text and whether it was spoken to the end.
     public var announcement: AnnouncementResult?
 
     /// Creates an event.
-    public init(utterance: UtteranceID, kind: Kind, time: UInt64, announcement: AnnouncementResult? = nil) {
+    public init(utterance: UtteranceID, kind: Kind, time: SpeechInstant, announcement: AnnouncementResult? = nil) {
         self.utterance = utterance
         self.kind = kind
         self.time = time
