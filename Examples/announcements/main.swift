@@ -7,7 +7,7 @@
 import FoundationEssentials
 import Parla
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 let arguments = CommandLine.arguments.dropFirst()
@@ -32,7 +32,8 @@ func quoted(_ text: String) -> String {
         case "\"": out += "\\\""
         case "\\": out += "\\\\"
         case "\n": out += "\\n"
-        case _ where u.value < 0x20: out += "\\u" + String(repeating: "0", count: 4 - String(u.value, radix: 16).count) + String(u.value, radix: 16)
+        case _ where u.value < 0x20:
+            out += "\\u" + String(repeating: "0", count: 4 - String(u.value, radix: 16).count) + String(u.value, radix: 16)
         default: out.unicodeScalars.append(u)
         }
     }
@@ -92,7 +93,8 @@ if let lastHeard, let resumedFrom {
     var view = String.UnicodeScalarView()
     view.append(contentsOf: between)
     let wordsBack = String(view).split(whereSeparator: \.isWhitespace).count
-    summary += "; cut off while \"\(lastHeard.text)\" (offset \(lastHeard.scalarRange.lowerBound)) was heard,"
+    summary +=
+        "; cut off while \"\(lastHeard.text)\" (offset \(lastHeard.scalarRange.lowerBound)) was heard,"
         + " resumed from \"\(resumedFrom.text)\" (offset \(resumedFrom.scalarRange.lowerBound)), \(wordsBack) words back"
 }
 let line = Array((summary + "\n").utf8)

@@ -69,10 +69,14 @@ final class LiveSpeech: @unchecked Sendable {
 
     // MARK: Requests
 
-    func submit(_ utterance: Utterance, plan: SpeechPlan? = nil, kind: SpeechRequestKind, announcement: String?, waiter: CheckedContinuation<SpeechEvent, Never>? = nil) -> UtteranceID {
+    func submit(
+        _ utterance: Utterance, plan: SpeechPlan? = nil, kind: SpeechRequestKind, announcement: String?,
+        waiter: CheckedContinuation<SpeechEvent, Never>? = nil
+    ) -> UtteranceID {
         let id = UtteranceID(Self.ids.add(1, ordering: .relaxed).newValue)
         startClock()
-        let resumes = utterance.resumesAfterInterruption
+        let resumes =
+            utterance.resumesAfterInterruption
             || utterance.text.runs.contains { $0[SpeechAttributes.ResumesAfterInterruptionAttribute.self] == true }
         state.withLock { s in
             s.requests[id] = Request(utterance: utterance, plan: plan, announcement: announcement, waiter: waiter)
@@ -369,7 +373,9 @@ final class LiveSpeech: @unchecked Sendable {
 
     /// A new synthesis pass of `pb` from stream sample `base`, speaking its plan from input
     /// offset `input` with the live rate and pitch; it replaces the pass before it. State lock held.
-    private func makePass(_ pb: Playback, base: Int, input: Int, sentenceStart: (input: Int, sample: Int)?, in s: inout State) -> SynthesisPass? {
+    private func makePass(_ pb: Playback, base: Int, input: Int, sentenceStart: (input: Int, sample: Int)?, in s: inout State)
+        -> SynthesisPass?
+    {
         guard var plan = pb.plan else { return nil }
         if base > 0 { plan = plan.resuming(from: plan.source.map { $0.textOffset(atMarkup: input) } ?? input) }
         let pass = SynthesisPass(
@@ -402,8 +408,10 @@ final class LiveSpeech: @unchecked Sendable {
         pb.nextWord = min(pb.nextWord, pb.words.count)
         pb.nextSentence = min(pb.nextSentence, pb.sentences.count)
         if let (time, heard) = pb.changeRequest {
-            s.changes.append(LiveProsodyChange(
-                utterance: pb.id, requestedAt: time, heardSample: heard, sample: w.startSample, word: w.range, sampleRate: pb.sampleRate))
+            s.changes.append(
+                LiveProsodyChange(
+                    utterance: pb.id, requestedAt: time, heardSample: heard, sample: w.startSample, word: w.range, sampleRate: pb.sampleRate
+                ))
             if s.changes.count > 100 { s.changes.removeFirst() }
         }
         pb.changeRequest = nil

@@ -33,18 +33,20 @@ public final class SpeechSynthesizer: Sendable {
     /// Creates a synthesizer using `catalog` (default: the catalog found next to the program,
     /// through `PARLA_VOICES`, or in the source checkout).
     /// - Parameters:
+    ///   - catalog: the voices to choose from.
+    ///   - defaultLanguage: the language of text nothing else gives one.
     ///   - detectsLanguages: segment text without language attributes by language (on by
     ///     default); explicit language spans and ``/ParlaCore/Utterance/language`` always win.
     ///   - detector: the detector to use (default: the catalog's model, with the user's
     ///     languages from `LANGUAGE`/`LANG` as preferences).
-    ///   - catalog: the voices to choose from.
-    ///   - defaultLanguage: the language of text nothing else gives one.
     ///   - audioOutput: where ``speak(_:)-(Utterance)`` and ``announce(_:language:)-(AttributedString,_)`` play.
     public convenience init(
         catalog: VoiceCatalog? = nil, defaultLanguage: LanguageTag = "en", detectsLanguages: Bool = true,
         detector: LanguageDetector? = nil, audioOutput: AudioOutputOptions = AudioOutputOptions()
     ) {
-        self.init(catalog: catalog, defaultLanguage: defaultLanguage, detectsLanguages: detectsLanguages, detector: detector, audioOutput: audioOutput, engine: .shared)
+        self.init(
+            catalog: catalog, defaultLanguage: defaultLanguage, detectsLanguages: detectsLanguages, detector: detector,
+            audioOutput: audioOutput, engine: .shared)
     }
 
     /// A synthesizer on `engine` (tests give it an engine of its own).

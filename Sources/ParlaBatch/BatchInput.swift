@@ -24,7 +24,10 @@ public struct BatchItem: Sendable, Hashable, Codable {
     public var textFile: String?
 
     /// Creates an item.
-    public init(id: String, text: String, language: String? = nil, voice: String? = nil, rate: Double? = nil, pitch: Double? = nil, isSSML: Bool = false, line: Int = 0, textFile: String? = nil) {
+    public init(
+        id: String, text: String, language: String? = nil, voice: String? = nil, rate: Double? = nil, pitch: Double? = nil,
+        isSSML: Bool = false, line: Int = 0, textFile: String? = nil
+    ) {
         self.textFile = textFile
         self.id = id
         self.text = text
@@ -107,15 +110,19 @@ public enum BatchInput {
             do {
                 decoded = try JSONDecoder().decode(JSONItem.self, from: Data(line.utf8))
             } catch {
-                return .failure(LineError(id: fallbackID, line: number, reason: "not a JSON object with string \"id\" and \"text\" (check the quoting and commas)"))
+                return .failure(
+                    LineError(
+                        id: fallbackID, line: number,
+                        reason: "not a JSON object with string \"id\" and \"text\" (check the quoting and commas)"))
             }
             guard let id = decoded.id, let text = decoded.text else {
                 return .failure(LineError(id: decoded.id ?? fallbackID, line: number, reason: "a JSONL item needs \"id\" and \"text\""))
             }
             if let problem = invalidID(id) { return .failure(LineError(id: fallbackID, line: number, reason: problem)) }
-            return .success(BatchItem(
-                id: id, text: text, language: decoded.language, voice: decoded.voice, rate: decoded.rate,
-                pitch: decoded.pitch, isSSML: decoded.ssml ?? false, line: number))
+            return .success(
+                BatchItem(
+                    id: id, text: text, language: decoded.language, voice: decoded.voice, rate: decoded.rate,
+                    pitch: decoded.pitch, isSSML: decoded.ssml ?? false, line: number))
         }
     }
 

@@ -6,7 +6,7 @@ import ParlaIO
 import ParlaESpeak
 import Synchronization
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Renders many utterances to WAV files in parallel worker processes: the engine behind

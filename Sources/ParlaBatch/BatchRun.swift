@@ -6,7 +6,7 @@ import ParlaIO
 import ParlaESpeak
 import Synchronization
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// One run of a batch: its workers, its results log and its counts.
@@ -66,7 +66,10 @@ final class BatchRun: @unchecked Sendable {
         var sequence = 0
     }
 
-    init(options: BatchRenderOptions, next: @escaping @Sendable () throws -> BatchEntry?, stopping: StopFlag, report: @escaping @Sendable (BatchProgress) -> Void) throws {
+    init(
+        options: BatchRenderOptions, next: @escaping @Sendable () throws -> BatchEntry?, stopping: StopFlag,
+        report: @escaping @Sendable (BatchProgress) -> Void
+    ) throws {
         self.options = options
         self.next = next
         self.stopping = stopping
@@ -169,10 +172,10 @@ final class BatchRun: @unchecked Sendable {
 
     private func drive(_ first: WorkerProcess, cpu: Int?) {
         var worker: WorkerProcess? = first
-        var queued: [RenderChunk] = []   // sent to `worker`, not all answered yet
-        var answered = 0                 // items of queued[0] answered
+        var queued: [RenderChunk] = []  // sent to `worker`, not all answered yet
+        var answered = 0  // items of queued[0] answered
         var waiting: [RenderChunk] = []  // to send again: their worker died before finishing them
-        var idleDeaths = 0               // workers in a row that died before taking a chunk
+        var idleDeaths = 0  // workers in a row that died before taking a chunk
         while true {
             if worker == nil, !(waiting.isEmpty && isStopping) {
                 do {
@@ -193,7 +196,11 @@ final class BatchRun: @unchecked Sendable {
                 guard let request = try? JSONEncoder().encode(chunk) else {
                     // Only the library's callers can get here (a rate that is not a number).
                     for (item, place) in zip(chunk.rendered, chunk.sequence) {
-                        finish(BatchItemResult(id: item.id, line: item.line, status: .failed("the item cannot be sent to a render worker: check that its rate and pitch are numbers")), at: place)
+                        finish(
+                            BatchItemResult(
+                                id: item.id, line: item.line,
+                                status: .failed("the item cannot be sent to a render worker: check that its rate and pitch are numbers")),
+                            at: place)
                     }
                     continue
                 }
@@ -211,7 +218,9 @@ final class BatchRun: @unchecked Sendable {
                 worker = nil
                 idleDeaths += 1
                 if idleDeaths > 3 {
-                    fail(ParlaError.engineFailure("render workers keep exiting before they take an item (see the messages above; try --jobs 1)"))
+                    fail(
+                        ParlaError.engineFailure(
+                            "render workers keep exiting before they take an item (see the messages above; try --jobs 1)"))
                     break
                 }
                 continue
@@ -237,7 +246,8 @@ final class BatchRun: @unchecked Sendable {
                 queued.removeFirst()
                 answered = 0
             }
-            let status: BatchItemResult.Status = result.ok
+            let status: BatchItemResult.Status =
+                result.ok
                 ? .rendered(seconds: result.seconds, languages: result.languages, voices: result.voices)
                 : .failed(result.error ?? "unknown error")
             finish(BatchItemResult(id: item.id, line: item.line, status: status), at: place)
@@ -279,7 +289,8 @@ final class BatchRun: @unchecked Sendable {
                         switch entry {
                         case .invalid(let e):
                             if let shard = options.shard, !shard.contains(e.id) { continue }
-                            reports.append((BatchItemResult(id: e.id, line: e.line, status: .failed("line \(e.line): \(e.reason)")), input.sequence))
+                            reports.append(
+                                (BatchItemResult(id: e.id, line: e.line, status: .failed("line \(e.line): \(e.reason)")), input.sequence))
                             input.sequence += 1
                         case .item(let item):
                             if let shard = options.shard, !shard.contains(item.id) { continue }
@@ -327,7 +338,9 @@ final class BatchRun: @unchecked Sendable {
             case .rendered(let seconds, let languages, let voices):
                 s.progress.rendered += 1
                 s.progress.audioSeconds += seconds
-                line = ResultsLog.line(id: result.id, line: result.line, seconds: seconds, languages: languages, voices: voices, timings: options.timings, captions: options.captions)
+                line = ResultsLog.line(
+                    id: result.id, line: result.line, seconds: seconds, languages: languages, voices: voices, timings: options.timings,
+                    captions: options.captions)
                 files.append(result.id + ".wav")
                 if options.timings { files.append(result.id + ".json") }
                 if options.captions { files.append(result.id + ".vtt") }
@@ -367,7 +380,9 @@ final class BatchRun: @unchecked Sendable {
             close(dir)
         }
         guard problem == 0 else {
-            fail(ParlaError.unwritableOutput(path: options.outputDirectory, reason: "the files could not be flushed to disk: \(String(cString: strerror(problem)))"))
+            fail(
+                ParlaError.unwritableOutput(
+                    path: options.outputDirectory, reason: "the files could not be flushed to disk: \(String(cString: strerror(problem)))"))
             return
         }
         do { try results.append(lines.joined(separator: "\n")) } catch { fail(error) }

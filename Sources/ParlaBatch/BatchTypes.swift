@@ -6,7 +6,7 @@ import ParlaIO
 import ParlaESpeak
 import Synchronization
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// How a batch is rendered.

@@ -4,7 +4,7 @@ import ParlaCore
 import ParlaIO
 import ParlaESpeak
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// An item checked and planned by the worker, ready for its forked child to speak.
@@ -82,7 +82,8 @@ final class ItemRenderer {
             return .file(path)
         }
         if item.text.utf8.count > Self.maxLineBytes {
-            throw ParlaError.invalidInput("the text is longer than 1 MB: split it into several items, or give it as a file of a directory input")
+            throw ParlaError.invalidInput(
+                "the text is longer than 1 MB: split it into several items, or give it as a file of a directory input")
         }
         let u = try utterance(item.isSSML ? try Utterance(ssml: item.text) : Utterance(string: item.text), item: item)
         return .text(try plan(u), inputText: u.inputText, isMarkup: u.source != nil)
@@ -175,10 +176,16 @@ final class ItemRenderer {
     /// `base` with the item's and the batch's language, voice, rate and pitch.
     private func utterance(_ base: Utterance, item: BatchItem) throws -> Utterance {
         var u = base
-        if let l = item.language { u.language = try LanguageTag(parsing: l) } else if u.language == nil, let language { u.language = language }
+        if let l = item.language {
+            u.language = try LanguageTag(parsing: l)
+        } else if u.language == nil, let language {
+            u.language = language
+        }
         if let v = item.voice { u.voice = try catalog.voice(identifier: v) } else if u.voice == nil, let voice { u.voice = voice }
         if let r = item.rate {
-            guard SpeechPlan.rateRange.contains(r) else { throw ParlaError.parameterOutOfRange(name: "rate", value: r, range: SpeechPlan.rateRange) }
+            guard SpeechPlan.rateRange.contains(r) else {
+                throw ParlaError.parameterOutOfRange(name: "rate", value: r, range: SpeechPlan.rateRange)
+            }
             u.wordsPerMinute = r
         }
         if let p = item.pitch {
@@ -242,7 +249,7 @@ final class ItemRenderer {
         var piece = ""
         var pieceBytes = 0
         var pieceStart = 0  // scalar offset of `piece` in the file
-        var offset = 0      // scalar offset of the next line
+        var offset = 0  // scalar offset of the next line
         var byteOffset = 0
         var lineNumber = 0
         var spoke = false

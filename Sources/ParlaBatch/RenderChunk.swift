@@ -4,7 +4,7 @@ import ParlaCore
 import ParlaIO
 import ParlaESpeak
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A run of consecutive input items that one forked process renders in order (see
@@ -44,7 +44,6 @@ struct RenderChunk: Codable, Sendable {
     /// … or once it holds this many items.
     static let maxItems = 64
 
-
     /// What to send again after the worker rendering this chunk died with `answered` of its
     /// items answered: the next item is failed by the caller, and everything up to it,
     /// itself included, is replayed (a worker never speaks itself, so it was most likely
@@ -56,8 +55,9 @@ struct RenderChunk: Codable, Sendable {
             if seen == answered {
                 let rest = entries[(index + 1)...]
                 guard rest.contains(where: { !$0.replay }) else { return nil }
-                return RenderChunk(entries: entries[...index].map { Entry(item: $0.item, replay: true) } + rest,
-                                   sequence: Array(sequence.dropFirst(answered + 1)))
+                return RenderChunk(
+                    entries: entries[...index].map { Entry(item: $0.item, replay: true) } + rest,
+                    sequence: Array(sequence.dropFirst(answered + 1)))
             }
             seen += 1
         }

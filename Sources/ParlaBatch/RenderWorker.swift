@@ -4,7 +4,7 @@ import ParlaCore
 import ParlaIO
 import ParlaESpeak
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The peak resident memory of this process's address space (`VmHWM`), in bytes. (Unlike
@@ -34,7 +34,7 @@ enum RenderWorker {
         signal(SIGPIPE, SIG_IGN)
         var input = LineReader(fd: 0, name: "the render worker's input")
         guard let first = try? input.next(),
-              let settings = try? JSONDecoder().decode(RenderSettings.self, from: Data(first))
+            let settings = try? JSONDecoder().decode(RenderSettings.self, from: Data(first))
         else {
             send(WorkerResult(id: "", ok: false, fatal: "the render worker got no settings"))
             return 2
@@ -79,7 +79,9 @@ enum RenderWorker {
             var fds: [Int32] = [-1, -1]
             guard pipe(&fds) == 0 else {
                 let reason = "cannot create a pipe: \(String(cString: strerror(errno)))"
-                return (next..<chunk.entries.count).allSatisfy { i in replay[i] || send(WorkerResult(id: chunk.entries[i].item.id, ok: false, error: reason)) }
+                return (next..<chunk.entries.count).allSatisfy { i in
+                    replay[i] || send(WorkerResult(id: chunk.entries[i].item.id, ok: false, error: reason))
+                }
             }
             let pid = parla_fork()
             if pid == 0 {
@@ -107,7 +109,9 @@ enum RenderWorker {
             guard pid > 0 else {
                 close(fds[0])
                 let reason = "cannot start a process for the item: \(String(cString: strerror(errno)))"
-                return (next..<chunk.entries.count).allSatisfy { i in replay[i] || send(WorkerResult(id: chunk.entries[i].item.id, ok: false, error: reason)) }
+                return (next..<chunk.entries.count).allSatisfy { i in
+                    replay[i] || send(WorkerResult(id: chunk.entries[i].item.id, ok: false, error: reason))
+                }
             }
             var reader = LineReader(fd: fds[0], name: "the item's process")
             var died: Int?  // the entry the child died on
@@ -141,8 +145,18 @@ enum RenderWorker {
                     next = i + 1
                     if !replay[i] {
                         let signal = status & 0x7F
-                        let how = signal != 0 ? "signal \(signal)\(signal == SIGKILL ? ", killed" : signal == SIGSEGV ? ", a crash in the speech engine" : "")" : "exit status \((status >> 8) & 0xFF)"
-                        guard send(WorkerResult(id: chunk.entries[i].item.id, ok: false, error: "the process rendering this item died (\(how)) before it was complete; run the same command again to render it again")) else { return false }
+                        let how =
+                            signal != 0
+                            ? "signal \(signal)\(signal == SIGKILL ? ", killed" : signal == SIGSEGV ? ", a crash in the speech engine" : "")"
+                            : "exit status \((status >> 8) & 0xFF)"
+                        guard
+                            send(
+                                WorkerResult(
+                                    id: chunk.entries[i].item.id, ok: false,
+                                    error:
+                                        "the process rendering this item died (\(how)) before it was complete; run the same command again to render it again"
+                                ))
+                        else { return false }
                     }
                 }
             }

@@ -6,7 +6,7 @@ import ParlaIO
 import ParlaESpeak
 import Synchronization
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// `results.jsonl`: streamed once to learn which ids are done, then appended one whole line per write.
@@ -30,7 +30,8 @@ final class ResultsLog: @unchecked Sendable {
             let decoder = JSONDecoder()
             while let line = try reader.next() {
                 guard !reader.lastLineWasCut, !line.isEmpty,
-                      let object = Self.entry(line) ?? (try? decoder.decode(Entry.self, from: Data(line))) else { continue }
+                    let object = Self.entry(line) ?? (try? decoder.decode(Entry.self, from: Data(line)))
+                else { continue }
                 if object.status == "ok" { done.insert(object.id) } else { done.remove(object.id) }
             }
             var st = stat()
@@ -57,8 +58,9 @@ final class ResultsLog: @unchecked Sendable {
     private static func entry(_ line: [UInt8]) -> Entry? {
         var c = ByteCursor(bytes: line)
         guard c.take(#"{"id": "#), let id = c.string(), c.take(#", "status": "#), let status = c.string(),
-              status == "ok" || status == "failed",
-              line.last(where: { $0 != 0x20 && $0 != 0x0D }) == 0x7D else { return nil }  // ends with }
+            status == "ok" || status == "failed",
+            line.last(where: { $0 != 0x20 && $0 != 0x0D }) == 0x7D
+        else { return nil }  // ends with }
         return Entry(id: id, status: status)
     }
 
@@ -90,7 +92,9 @@ final class ResultsLog: @unchecked Sendable {
         }
     }
 
-    static func line(id: String, line n: Int, seconds: Double, languages: [String], voices: [String], timings: Bool, captions: Bool) -> String {
+    static func line(id: String, line n: Int, seconds: Double, languages: [String], voices: [String], timings: Bool, captions: Bool)
+        -> String
+    {
         "{\"id\": \(JSONText.quoted(id)), \"status\": \"ok\", \"line\": \(n), \"wav\": \(JSONText.quoted(id + ".wav"))"
             + (timings ? ", \"json\": \(JSONText.quoted(id + ".json"))" : "")
             + (captions ? ", \"vtt\": \(JSONText.quoted(id + ".vtt"))" : "")

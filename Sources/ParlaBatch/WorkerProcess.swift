@@ -6,7 +6,7 @@ import ParlaIO
 import ParlaESpeak
 import Synchronization
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A running render worker (this program started again with `PARLA_RENDER_WORKER=1`).
@@ -19,11 +19,13 @@ final class WorkerProcess: @unchecked Sendable {  // used by one thread at a tim
     /// Starts a worker, on the `cpu`-th allowed CPU if given, and sends it the settings; see
     /// ``awaitReady()``.
     init(settings: RenderSettings, cpu: Int?) throws {
-        let child = try ChildProcess.spawnSelf(role: "parla render worker", environment: [
-            "PARLA_RENDER_WORKER": "1:\(getpid())",
-            "SWIFT_DETERMINISTIC_HASHING": "1",  // the same choices in every worker
-            "LD_BIND_NOW": "1",  // resolve symbols once in the worker, not in every forked child
-        ])
+        let child = try ChildProcess.spawnSelf(
+            role: "parla render worker",
+            environment: [
+                "PARLA_RENDER_WORKER": "1:\(getpid())",
+                "SWIFT_DETERMINISTIC_HASHING": "1",  // the same choices in every worker
+                "LD_BIND_NOW": "1",  // resolve symbols once in the worker, not in every forked child
+            ])
         let pid = child.pid
         self.pid = pid
         // Before it forks anything: its chunk processes inherit the CPU. (A failure leaves
@@ -42,7 +44,7 @@ final class WorkerProcess: @unchecked Sendable {  // used by one thread at a tim
     /// - Throws: what kept it from starting.
     func awaitReady() throws {
         guard let ready = try output.next(),
-              let answer = WorkerResult.decode(ready)
+            let answer = WorkerResult.decode(ready)
         else {
             _ = finish()
             throw ParlaError.engineFailure("a render worker exited before it was ready (run with --jobs 1 and check standard error)")
@@ -59,7 +61,7 @@ final class WorkerProcess: @unchecked Sendable {  // used by one thread at a tim
     /// - Throws: if the worker died (or answered out of turn); it cannot be used again.
     func receive(for item: BatchItem) throws -> WorkerResult {
         guard let line = try output.next(), let result = WorkerResult.decode(line),
-              result.id == item.id
+            result.id == item.id
         else {
             throw ParlaError.engineFailure("the render worker stopped while rendering this item (run the same command again to retry it)")
         }

@@ -4,7 +4,7 @@ import ParlaCore
 import ParlaIO
 import ParlaESpeak
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// What every render worker of a batch is told once, as the first line of its input.
@@ -63,8 +63,9 @@ extension WorkerResult {
         let ok: Bool
         if c.take("true") { ok = true } else if c.take("false") { ok = false } else { return nil }
         guard c.take(#","seconds":"#), let seconds = c.number().flatMap(Double.init), seconds.isFinite,
-              c.take(#","languages":"#), let languages = c.strings(),
-              c.take(#","voices":"#), let voices = c.strings() else { return nil }
+            c.take(#","languages":"#), let languages = c.strings(),
+            c.take(#","voices":"#), let voices = c.strings()
+        else { return nil }
         var result = WorkerResult(id: id, ok: ok, seconds: seconds, languages: languages, voices: voices)
         if c.take(#","error":"#) {
             guard let error = c.string() else { return nil }

@@ -1,6 +1,6 @@
 import CParlaATSPI
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The selection of the focused application, read over the AT-SPI accessibility bus the way

@@ -2,7 +2,7 @@ import ArgumentParser
 import FoundationEssentials
 import Parla
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// `parla detect`: the language segments of text.
@@ -32,7 +32,9 @@ struct Detect: AsyncParsableCommand {
     @Flag(name: .customLong("segments"), help: "Read lines from standard input; print each line's segments as a JSON array.")
     var segments = false
 
-    @Option(name: .customLong("prefer"), help: ArgumentHelp("Preferred languages, most preferred first (default: from $LANGUAGE/$LANG).", valueName: "fr,de"))
+    @Option(
+        name: .customLong("prefer"),
+        help: ArgumentHelp("Preferred languages, most preferred first (default: from $LANGUAGE/$LANG).", valueName: "fr,de"))
     var prefer: String?
 
     @Option(name: .customLong("only"), help: ArgumentHelp("Consider only these languages.", valueName: "en,fr,…"))
@@ -40,16 +42,25 @@ struct Detect: AsyncParsableCommand {
 
     @OptionGroup var catalogOptions: CatalogOptions
 
-    @Flag(name: .customLong("model-info"), help: ArgumentHelp("Print the model's languages, size, load time and memory as JSON (for the benchmark).", visibility: .hidden))
+    @Flag(
+        name: .customLong("model-info"),
+        help: ArgumentHelp("Print the model's languages, size, load time and memory as JSON (for the benchmark).", visibility: .hidden))
     var modelInfo = false
 
-    @Option(name: .customLong("throughput"), help: ArgumentHelp("Time detection over the lines of FILE, and over FILE as one text; print JSON (for the benchmark).", visibility: .hidden))
+    @Option(
+        name: .customLong("throughput"),
+        help: ArgumentHelp(
+            "Time detection over the lines of FILE, and over FILE as one text; print JSON (for the benchmark).", visibility: .hidden))
     var throughputFile: String?
 
     func validate() throws {
         if lines && segments { throw ValidationError("Use --lines or --segments, not both.") }
-        if (lines || segments) && !text.isEmpty { throw ValidationError("--lines and --segments read standard input; do not pass text as arguments.") }
-        if (lines || segments) && json { throw ValidationError("--json applies to the readable output; --lines and --segments have fixed formats.") }
+        if (lines || segments) && !text.isEmpty {
+            throw ValidationError("--lines and --segments read standard input; do not pass text as arguments.")
+        }
+        if (lines || segments) && json {
+            throw ValidationError("--json applies to the readable output; --lines and --segments have fixed formats.")
+        }
     }
 
     func run() async throws {
@@ -74,7 +85,9 @@ struct Detect: AsyncParsableCommand {
                 let voice = s.language.flatMap { try? catalog.voice(for: $0).identifier } ?? "-"
                 let conf = String(Int((s.confidence * 100).rounded())) + "%"
                 let range = "\(s.range.lowerBound)–\(s.range.upperBound)"
-                print("\(range.padding(12)) \(lang.padding(4)) \(conf.padding(5, left: true))  \(voice.padding(18)) \(JSONText.quoted(String(input[s.indices])))")
+                print(
+                    "\(range.padding(12)) \(lang.padding(4)) \(conf.padding(5, left: true))  \(voice.padding(18)) \(JSONText.quoted(String(input[s.indices])))"
+                )
             }
         }
     }
@@ -93,7 +106,9 @@ struct Detect: AsyncParsableCommand {
         for tag in catalog.scriptDefaults.values { languages.insert(tag.language) }
         let list = languages.sorted().map { JSONText.quoted($0) }.joined(separator: ", ")
         let ms = Double(elapsed.components.attoseconds / 1_000_000_000_000) / 1000 + Double(elapsed.components.seconds) * 1000
-        print("{\"languages\": [\(list)], \"model_bytes\": \(detector.model.byteCount), \"load_ms\": \(ms), \"rss_delta_bytes\": \(after - before)}")
+        print(
+            "{\"languages\": [\(list)], \"model_bytes\": \(detector.model.byteCount), \"load_ms\": \(ms), \"rss_delta_bytes\": \(after - before)}"
+        )
     }
 
     private func measureThroughput(_ catalog: VoiceCatalog, _ path: String) throws {
@@ -121,9 +136,12 @@ struct Detect: AsyncParsableCommand {
         // Peak resident memory of this program (VmHWM; getrusage would include the parent's
         // peak from before exec).
         let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
-        let hwm = status.split(separator: "\n").first { $0.hasPrefix("VmHWM:") }
+        let hwm =
+            status.split(separator: "\n").first { $0.hasPrefix("VmHWM:") }
             .flatMap { Int($0.split(separator: " ").dropFirst().first ?? "") } ?? 0
-        print("{\"bytes\": \(bytes), \"lines_mb_per_s\": \(perLine), \"text_mb_per_s\": \(whole), \"max_rss_bytes\": \(hwm * 1024), \"sink\": \(sink % 2)}")
+        print(
+            "{\"bytes\": \(bytes), \"lines_mb_per_s\": \(perLine), \"text_mb_per_s\": \(whole), \"max_rss_bytes\": \(hwm * 1024), \"sink\": \(sink % 2)}"
+        )
     }
 
     private func jsonObject(_ input: String, _ found: [DetectedSegment], _ catalog: VoiceCatalog) -> String {
@@ -131,7 +149,8 @@ struct Detect: AsyncParsableCommand {
         for (i, s) in found.enumerated() {
             if i > 0 { out += ", " }
             let voice = s.language.flatMap { try? catalog.voice(for: $0).identifier }
-            out += "{\"start\": \(s.range.lowerBound), \"end\": \(s.range.upperBound), \"lang\": \(JSONText.quoted(s.language?.identifier ?? "und"))"
+            out +=
+                "{\"start\": \(s.range.lowerBound), \"end\": \(s.range.upperBound), \"lang\": \(JSONText.quoted(s.language?.identifier ?? "und"))"
             out += ", \"confidence\": \(Double(Int((s.confidence * 1000).rounded())) / 1000)"
             out += ", \"script\": " + (s.script.map(JSONText.quoted) ?? "null")
             out += ", \"voice\": " + (voice.map(JSONText.quoted) ?? "null")
@@ -163,7 +182,8 @@ struct Detect: AsyncParsableCommand {
                 var s = "["
                 for (i, seg) in detector.detect(text).enumerated() {
                     if i > 0 { s += ", " }
-                    s += "{\"start\": \(seg.range.lowerBound), \"end\": \(seg.range.upperBound), \"lang\": \"\(seg.language?.identifier ?? "und")\"}"
+                    s +=
+                        "{\"start\": \(seg.range.lowerBound), \"end\": \(seg.range.upperBound), \"lang\": \"\(seg.language?.identifier ?? "und")\"}"
                 }
                 out.append(s + "]\n")
             }
@@ -173,7 +193,8 @@ struct Detect: AsyncParsableCommand {
         }
         out.flushIfNeeded(false)
         if !badLines.isEmpty {
-            throw ValidationError("\(badLines.count) line(s) were not valid UTF-8 (first: line \(badLines[0])); convert the input to UTF-8, e.g. with iconv.")
+            throw ValidationError(
+                "\(badLines.count) line(s) were not valid UTF-8 (first: line \(badLines[0])); convert the input to UTF-8, e.g. with iconv.")
         }
     }
 }

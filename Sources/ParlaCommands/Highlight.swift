@@ -1,6 +1,6 @@
 import Parla
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Shows the text in the terminal with the word being heard in reverse video, like macOS
@@ -102,12 +102,14 @@ struct HighlightView {
         guard let u = s.unicodeScalars.first else { return 0 }
         let v = u.value
         if v < 0x20 { return 0 }
-        if s.unicodeScalars.count > 1 && s.unicodeScalars.contains(where: { $0.properties.isEmojiPresentation || $0.value == 0xFE0F }) { return 2 }
+        if s.unicodeScalars.count > 1 && s.unicodeScalars.contains(where: { $0.properties.isEmojiPresentation || $0.value == 0xFE0F }) {
+            return 2
+        }
         if u.properties.isEmojiPresentation { return 2 }
         switch v {
         case 0x1100...0x115F, 0x2E80...0x303E, 0x3041...0x33FF, 0x3400...0x4DBF, 0x4E00...0x9FFF,
-             0xA000...0xA4CF, 0xAC00...0xD7A3, 0xF900...0xFAFF, 0xFE30...0xFE4F, 0xFF00...0xFF60,
-             0xFFE0...0xFFE6, 0x20000...0x3FFFD:
+            0xA000...0xA4CF, 0xAC00...0xD7A3, 0xF900...0xFAFF, 0xFE30...0xFE4F, 0xFF00...0xFF60,
+            0xFFE0...0xFFE6, 0x20000...0x3FFFD:
             return 2
         default:
             return 1

@@ -2,7 +2,7 @@ import Dispatch
 import Parla
 import Synchronization
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Keys that steer live speech from the terminal while `parla say --highlight` plays, the way

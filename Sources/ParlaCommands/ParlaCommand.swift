@@ -27,9 +27,11 @@ public struct ParlaCommand: AsyncParsableCommand {
 
 /// Options shared by commands that need the voice catalog.
 struct CatalogOptions: ParsableArguments {
-    @Option(name: .customLong("voices"), help: ArgumentHelp(
-        "The voice catalog directory (default: $PARLA_VOICES, then 'voices' next to the program, then the source checkout).",
-        valueName: "dir"))
+    @Option(
+        name: .customLong("voices"),
+        help: ArgumentHelp(
+            "The voice catalog directory (default: $PARLA_VOICES, then 'voices' next to the program, then the source checkout).",
+            valueName: "dir"))
     var voicesDirectory: String?
 
     /// Loads the catalog, plus the user's presets in ~/.config/parla/voices.

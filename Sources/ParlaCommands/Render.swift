@@ -4,7 +4,7 @@ import FoundationEssentials
 import Parla
 import Synchronization
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// `parla render`: many texts to WAV files, in worker processes on every core, resumable,
@@ -12,7 +12,8 @@ import Glibc
 /// progress and handles Ctrl-C.
 struct Render: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Render many texts to WAV files, on every core: one per line of a text, TSV or JSONL file, or one per .txt file of a directory.",
+        abstract:
+            "Render many texts to WAV files, on every core: one per line of a text, TSV or JSONL file, or one per .txt file of a directory.",
         discussion: """
             Each line of INPUT is one utterance: a plain text line (its id is the line number, \
             zero-padded: 000001), 'id<TAB>text' or 'id<TAB>language<TAB>text' (.tsv), or a JSON object \
@@ -42,13 +43,19 @@ struct Render: AsyncParsableCommand {
     @Argument(help: ArgumentHelp("The input file, a directory of .txt files, or '-' for standard input.", valueName: "input"))
     var input: String
 
-    @Option(name: [.customShort("o"), .customLong("output")], help: ArgumentHelp("The output directory (created if needed).", valueName: "dir"))
+    @Option(
+        name: [.customShort("o"), .customLong("output")], help: ArgumentHelp("The output directory (created if needed).", valueName: "dir"))
     var output: String
 
-    @Option(name: .customLong("format"), help: ArgumentHelp("How to read an input file: text, tsv or jsonl (default: from the file name; text for standard input).", valueName: "format"))
+    @Option(
+        name: .customLong("format"),
+        help: ArgumentHelp(
+            "How to read an input file: text, tsv or jsonl (default: from the file name; text for standard input).", valueName: "format"))
     var format: BatchInput.Format?
 
-    @Option(name: [.customShort("j"), .customLong("jobs")], help: ArgumentHelp("Worker processes (default: the number of cores, \(BatchRenderOptions.cores) here).", valueName: "n"))
+    @Option(
+        name: [.customShort("j"), .customLong("jobs")],
+        help: ArgumentHelp("Worker processes (default: the number of cores, \(BatchRenderOptions.cores) here).", valueName: "n"))
     var jobs: Int?
 
     @Flag(name: .customLong("timings"), help: "Also write ID.json word timings (the schema of 'parla say --timings').")
@@ -60,19 +67,36 @@ struct Render: AsyncParsableCommand {
     @Flag(name: .customLong("force"), help: "Render every item again, even those already done.")
     var force = false
 
-    @Flag(name: .customLong("no-pin"), help: "Let the system move workers between CPUs. By default, with no more jobs than CPUs, worker i runs on the i-th CPU: cheaper (5-8% less CPU time measured on a VM), but slower if other programs keep one of those CPUs busy.")
+    @Flag(
+        name: .customLong("no-pin"),
+        help:
+            "Let the system move workers between CPUs. By default, with no more jobs than CPUs, worker i runs on the i-th CPU: cheaper (5-8% less CPU time measured on a VM), but slower if other programs keep one of those CPUs busy."
+    )
     var noPin = false
 
-    @Flag(name: .customLong("isolate"), help: "Speak every item from a fresh engine, in a process of its own: its audio then depends on the item alone, the same in any input order or shard. Costs more CPU time (a process per item instead of per chunk); use the same choice when resuming.")
+    @Flag(
+        name: .customLong("isolate"),
+        help:
+            "Speak every item from a fresh engine, in a process of its own: its audio then depends on the item alone, the same in any input order or shard. Costs more CPU time (a process per item instead of per chunk); use the same choice when resuming."
+    )
     var isolate = false
 
-    @Option(name: .customLong("shard"), help: ArgumentHelp("Render only shard K of N (0-based), e.g. 0/4 or $(JOB_COMPLETION_INDEX)/4 in a Kubernetes Indexed Job.", valueName: "K/N"))
+    @Option(
+        name: .customLong("shard"),
+        help: ArgumentHelp(
+            "Render only shard K of N (0-based), e.g. 0/4 or $(JOB_COMPLETION_INDEX)/4 in a Kubernetes Indexed Job.", valueName: "K/N"))
     var shard: String?
 
-    @Option(name: .customLong("progress"), help: ArgumentHelp("Progress on standard error: 'bar' (default on a terminal), 'json' (one object per item) or 'none' (default otherwise).", valueName: "mode"))
+    @Option(
+        name: .customLong("progress"),
+        help: ArgumentHelp(
+            "Progress on standard error: 'bar' (default on a terminal), 'json' (one object per item) or 'none' (default otherwise).",
+            valueName: "mode"))
     var progress: ProgressMode?
 
-    @Option(name: [.customShort("l"), .customLong("language")], help: ArgumentHelp("Language of items that give none (default: detected).", valueName: "tag"))
+    @Option(
+        name: [.customShort("l"), .customLong("language")],
+        help: ArgumentHelp("Language of items that give none (default: detected).", valueName: "tag"))
     var language: String?
 
     @Option(name: [.customShort("v"), .customLong("voice")], help: ArgumentHelp("Voice of items that give none.", valueName: "id"))
@@ -142,7 +166,8 @@ struct Render: AsyncParsableCommand {
         display.clearLine()
         let mb = { (bytes: Int?) in String(format1: Double(bytes ?? 0) / 1_048_576) }
         let peak = "; peak memory \(mb(final.peakBytes)) MB here, \(mb(final.workerPeakBytes)) MB per worker"
-        let summary = "\(final.rendered) rendered, \(final.failed) failed, \(final.skipped) already done; \(String(format1: final.audioSeconds / 60)) min of audio in \(String(format1: final.elapsedSeconds)) s with \(options.jobs) worker(s)\(peak); results in \(output)/results.jsonl"
+        let summary =
+            "\(final.rendered) rendered, \(final.failed) failed, \(final.skipped) already done; \(String(format1: final.audioSeconds / 60)) min of audio in \(String(format1: final.elapsedSeconds)) s with \(options.jobs) worker(s)\(peak); results in \(output)/results.jsonl"
         if final.stopped {
             printError("Interrupted (\(summary)). Run the same command again to resume.")
             throw ExitCode(130)
@@ -179,25 +204,37 @@ struct Render: AsyncParsableCommand {
         // Lines over 1 MB are not held whole: their item fails.
         let reader = Locked(LineReader(fd: fd, name: input == "-" ? "standard input" : input, limit: 1 << 20))
         let number = Locked(0)
-        return ({
-            while let (bytes, cut) = try reader.withValue({ r throws(ParlaError) in try r.next().map { ($0, r.lastLineWasCut) } }) {
-                let n = number.withValue { $0 += 1; return $0 }
-                if cut {
-                    let id = format == .text ? BatchInput.lineID(n) : "line-\(n)"
-                    return .invalid(BatchInput.LineError(id: id, line: n, reason: "the line is longer than 1 MB: split it into several items, or put the text in a .txt file of a directory input"))
+        return (
+            {
+                while let (bytes, cut) = try reader.withValue({ r throws(ParlaError) in try r.next().map { ($0, r.lastLineWasCut) } }) {
+                    let n = number.withValue {
+                        $0 += 1; return $0
+                    }
+                    if cut {
+                        let id = format == .text ? BatchInput.lineID(n) : "line-\(n)"
+                        return .invalid(
+                            BatchInput.LineError(
+                                id: id, line: n,
+                                reason:
+                                    "the line is longer than 1 MB: split it into several items, or put the text in a .txt file of a directory input"
+                            ))
+                    }
+                    guard let text = String(validating: bytes, as: UTF8.self) else {
+                        let offset = TextInput.firstInvalidUTF8Offset(bytes) ?? 0
+                        return .invalid(
+                            BatchInput.LineError(
+                                id: "line-\(n)", line: n, reason: "not valid UTF-8 (byte \(offset) of the line); convert the input to UTF-8"
+                            ))
+                    }
+                    switch BatchInput.item(fromLine: Substring(text), number: n, format: format) {
+                    case nil: continue
+                    case .success(let item): return .item(item)
+                    case .failure(let e): return .invalid(e)
+                    }
                 }
-                guard let text = String(validating: bytes, as: UTF8.self) else {
-                    let offset = TextInput.firstInvalidUTF8Offset(bytes) ?? 0
-                    return .invalid(BatchInput.LineError(id: "line-\(n)", line: n, reason: "not valid UTF-8 (byte \(offset) of the line); convert the input to UTF-8"))
-                }
-                switch BatchInput.item(fromLine: Substring(text), number: n, format: format) {
-                case nil: continue
-                case .success(let item): return .item(item)
-                case .failure(let e): return .invalid(e)
-                }
-            }
-            return nil
-        }, total)
+                return nil
+            }, total
+        )
     }
 
     /// Non-blank lines of a regular file (then rewinds it); nil for pipes.
@@ -242,9 +279,11 @@ struct ProgressDisplay {
         case .none:
             return
         case .json:
-            var line = "{\"id\": \(JSONText.quoted(p.latest?.id ?? "")), \"done\": \(p.rendered), \"failed\": \(p.failed), \"skipped\": \(p.skipped)"
+            var line =
+                "{\"id\": \(JSONText.quoted(p.latest?.id ?? "")), \"done\": \(p.rendered), \"failed\": \(p.failed), \"skipped\": \(p.skipped)"
             if let expected { line += ", \"total\": \(Int(expected.rounded()))" }
-            line += ", \"audio_s\": \(JSONText.threeDecimals(p.audioSeconds)), \"elapsed_s\": \(JSONText.threeDecimals(p.elapsedSeconds)), \"items_per_s\": \(JSONText.threeDecimals(rate))"
+            line +=
+                ", \"audio_s\": \(JSONText.threeDecimals(p.audioSeconds)), \"elapsed_s\": \(JSONText.threeDecimals(p.elapsedSeconds)), \"items_per_s\": \(JSONText.threeDecimals(rate))"
             if let eta { line += ", \"eta_s\": \(JSONText.threeDecimals(eta))" }
             printError(line + "}")
         case .bar:

@@ -4,7 +4,7 @@ import FoundationEssentials
 import Parla
 import ParlaESpeak
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// `parla say`: render text to a WAV file with an optional word timeline.
@@ -39,28 +39,42 @@ struct Say: AsyncParsableCommand {
     @Argument(help: "The text to speak ('-' reads standard input).")
     var text: [String] = []
 
-    @Option(name: [.customShort("f"), .customLong("file")], help: ArgumentHelp("Read the text from a UTF-8 file ('-' for standard input).", valueName: "file"))
+    @Option(
+        name: [.customShort("f"), .customLong("file")],
+        help: ArgumentHelp("Read the text from a UTF-8 file ('-' for standard input).", valueName: "file"))
     var file: String?
 
-    @Option(name: [.customShort("o"), .customLong("output")], help: ArgumentHelp("Write the audio to this WAV file (16-bit PCM, mono, the engine's rate).", valueName: "file.wav"))
+    @Option(
+        name: [.customShort("o"), .customLong("output")],
+        help: ArgumentHelp("Write the audio to this WAV file (16-bit PCM, mono, the engine's rate).", valueName: "file.wav"))
     var output: String?
 
-    @Option(name: .customLong("timings"), help: ArgumentHelp("Also write the word timeline to this JSON file ('-' prints it on standard output; needs -o).", valueName: "file.json"))
+    @Option(
+        name: .customLong("timings"),
+        help: ArgumentHelp(
+            "Also write the word timeline to this JSON file ('-' prints it on standard output; needs -o).", valueName: "file.json"))
     var timings: String?
 
-    @Option(name: [.customShort("v"), .customLong("voice")], help: ArgumentHelp("Voice identifier, e.g. espeak-ng.en-us or espeak-ng.fr+f2 (see 'parla voices').", valueName: "id"))
+    @Option(
+        name: [.customShort("v"), .customLong("voice")],
+        help: ArgumentHelp("Voice identifier, e.g. espeak-ng.en-us or espeak-ng.fr+f2 (see 'parla voices').", valueName: "id"))
     var voice: String?
 
-    @Option(name: [.customShort("l"), .customLong("language")], help: ArgumentHelp("Language of text without an explicit language (BCP 47, e.g. en, pt-BR).", valueName: "tag"))
+    @Option(
+        name: [.customShort("l"), .customLong("language")],
+        help: ArgumentHelp("Language of text without an explicit language (BCP 47, e.g. en, pt-BR).", valueName: "tag"))
     var language: String?
 
-    @Option(name: [.customShort("r"), .customLong("rate")], help: ArgumentHelp("Speaking rate in words per minute, 80–450 (default: the voice's, 175).", valueName: "wpm"))
+    @Option(
+        name: [.customShort("r"), .customLong("rate")],
+        help: ArgumentHelp("Speaking rate in words per minute, 80–450 (default: the voice's, 175).", valueName: "wpm"))
     var rate: Double?
 
     @Option(name: [.customShort("p"), .customLong("pitch")], help: ArgumentHelp("Pitch, 0–99 (default 50).", valueName: "n"))
     var pitch: Double?
 
-    @Option(name: [.customShort("a"), .customLong("volume")], help: ArgumentHelp("Volume (amplitude), 0–200 (default 100).", valueName: "n"))
+    @Option(
+        name: [.customShort("a"), .customLong("volume")], help: ArgumentHelp("Volume (amplitude), 0–200 (default 100).", valueName: "n"))
     var volume: Double?
 
     @Option(name: .customLong("punctuation"), help: ArgumentHelp("Punctuation to read aloud: none, some or all.", valueName: "mode"))
@@ -69,28 +83,49 @@ struct Say: AsyncParsableCommand {
     @Flag(name: .customLong("ssml"), help: "The input is an SSML document (<speak>…</speak>).")
     var ssml = false
 
-    @Flag(name: .customLong("no-detect"), help: "Do not detect languages: speak text without a language in -l, the voice's language, or the first preferred language.")
+    @Flag(
+        name: .customLong("no-detect"),
+        help: "Do not detect languages: speak text without a language in -l, the voice's language, or the first preferred language.")
     var noDetect = false
 
-    @Option(name: .customLong("prefer"), help: ArgumentHelp("Preferred languages for text the detector cannot decide, most preferred first (default: from $LANGUAGE/$LANG).", valueName: "fr,de"))
+    @Option(
+        name: .customLong("prefer"),
+        help: ArgumentHelp(
+            "Preferred languages for text the detector cannot decide, most preferred first (default: from $LANGUAGE/$LANG).",
+            valueName: "fr,de"))
     var prefer: String?
 
-    @Option(name: .customLong("device"), help: ArgumentHelp("PulseAudio sink to play to (default: the server's default; list them with 'pactl list short sinks').", valueName: "sink"))
+    @Option(
+        name: .customLong("device"),
+        help: ArgumentHelp(
+            "PulseAudio sink to play to (default: the server's default; list them with 'pactl list short sinks').", valueName: "sink"))
     var device: String?
 
-    @Option(name: .customLong("latency"), help: ArgumentHelp("Audio the server buffers ahead, in milliseconds (default 30; more if playback stutters on a busy machine).", valueName: "ms"))
+    @Option(
+        name: .customLong("latency"),
+        help: ArgumentHelp(
+            "Audio the server buffers ahead, in milliseconds (default 30; more if playback stutters on a busy machine).", valueName: "ms"))
     var latency: Int = 30
 
-    @Flag(name: .customLong("duck"), help: "Lower other programs' audio (music, videos) while speaking, and restore it afterwards, even if parla is killed.")
+    @Flag(
+        name: .customLong("duck"),
+        help: "Lower other programs' audio (music, videos) while speaking, and restore it afterwards, even if parla is killed.")
     var duck = false
 
-    @Option(name: .customLong("duck-by"), help: ArgumentHelp("How far --duck lowers other audio, in dB, 1–60 (default 15; implies --duck).", valueName: "dB"))
+    @Option(
+        name: .customLong("duck-by"),
+        help: ArgumentHelp("How far --duck lowers other audio, in dB, 1–60 (default 15; implies --duck).", valueName: "dB"))
     var duckBy: Double?
 
-    @Flag(name: .customLong("highlight"), help: "Show the text with the word being heard highlighted (live playback); keys: + - rate, ] [ volume, space pause.")
+    @Flag(
+        name: .customLong("highlight"),
+        help: "Show the text with the word being heard highlighted (live playback); keys: + - rate, ] [ volume, space pause.")
     var highlight = false
 
-    @Option(name: .customLong("events"), help: ArgumentHelp("Print every playback event on standard output in this format (only 'json': one object per line).", valueName: "json"))
+    @Option(
+        name: .customLong("events"),
+        help: ArgumentHelp(
+            "Print every playback event on standard output in this format (only 'json': one object per line).", valueName: "json"))
     var events: EventFormat?
 
     enum EventFormat: String, ExpressibleByArgument { case json }
@@ -99,16 +134,21 @@ struct Say: AsyncParsableCommand {
 
     func validate() throws {
         if output != nil && (highlight || events != nil || device != nil || duck || duckBy != nil) {
-            throw ValidationError("--highlight, --events, --device and --duck are for live playback; leave out -o FILE.wav to play the text.")
+            throw ValidationError(
+                "--highlight, --events, --device and --duck are for live playback; leave out -o FILE.wav to play the text.")
         }
-        if highlight && events != nil { throw ValidationError("Use --highlight or --events json, not both: both write to standard output.") }
+        if highlight && events != nil {
+            throw ValidationError("Use --highlight or --events json, not both: both write to standard output.")
+        }
         if !(5...2000).contains(latency) { throw ValidationError("Latency \(latency) ms is out of range: use 5–2000.") }
         if timings != nil && output == nil { throw ValidationError("--timings needs -o FILE.wav.") }
         if file != nil && !text.isEmpty { throw ValidationError("Give the text as arguments or with -f, not both.") }
         if let pitch, !(0...99).contains(pitch) { throw ValidationError("Pitch \(pitch) is out of range: use 0–99.") }
         if let volume, !(0...200).contains(volume) { throw ValidationError("Volume \(volume) is out of range: use 0–200.") }
         if let duckBy, !(1...60).contains(duckBy) { throw ValidationError("--duck-by \(duckBy) dB is out of range: use 1–60.") }
-        if let rate, !SpeechPlan.rateRange.contains(rate) { throw ValidationError("Rate \(rate) is out of range: use 80–450 words per minute.") }
+        if let rate, !SpeechPlan.rateRange.contains(rate) {
+            throw ValidationError("Rate \(rate) is out of range: use 80–450 words per minute.")
+        }
     }
 
     func run() async throws {
@@ -135,7 +175,8 @@ struct Say: AsyncParsableCommand {
             defaultLanguage: try prefer.map { try parseTagList($0, option: "--prefer")[0] } ?? "en",
             detectsLanguages: detector != nil, detector: detector,
             audioOutput: AudioOutputOptions(
-                device: device, targetLatency: .milliseconds(latency), ducking: duck || duckBy != nil ? DuckingOptions(attenuation: duckBy ?? 15) : nil))
+                device: device, targetLatency: .milliseconds(latency),
+                ducking: duck || duckBy != nil ? DuckingOptions(attenuation: duckBy ?? 15) : nil))
         // Live: connect to the sound server while the text is planned.
         let ready = output == nil ? Task { try await synth.prepareToSpeak() } : nil
         _ = try synth.plan(utterance)  // report bad input before any file is created
@@ -154,8 +195,9 @@ struct Say: AsyncParsableCommand {
         let languages = timeline.segments.map(\.language.identifier)
         var seen = Set<String>()
         let unique = languages.filter { seen.insert($0).inserted }
-        printError("Wrote \(output): \(String(format1: seconds)) s, \(timeline.words.count) words, languages: \(unique.joined(separator: ", "))"
-            + (timings.map { "; timings in \($0)" } ?? ""))
+        printError(
+            "Wrote \(output): \(String(format1: seconds)) s, \(timeline.words.count) words, languages: \(unique.joined(separator: ", "))"
+                + (timings.map { "; timings in \($0)" } ?? ""))
     }
 
     /// Plays `utterance` live, printing events or the highlighted text, until it ends.
@@ -168,7 +210,9 @@ struct Say: AsyncParsableCommand {
 
     /// One `--events json` line.
     static func json(_ event: SpeechEvent) -> String {
-        var fields = ["\"event\": \(JSONText.quoted(event.kind.name))", "\"t_ns\": \(event.time.nanoseconds)", "\"utterance\": \(event.utterance)"]
+        var fields = [
+            "\"event\": \(JSONText.quoted(event.kind.name))", "\"t_ns\": \(event.time.nanoseconds)", "\"utterance\": \(event.utterance)",
+        ]
         switch event.kind {
         case .willSpeakWord(let r), .willSpeakSentence(let r), .resumed(from: let r):
             fields += [

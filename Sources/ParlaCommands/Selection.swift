@@ -3,12 +3,14 @@ import Dispatch
 import FoundationEssentials
 import Parla
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Options of `speak-selection` and `parla selection`.
 struct SelectionOptions: ParsableArguments {
-    @Flag(name: .customLong("queue"), help: "If another speak-selection is speaking, wait for it to finish, then speak (instead of stopping it).")
+    @Flag(
+        name: .customLong("queue"),
+        help: "If another speak-selection is speaking, wait for it to finish, then speak (instead of stopping it).")
     var queue = false
 
     @Flag(name: .customLong("stop"), help: "Only stop a speak-selection that is speaking; speak nothing.")
@@ -17,22 +19,38 @@ struct SelectionOptions: ParsableArguments {
     @Flag(name: .customLong("notify"), help: "Also show the text in a desktop notification (notify-send).")
     var notify = false
 
-    @Flag(name: .customLong("print"), help: "Print the selected text and where it was found instead of speaking it (to check which source answers).")
+    @Flag(
+        name: .customLong("print"),
+        help: "Print the selected text and where it was found instead of speaking it (to check which source answers).")
     var print = false
 
-    @Option(name: .customLong("config"), help: ArgumentHelp("The settings file (default: $XDG_CONFIG_HOME/parla/speak-selection.conf, created on first use).", valueName: "file"))
+    @Option(
+        name: .customLong("config"),
+        help: ArgumentHelp(
+            "The settings file (default: $XDG_CONFIG_HOME/parla/speak-selection.conf, created on first use).", valueName: "file"))
     var config: String?
 
     @Option(name: .customLong("device"), help: ArgumentHelp("PulseAudio sink to play to (overrides the settings file).", valueName: "sink"))
     var device: String?
 
-    @Option(name: .customLong("sources"), help: ArgumentHelp("Where to look for the selected text, in order: accessibility, primary, clipboard (overrides the settings file; default accessibility,primary).", valueName: "list"))
+    @Option(
+        name: .customLong("sources"),
+        help: ArgumentHelp(
+            "Where to look for the selected text, in order: accessibility, primary, clipboard (overrides the settings file; default accessibility,primary).",
+            valueName: "list"))
     var sources: String?
 
-    @Option(name: .customLong("timeout"), help: ArgumentHelp("How long each source may take to answer, in milliseconds, 1–10000 (overrides the settings file; default 45).", valueName: "ms"))
+    @Option(
+        name: .customLong("timeout"),
+        help: ArgumentHelp(
+            "How long each source may take to answer, in milliseconds, 1–10000 (overrides the settings file; default 45).", valueName: "ms")
+    )
     var timeout: Int?
 
-    @Argument(help: ArgumentHelp("'-' to speak standard input instead of the selection (waits for it to end). Without it, piped text is spoken only when nothing is selected and the text is there at once.", valueName: "-"))
+    @Argument(
+        help: ArgumentHelp(
+            "'-' to speak standard input instead of the selection (waits for it to end). Without it, piped text is spoken only when nothing is selected and the text is there at once.",
+            valueName: "-"))
     var source: String?
 
     @OptionGroup var catalogOptions: CatalogOptions
@@ -40,7 +58,11 @@ struct SelectionOptions: ParsableArguments {
     func validate() throws {
         if let timeout, !(1...10_000).contains(timeout) { throw ValidationError("--timeout \(timeout) ms is out of range: use 1–10000.") }
         if let sources { _ = try SelectionSettings.parseSources(sources).get() }
-        if let source, source != "-" { throw ValidationError("Unexpected argument '\(source)': speak-selection takes no text, only '-' to read standard input (echo text | speak-selection -).") }
+        if let source, source != "-" {
+            throw ValidationError(
+                "Unexpected argument '\(source)': speak-selection takes no text, only '-' to read standard input (echo text | speak-selection -)."
+            )
+        }
     }
 }
 
@@ -98,7 +120,9 @@ struct SelectionRun {
             let started = monotonicNanoseconds()
             let found: Selection.Found?
             do {
-                found = options.source == "-" ? Selection.Found(text: try TextInput.readStandardInput(), source: "standard input")
+                found =
+                    options.source == "-"
+                    ? Selection.Found(text: try TextInput.readStandardInput(), source: "standard input")
                     : try readSelection(settings) { printError("  \($0)") }
             } catch let failure as Selection.Unreadable {
                 printError("\(failure.reason) (looked in \(String(format1: Double(monotonicNanoseconds() - started) / 1e6)) ms).")
@@ -130,7 +154,8 @@ struct SelectionRun {
         if !settings.languages.isEmpty { detector.preferences = LanguagePreferences(settings.languages) }
         let synth = SpeechSynthesizer(
             catalog: catalog, defaultLanguage: settings.languages.first ?? "en", detector: detector,
-            audioOutput: AudioOutputOptions(device: options.device ?? settings.device, ducking: settings.duck.map { DuckingOptions(attenuation: $0) }))
+            audioOutput: AudioOutputOptions(
+                device: options.device ?? settings.device, ducking: settings.duck.map { DuckingOptions(attenuation: $0) }))
         let signals = Interrupt.onSignal { synth.stop(at: .immediate) }
         defer { signals.forEach { $0.cancel() } }
         let ready = Task { try await synth.prepareToSpeak() }
@@ -171,7 +196,8 @@ struct SelectionRun {
         try? await ready.value
         // "Cannot read the selection" is heard first, as a sentence of its own: a sentence is
         // synthesized whole before it plays, so a long first one would delay the first sound.
-        let spoken = reason.firstIndex(of: ":").map { reason[..<$0] + ". " + reason[reason.index(after: $0)...].trimmed() + "." } ?? reason + "."
+        let spoken =
+            reason.firstIndex(of: ":").map { reason[..<$0] + ". " + reason[reason.index(after: $0)...].trimmed() + "." } ?? reason + "."
         _ = await synth.speakAndWait(Utterance(string: spoken, language: "en"))
         throw ExitCode(1)
     }
@@ -252,7 +278,9 @@ enum Selection {
     /// in time is not asked again.
     /// - Throws: ``Unreadable`` naming what to install or what the sources said when no source
     ///   could be read.
-    static func read(sources: [Source] = Source.defaults, timeout: Int = defaultTimeoutMilliseconds, trace: ((String) -> Void)? = nil) throws -> Found? {
+    static func read(sources: [Source] = Source.defaults, timeout: Int = defaultTimeoutMilliseconds, trace: ((String) -> Void)? = nil)
+        throws -> Found?
+    {
         let env = { (name: String) in getenv(name).map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 } }
         var missingTool: String?
         var failures: [String] = [], failedTools = Set<String>(), answered = false, reachable = false
@@ -326,7 +354,9 @@ enum Selection {
             throw Unreadable(reason: "Cannot read the selection: " + failures.joined(separator: "; "))
         }
         if !reachable {
-            throw UserError("There is no X display, Wayland session or accessibility bus (DISPLAY, WAYLAND_DISPLAY and DBUS_SESSION_BUS_ADDRESS are unset) and nothing is piped in: run it in your desktop session, or pipe the text in (echo text | speak-selection -).")
+            throw UserError(
+                "There is no X display, Wayland session or accessibility bus (DISPLAY, WAYLAND_DISPLAY and DBUS_SESSION_BUS_ADDRESS are unset) and nothing is piped in: run it in your desktop session, or pipe the text in (echo text | speak-selection -)."
+            )
         }
         return nil
     }
@@ -470,13 +500,16 @@ enum Selection {
             while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
             if r.timedOut { return .failed("\(r.argv[0]) did not answer within \(timeout) ms") }
             if status == 0 { return .text(r.output) }
-            let message = String(decoding: r.errors, as: UTF8.self)
+            let message =
+                String(decoding: r.errors, as: UTF8.self)
                 .split(separator: "\n").first.map { String($0).trimmed() } ?? ""
             let lower = message.lowercased()
             if ["not available", "nothing is copied", "no selection", "no suitable type"].contains(where: { lower.contains($0) }) {
                 return .empty
             }
-            if r.argv[0] == "wl-paste" && (lower.contains("missing a seat") || lower.contains("does not support") || lower.contains("doesn't support")) {
+            if r.argv[0] == "wl-paste"
+                && (lower.contains("missing a seat") || lower.contains("does not support") || lower.contains("doesn't support"))
+            {
                 // weston and other compositors without data-control or primary-selection.
                 return .failed("the compositor does not share it with other programs (wl-paste: \(message))")
             }
@@ -534,7 +567,8 @@ struct SelectionSettings {
         """
 
     static var defaultPath: String {
-        let base = getenv("XDG_CONFIG_HOME").map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 }
+        let base =
+            getenv("XDG_CONFIG_HOME").map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 }
             ?? ((getenv("HOME").map { String(cString: $0) } ?? "") + "/.config")
         return base + "/parla/speak-selection.conf"
     }
@@ -564,7 +598,8 @@ struct SelectionSettings {
         var sources: [Selection.Source] = []
         for name in value.split(separator: ",").map({ $0.trimmed().lowercased() }) where !name.isEmpty {
             guard let source = Selection.Source(rawValue: name) else {
-                return .failure(UserError("sources must be some of accessibility, primary and clipboard, separated by commas, not '\(name)'"))
+                return .failure(
+                    UserError("sources must be some of accessibility, primary and clipboard, separated by commas, not '\(name)'"))
             }
             if !sources.contains(source) { sources.append(source) }
         }
@@ -586,7 +621,9 @@ struct SelectionSettings {
             let value = trimmed[trimmed.index(after: eq)...].trimmed()
             switch key {
             case "rate":
-                guard let r = Double(value), SpeechPlan.rateRange.contains(r) else { throw fail("rate must be a number from 80 to 450, not '\(value)'") }
+                guard let r = Double(value), SpeechPlan.rateRange.contains(r) else {
+                    throw fail("rate must be a number from 80 to 450, not '\(value)'")
+                }
                 s.rate = r
             case "voice":
                 s.voice = value.isEmpty ? nil : value
@@ -617,7 +654,9 @@ struct SelectionSettings {
                 case .failure(let error): throw fail(error.description)
                 }
             case "timeout":
-                guard let ms = Int(value), (1...10_000).contains(ms) else { throw fail("timeout must be a number of milliseconds from 1 to 10000, not '\(value)'") }
+                guard let ms = Int(value), (1...10_000).contains(ms) else {
+                    throw fail("timeout must be a number of milliseconds from 1 to 10000, not '\(value)'")
+                }
                 s.timeout = ms
             default:
                 throw fail("unknown setting '\(key)' (the settings are rate, voice, languages, device, notify, duck, sources and timeout)")

@@ -8,7 +8,9 @@ struct Voices: AsyncParsableCommand {
         discussion: "Add your own presets as JSON files in ~/.config/parla/voices (see README.md)."
     )
 
-    @Option(name: [.customShort("l"), .customLong("language")], help: ArgumentHelp("Only voices that speak this language (BCP 47, e.g. en, pt-BR).", valueName: "tag"))
+    @Option(
+        name: [.customShort("l"), .customLong("language")],
+        help: ArgumentHelp("Only voices that speak this language (BCP 47, e.g. en, pt-BR).", valueName: "tag"))
     var language: String?
 
     @Flag(help: "Print JSON (an array of voice objects).")
@@ -43,8 +45,9 @@ struct Voices: AsyncParsableCommand {
         let nameWidth = max(4, voices.map(\.name.count).max() ?? 0)
         print(pad("IDENTIFIER", idWidth) + "  " + pad("NAME", nameWidth) + "  GENDER  LANGUAGES")
         for v in voices {
-            print(pad(v.identifier, idWidth) + "  " + pad(v.name, nameWidth) + "  " + pad(v.gender?.rawValue ?? "-", 6)
-                + "  " + v.languages.map(\.identifier).joined(separator: ", "))
+            print(
+                pad(v.identifier, idWidth) + "  " + pad(v.name, nameWidth) + "  " + pad(v.gender?.rawValue ?? "-", 6)
+                    + "  " + v.languages.map(\.identifier).joined(separator: ", "))
         }
     }
 

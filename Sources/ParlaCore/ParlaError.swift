@@ -50,13 +50,17 @@ public enum ParlaError: Error, Sendable, Hashable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .invalidLanguageTag(let s):
-            return "'\(s)' is not a BCP 47 language tag. Use a tag such as 'en', 'pt-BR' or 'zh-Hans'; run 'parla voices' to list the languages Parla speaks."
+            return
+                "'\(s)' is not a BCP 47 language tag. Use a tag such as 'en', 'pt-BR' or 'zh-Hans'; run 'parla voices' to list the languages Parla speaks."
         case .unknownVoice(let s):
-            return "No voice with identifier '\(s)'. Run 'parla voices' to list voice identifiers (for example 'espeak-ng.en-us' or 'espeak-ng.fr+f2')."
+            return
+                "No voice with identifier '\(s)'. Run 'parla voices' to list voice identifiers (for example 'espeak-ng.en-us' or 'espeak-ng.fr+f2')."
         case .noVoiceForLanguage(let tag):
-            return "No voice speaks language '\(tag)'. Run 'parla voices' to list the languages Parla speaks, or 'parla voices --language \(tag.language)' to search."
+            return
+                "No voice speaks language '\(tag)'. Run 'parla voices' to list the languages Parla speaks, or 'parla voices --language \(tag.language)' to search."
         case .voiceCatalogNotFound(let searched):
-            return "The voice catalog was not found (looked in: \(searched.joined(separator: ", "))). Pass --voices DIR or set PARLA_VOICES to the 'voices' directory of a Parla checkout."
+            return
+                "The voice catalog was not found (looked in: \(searched.joined(separator: ", "))). Pass --voices DIR or set PARLA_VOICES to the 'voices' directory of a Parla checkout."
         case .invalidVoicePreset(let path, let reason):
             return "The voice preset '\(path)' is invalid: \(reason). Fix or remove the file."
         case .emptyText:
@@ -64,35 +68,44 @@ public enum ParlaError: Error, Sendable, Hashable, CustomStringConvertible {
         case .invalidSSML(let line, let column, let reason):
             return "Invalid SSML at line \(line), column \(column): \(reason). Without --ssml the input is read as plain text."
         case .invalidUTF8(let source, let offset):
-            return "\(source) is not valid UTF-8: the byte at offset \(offset) (0-based) does not start or continue a UTF-8 character. Convert the file to UTF-8 (for example with iconv) and try again."
+            return
+                "\(source) is not valid UTF-8: the byte at offset \(offset) (0-based) does not start or continue a UTF-8 character. Convert the file to UTF-8 (for example with iconv) and try again."
         case .unreadableInput(let path, let reason):
             return "Cannot read '\(path)': \(reason). Check the path and its permissions."
         case .unwritableOutput(let path, let reason):
             return "Cannot write '\(path)': \(reason). Choose a path in a directory you can write to."
         case .parameterOutOfRange(let name, let value, let range):
-            return "\(name) \(formatNumber(value)) is out of range: use a value from \(formatNumber(range.lowerBound)) to \(formatNumber(range.upperBound))."
+            return
+                "\(name) \(formatNumber(value)) is out of range: use a value from \(formatNumber(range.lowerBound)) to \(formatNumber(range.upperBound))."
         case .engineFailure(let reason):
             return "The speech engine failed: \(reason)."
         case .cancelled:
             return "Cancelled before the speech was complete."
         case .languageModelInvalid(let path, let reason):
-            return "The language model '\(path)' cannot be used: \(reason). Restore voices/langid.bin from a Parla checkout (or retrain it with scripts/langid/train), or pass --no-detect and -l LANG."
+            return
+                "The language model '\(path)' cannot be used: \(reason). Restore voices/langid.bin from a Parla checkout (or retrain it with scripts/langid/train), or pass --no-detect and -l LANG."
         case .audioServerUnavailable(let reason):
-            return "No sound server is available (\(reason)). Start PulseAudio or PipeWire's pulse server (or set PULSE_SERVER), or render to a file instead with -o FILE.wav."
+            return
+                "No sound server is available (\(reason)). Start PulseAudio or PipeWire's pulse server (or set PULSE_SERVER), or render to a file instead with -o FILE.wav."
         case .audioServerLost(let reason):
-            return "The sound server went away while speaking (\(reason)). The next utterance reconnects once a server is running again; -o FILE.wav renders without one."
+            return
+                "The sound server went away while speaking (\(reason)). The next utterance reconnects once a server is running again; -o FILE.wav renders without one."
         case .audioDeviceNotFound(let name):
-            return "There is no output device (PulseAudio sink) named '\(name)'. List the sinks with 'pactl list short sinks', or leave out --device to use the default."
+            return
+                "There is no output device (PulseAudio sink) named '\(name)'. List the sinks with 'pactl list short sinks', or leave out --device to use the default."
         case .audioServerStalled(let what):
-            return "The sound server \(what). Check that its session manager runs (PipeWire: 'systemctl --user status wireplumber'; PulseAudio: 'pactl info'), or render to a file instead with -o FILE.wav."
+            return
+                "The sound server \(what). Check that its session manager runs (PipeWire: 'systemctl --user status wireplumber'; PulseAudio: 'pactl info'), or render to a file instead with -o FILE.wav."
         case .audioFailure(let reason):
             return "The sound server refused to play: \(reason)."
         case .invalidInput(let message):
             return message
         case .invalidTimeline(let reason):
-            return "Parla could not time the words of this text correctly (\(reason)). This is a bug in Parla: please report it with the text. Without --timings and --vtt the audio is rendered."
+            return
+                "Parla could not time the words of this text correctly (\(reason)). This is a bug in Parla: please report it with the text. Without --timings and --vtt the audio is rendered."
         case .languageModelNotFound(let searched):
-            return "The language model langid.bin was not found (looked in: \(searched.joined(separator: ", "))). Pass --voices DIR pointing at the 'voices' directory of a Parla checkout, or pass --no-detect and -l LANG."
+            return
+                "The language model langid.bin was not found (looked in: \(searched.joined(separator: ", "))). Pass --voices DIR pointing at the 'voices' directory of a Parla checkout, or pass --no-detect and -l LANG."
         }
     }
 }

@@ -3,7 +3,7 @@ import ParlaIO
 internal import CParlaEngineHost
 import ParlaCore
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A copy of this program started as a helper (an engine host or a render worker), with a
@@ -24,12 +24,16 @@ package struct ChildProcess: Sendable {
     /// (this process's threads may block signals, and Ctrl-C handling ignores SIGINT and
     /// SIGTERM). It inherits no other descriptor of this process.
     /// - Throws: ``ParlaError/engineFailure(_:)`` if the pipes or the process cannot be made.
-    package static func spawnSelf(role: String, environment: [String: String], stderrToNull: Bool = false) throws(ParlaError) -> ChildProcess {
+    package static func spawnSelf(role: String, environment: [String: String], stderrToNull: Bool = false) throws(ParlaError)
+        -> ChildProcess
+    {
         try spawn(executable: "/proc/self/exe", role: role, environment: environment, stderrToNull: stderrToNull)
     }
 
     /// Starts `executable` as ``spawnSelf(role:environment:stderrToNull:)`` starts this program.
-    package static func spawn(executable exe: String, role: String, environment: [String: String] = [:], stderrToNull: Bool = false) throws(ParlaError) -> ChildProcess {
+    package static func spawn(executable exe: String, role: String, environment: [String: String] = [:], stderrToNull: Bool = false)
+        throws(ParlaError) -> ChildProcess
+    {
         var toChild: [Int32] = [-1, -1], fromChild: [Int32] = [-1, -1]
         guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &toChild) == 0 else {
             throw .engineFailure("cannot create a socket for the \(role): \(String(cString: strerror(errno)))")

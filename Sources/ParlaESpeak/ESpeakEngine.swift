@@ -123,7 +123,9 @@ package final class ESpeakDirectEngine {
     /// number of samples produced. Without `marksWords`, only audio and segments are emitted
     /// (``TimelineBuilder/marksWords``).
     /// - Throws: ``ParlaError/cancelled`` if `stop` was raised, ``ParlaError/engineFailure(_:)``.
-    public func synthesize(_ plan: SpeechPlan, stop: StopFlag, marksWords: Bool = true, emit: @escaping (SynthesisEvent) -> Void) throws(ParlaError) -> Int {
+    public func synthesize(_ plan: SpeechPlan, stop: StopFlag, marksWords: Bool = true, emit: @escaping (SynthesisEvent) -> Void)
+        throws(ParlaError) -> Int
+    {
         try synthesizePlan(plan, engine: core, stop: stop, marksWords: marksWords, emit: emit)
     }
 }
@@ -170,11 +172,12 @@ func synthesizePlan(
     for (index, run) in plan.runs.enumerated() {
         if stop.isRaised { throw .cancelled }
         builder.silence(run.silenceBefore)
-        let punct: espeak_PUNCT_TYPE = switch run.punctuation {
-        case .none: espeakPUNCT_NONE
-        case .some: espeakPUNCT_SOME
-        case .all: espeakPUNCT_ALL
-        }
+        let punct: espeak_PUNCT_TYPE =
+            switch run.punctuation {
+            case .none: espeakPUNCT_NONE
+            case .some: espeakPUNCT_SOME
+            case .all: espeakPUNCT_ALL
+            }
         let input = builder.beginRun(index)
         var flags = UInt32(espeakCHARS_UTF8)
         if input.isMarkup { flags |= UInt32(espeakSSML) }
@@ -182,14 +185,17 @@ func synthesizePlan(
         let request = RunRequest(
             voice: run.voice.engineVoiceName, rate: Int32(clamping: run.rate), pitch: Int32(clamping: run.pitch),
             volume: Int32(clamping: run.volume), punctuation: Int32(bitPattern: punct.rawValue), flags: flags, text: input.text)
-        try engine.speak(request, shouldStop: { stop.isRaised }, audio: { samples in
-            builder.audio(Array(samples))
-        }, event: { e in
-            switch e.kind {
-            case .word: builder.word(position: Int(e.position), length: Int(e.length), runSample: Int(e.sample))
-            case .sentence: builder.sentence(position: Int(e.position), runSample: Int(e.sample))
-            }
-        })
+        try engine.speak(
+            request, shouldStop: { stop.isRaised },
+            audio: { samples in
+                builder.audio(Array(samples))
+            },
+            event: { e in
+                switch e.kind {
+                case .word: builder.word(position: Int(e.position), length: Int(e.length), runSample: Int(e.sample))
+                case .sentence: builder.sentence(position: Int(e.position), runSample: Int(e.sample))
+                }
+            })
         if stop.isRaised { throw .cancelled }
         builder.endRun()
     }
@@ -290,7 +296,8 @@ private final class SynthContext {
     let audio: (UnsafeBufferPointer<Int16>) -> Void
     let event: (RawEngineEvent) -> Void
 
-    init(shouldStop: @escaping () -> Bool, audio: @escaping (UnsafeBufferPointer<Int16>) -> Void, event: @escaping (RawEngineEvent) -> Void) {
+    init(shouldStop: @escaping () -> Bool, audio: @escaping (UnsafeBufferPointer<Int16>) -> Void, event: @escaping (RawEngineEvent) -> Void)
+    {
         self.shouldStop = shouldStop
         self.audio = audio
         self.event = event
@@ -313,13 +320,15 @@ private func synthCallback(
     }
     var ev = events
     while ev.pointee.type != espeakEVENT_LIST_TERMINATED {
-        let kind: RawEngineEvent.Kind? = switch ev.pointee.type {
-        case espeakEVENT_WORD: .word
-        case espeakEVENT_SENTENCE: .sentence
-        default: nil
-        }
+        let kind: RawEngineEvent.Kind? =
+            switch ev.pointee.type {
+            case espeakEVENT_WORD: .word
+            case espeakEVENT_SENTENCE: .sentence
+            default: nil
+            }
         if let kind {
-            context.event(RawEngineEvent(kind: kind, position: ev.pointee.text_position, length: ev.pointee.length, sample: ev.pointee.sample))
+            context.event(
+                RawEngineEvent(kind: kind, position: ev.pointee.text_position, length: ev.pointee.length, sample: ev.pointee.sample))
         }
         ev += 1
     }

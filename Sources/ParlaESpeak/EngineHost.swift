@@ -3,7 +3,7 @@ import ParlaIO
 internal import CParlaEngineHost
 import ParlaCore
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// espeak-ng in a process of its own: the small `parla-engine` program beside this one (or in
@@ -65,7 +65,9 @@ final class EngineHost: RunEngine {
         let rate = Int(r.i32())
         guard version == UInt32(PARLA_ENGINE_PROTOCOL) else {
             shutDown()
-            throw .engineFailure("the engine host \(executable ?? "") speaks version \(version) of its protocol, and this program version \(PARLA_ENGINE_PROTOCOL): install the parla-engine of the same Parla as this program")
+            throw .engineFailure(
+                "the engine host \(executable ?? "") speaks version \(version) of its protocol, and this program version \(PARLA_ENGINE_PROTOCOL): install the parla-engine of the same Parla as this program"
+            )
         }
         guard rate > 0 else {
             let reason = String(decoding: r.rest(), as: UTF8.self)
@@ -136,7 +138,8 @@ final class EngineHost: RunEngine {
                 guard !stopSent else { continue }
                 let samples = [Int16](unsafeUninitializedCapacity: payload.count / 2) { buffer, count in
                     payload.withUnsafeBytes { raw in
-                        UnsafeMutableRawBufferPointer(buffer).copyMemory(from: UnsafeRawBufferPointer(rebasing: raw[0..<(payload.count / 2 * 2)]))
+                        UnsafeMutableRawBufferPointer(buffer).copyMemory(
+                            from: UnsafeRawBufferPointer(rebasing: raw[0..<(payload.count / 2 * 2)]))
                     }
                     count = payload.count / 2
                 }
@@ -165,7 +168,8 @@ final class EngineHost: RunEngine {
                 guard id == utterance else { continue }  // an earlier utterance's child
                 utteranceCrashed = UInt32(bitPattern: signal)
                 let how = signal == 0 ? "failed" : "crashed (\(strsignal(signal).map { String(cString: $0) } ?? "signal \(signal)"))"
-                throw .engineFailure("espeak-ng \(how) while speaking this text (the next utterance is spoken by a fresh copy of the engine)")
+                throw .engineFailure(
+                    "espeak-ng \(how) while speaking this text (the next utterance is spoken by a fresh copy of the engine)")
             default:
                 shutDown()
                 throw .engineFailure("the engine host sent a message Parla does not understand (type \(type))")
@@ -197,9 +201,12 @@ final class EngineHost: RunEngine {
             // Forked before main by the parla or speak-selection program (CParlaPrestart).
             child = ChildProcess(pid: prestarted.pid, input: prestarted.input, output: prestarted.output)
         } else if let path = executable {
-            child = try ChildProcess.spawn(executable: path, role: "parla engine host", environment: ["SWIFT_BACKTRACE": "enable=no"], stderrToNull: quiet)
+            child = try ChildProcess.spawn(
+                executable: path, role: "parla engine host", environment: ["SWIFT_BACKTRACE": "enable=no"], stderrToNull: quiet)
         } else {
-            child = try ChildProcess.spawnSelf(role: "parla engine host", environment: ["PARLA_ENGINE_HOST": "1:\(getpid())", "SWIFT_BACKTRACE": "enable=no"], stderrToNull: quiet)
+            child = try ChildProcess.spawnSelf(
+                role: "parla engine host", environment: ["PARLA_ENGINE_HOST": "1:\(getpid())", "SWIFT_BACKTRACE": "enable=no"],
+                stderrToNull: quiet)
         }
         pid = child.pid
         toHost = child.input

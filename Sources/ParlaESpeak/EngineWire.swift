@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The messages between Parla and its engine host (see ``EngineHost``; the host's side is

@@ -3,9 +3,9 @@ import ParlaIO
 import ParlaCore
 import Synchronization
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// A serial executor that runs every job on one dedicated thread it owns.

@@ -2,9 +2,9 @@ import ParlaCore
 import FoundationEssentials
 import Synchronization
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Writes a file that appears under its name only when ``commit()`` succeeds, so the
@@ -27,9 +27,11 @@ package final class AtomicFile {
     private let durable: Bool
 
     /// Creates the file, unnamed or under a temporary name, in `path`'s directory.
-    /// - Parameter durable: flush the file to disk before naming it (`fsync`); without it,
-    ///   a complete file still appears atomically, but a machine crash may lose it (batch
-    ///   rendering syncs whole groups of files at once instead).
+    /// - Parameters:
+    ///   - path: where the file appears at ``commit()``.
+    ///   - durable: flush the file to disk before naming it (`fsync`); without it, a complete
+    ///     file still appears atomically, but a machine crash may lose it (batch rendering
+    ///     syncs whole groups of files at once instead).
     /// - Throws: ``/ParlaCore/ParlaError/unwritableOutput(path:reason:)`` if it cannot be created.
     package convenience init(path: String, durable: Bool = true) throws(ParlaError) {
         try self.init(path: path, durable: durable, naming: .shared)
@@ -91,9 +93,9 @@ package final class AtomicFile {
 
         init(unnamed: Bool, fdPaths: String = "/proc/self/fd/") {
             #if os(Linux)
-            works = Atomic(unnamed)
+                works = Atomic(unnamed)
             #else
-            works = Atomic(false)
+                works = Atomic(false)
             #endif
             self.fdPaths = fdPaths
         }
@@ -103,18 +105,18 @@ package final class AtomicFile {
         /// An unnamed file in `directory`, open for reading and writing, or -1 (see `errno`).
         func unnamedFile(in directory: String, mode: mode_t) -> Int32 {
             #if os(Linux)
-            guard works.load(ordering: .relaxed) else { return -1 }
-            // O_TMPFILE is `__O_TMPFILE | O_DIRECTORY`, a macro Swift does not import; this
-            // value holds on x86-64, ARM, RISC-V, PowerPC and s390.
-            let fd = open(directory, 0o20_000_000 | O_DIRECTORY | O_RDWR | O_CLOEXEC, mode)
-            if fd < 0, errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL {
-                let e = errno
-                works.store(false, ordering: .relaxed)
-                errno = e
-            }
-            return fd
+                guard works.load(ordering: .relaxed) else { return -1 }
+                // O_TMPFILE is `__O_TMPFILE | O_DIRECTORY`, a macro Swift does not import; this
+                // value holds on x86-64, ARM, RISC-V, PowerPC and s390.
+                let fd = open(directory, 0o20_000_000 | O_DIRECTORY | O_RDWR | O_CLOEXEC, mode)
+                if fd < 0, errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL {
+                    let e = errno
+                    works.store(false, ordering: .relaxed)
+                    errno = e
+                }
+                return fd
             #else
-            return -1
+                return -1
             #endif
         }
     }
@@ -143,9 +145,9 @@ package final class AtomicFile {
     /// Appends samples as little-endian 16-bit PCM.
     package func write(samples: [Int16]) throws(ParlaError) {
         #if _endian(little)
-        samples.withUnsafeBytes { buffer.append(contentsOf: $0) }
+            samples.withUnsafeBytes { buffer.append(contentsOf: $0) }
         #else
-        for s in samples { withUnsafeBytes(of: s.littleEndian) { buffer.append(contentsOf: $0) } }
+            for s in samples { withUnsafeBytes(of: s.littleEndian) { buffer.append(contentsOf: $0) } }
         #endif
         if buffer.count >= 1 << 16 { try flush() }
     }
@@ -174,31 +176,31 @@ package final class AtomicFile {
             try flush()
             guard !durable || fsync(fd) == 0 || errno == EINVAL else { throw failure() }
             #if os(Linux)
-            if temporaryPath == nil {
-                let proc = naming.fdPaths + "\(fd)"
-                if linkat(AT_FDCWD, proc, AT_FDCWD, path, AT_SYMLINK_FOLLOW) == 0 {
-                    close(fd)
-                    fd = -1
-                    return
-                }
-                // Replacing a file: a name of its own first, then an atomic rename.
-                var linked: String?
-                if errno == EEXIST {
-                    for attempt in 0..<16 {
-                        let tmp = Self.hiddenName(directory, name, attempt)
-                        if linkat(AT_FDCWD, proc, AT_FDCWD, tmp, AT_SYMLINK_FOLLOW) == 0 { linked = tmp }
-                        if linked != nil || errno != EEXIST { break }
+                if temporaryPath == nil {
+                    let proc = naming.fdPaths + "\(fd)"
+                    if linkat(AT_FDCWD, proc, AT_FDCWD, path, AT_SYMLINK_FOLLOW) == 0 {
+                        close(fd)
+                        fd = -1
+                        return
                     }
+                    // Replacing a file: a name of its own first, then an atomic rename.
+                    var linked: String?
+                    if errno == EEXIST {
+                        for attempt in 0..<16 {
+                            let tmp = Self.hiddenName(directory, name, attempt)
+                            if linkat(AT_FDCWD, proc, AT_FDCWD, tmp, AT_SYMLINK_FOLLOW) == 0 { linked = tmp }
+                            if linked != nil || errno != EEXIST { break }
+                        }
+                    }
+                    if linked == nil {
+                        if errno == ENOSPC || errno == EDQUOT || errno == EROFS || errno == EIO { throw failure() }
+                        // The file cannot be named here: copy it under a hidden name, and use
+                        // hidden names from now on.
+                        naming.works.store(false, ordering: .relaxed)
+                        linked = try copyToHiddenName()
+                    }
+                    temporaryPath = linked
                 }
-                if linked == nil {
-                    if errno == ENOSPC || errno == EDQUOT || errno == EROFS || errno == EIO { throw failure() }
-                    // The file cannot be named here: copy it under a hidden name, and use
-                    // hidden names from now on.
-                    naming.works.store(false, ordering: .relaxed)
-                    linked = try copyToHiddenName()
-                }
-                temporaryPath = linked
-            }
             #endif
             close(fd)
             fd = -1

@@ -1,9 +1,9 @@
 import FoundationEssentials
 import ParlaCore
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #endif
 
 extension LanguageModel {
@@ -41,13 +41,16 @@ extension LanguageModel {
 extension LanguageDetector {
     /// The model in `voices/langid.bin` of the catalog `directory`, with the catalog's script
     /// defaults and the preferences of the environment.
-    public static func load(catalog: VoiceCatalog, preferences: LanguagePreferences = .fromEnvironment()) throws(ParlaError) -> LanguageDetector {
+    public static func load(catalog: VoiceCatalog, preferences: LanguagePreferences = .fromEnvironment()) throws(ParlaError)
+        -> LanguageDetector
+    {
         var searched: [String] = []
         for dir in catalog.directories {
             let path = dir + "/langid.bin"
             searched.append(path)
             if FileManager.default.fileExists(atPath: path) {
-                return LanguageDetector(model: try LanguageModel(contentsOf: path), scriptDefaults: catalog.scriptDefaults, preferences: preferences)
+                return LanguageDetector(
+                    model: try LanguageModel(contentsOf: path), scriptDefaults: catalog.scriptDefaults, preferences: preferences)
             }
         }
         throw .languageModelNotFound(searched: searched)

@@ -1,8 +1,8 @@
 import ParlaCore
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Reads newline-terminated lines from a file descriptor as they arrive, holding at most one

@@ -1,8 +1,8 @@
 import ParlaCore
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// CLOCK_MONOTONIC in nanoseconds: the clock event times are given in.

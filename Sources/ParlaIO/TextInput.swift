@@ -1,7 +1,7 @@
 import ParlaCore
 import FoundationEssentials
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Reading text input: files, standard input, and UTF-8 validation with the offset of the first bad byte.

@@ -1,9 +1,9 @@
 import ParlaCore
 import Dispatch
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Runs `body` on a new detached thread of its own (for work that blocks: the engine thread,
@@ -11,14 +11,16 @@ import Darwin
 package func startThread(name: String, _ body: @escaping @Sendable () -> Void) {
     let box = Unmanaged.passRetained(ThreadBody(body)).toOpaque()
     var thread = pthread_t()
-    let rc = pthread_create(&thread, nil, { context in
-        #if canImport(Glibc)
-        guard let context else { return nil }
-        #endif
-        let body = Unmanaged<ThreadBody>.fromOpaque(context).takeRetainedValue()
-        body.run()
-        return nil
-    }, box)
+    let rc = pthread_create(
+        &thread, nil,
+        { context in
+            #if canImport(Glibc)
+                guard let context else { return nil }
+            #endif
+            let body = Unmanaged<ThreadBody>.fromOpaque(context).takeRetainedValue()
+            body.run()
+            return nil
+        }, box)
     guard rc == 0 else {
         // Out of threads (EAGAIN): never trap inside the host program; run it on a thread of
         // Dispatch's pool instead, which may be slower to get but keeps the work going.
@@ -32,7 +34,9 @@ package func startThread(name: String, _ body: @escaping @Sendable () -> Void) {
 /// Runs blocking `body` (connecting to a sound server, for one) on a thread of its own and
 /// waits for it without holding a thread of Swift's cooperative pool, which has as few threads
 /// as cores: a slow server must not stall every other task.
-package func onThreadOfItsOwn<T: Sendable>(_ name: String, _ body: @escaping @Sendable () throws(ParlaError) -> T) async throws(ParlaError) -> T {
+package func onThreadOfItsOwn<T: Sendable>(_ name: String, _ body: @escaping @Sendable () throws(ParlaError) -> T) async throws(ParlaError)
+    -> T
+{
     let result: Result<T, ParlaError> = await withCheckedContinuation { continuation in
         startThread(name: name) {
             do throws(ParlaError) {

@@ -1,8 +1,8 @@
 import ParlaCore
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Writes the `--timings` JSON document of a rendering made of one or more pieces (a long
@@ -137,7 +137,8 @@ extension CaptionFileWriter {
             let hex = after.first == "x" || after.first == "X"
             let digits = (hex ? after.dropFirst() : after).prefix { hex ? $0.isHexDigit : $0.isASCII && $0.isNumber }
             if !digits.isEmpty, digits.count <= 8, digits.endIndex < after.endIndex, after[digits.endIndex] == ";",
-               let value = UInt32(digits, radix: hex ? 16 : 10), let scalar = Unicode.Scalar(value) {
+                let value = UInt32(digits, radix: hex ? 16 : 10), let scalar = Unicode.Scalar(value)
+            {
                 out.unicodeScalars.append(scalar)
                 rest = after[after.index(after: digits.endIndex)...]
             } else {
@@ -162,7 +163,7 @@ private final class Spill {
         let directory = AtomicFile.split(path).directory
         var fd: Int32 = -1
         #if os(Linux)
-        fd = AtomicFile.unnamedFile(in: directory)
+            fd = AtomicFile.unnamedFile(in: directory)
         #endif
         if fd < 0 {
             // Named like the other temporary files (`.NAME.parla-PID-….tmp`), so that a process

@@ -1,9 +1,9 @@
 import FoundationEssentials
 import ParlaCore
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #endif
 
 // Loading a voice catalog from its files: locating the directory, the prebuilt index, the
@@ -12,7 +12,8 @@ extension VoiceCatalog {
     /// Loads the catalog in `directory` (presets in any subdirectory, plus `defaults.json`),
     /// then the presets in `userDirectory` if it exists.
     /// - Throws: ``/ParlaCore/ParlaError/voiceCatalogNotFound(searched:)`` or ``/ParlaCore/ParlaError/invalidVoicePreset(path:reason:)``.
-    public static func load(from directory: String, userDirectory: String? = nil, useIndex: Bool = true) throws(ParlaError) -> VoiceCatalog {
+    public static func load(from directory: String, userDirectory: String? = nil, useIndex: Bool = true) throws(ParlaError) -> VoiceCatalog
+    {
         let fm = FileManager.default
         var isDir = false
         guard fm.fileExists(atPath: directory, isDirectory: &isDir), isDir else {
@@ -136,7 +137,9 @@ extension VoiceCatalog {
         let bytes = [UInt8](data)
         for (number, line) in bytes.split(separator: 0x0A).enumerated() where line.first != UInt8(ascii: "#") {
             let f = line.split(separator: 0x09, omittingEmptySubsequences: false).map { String(decoding: $0, as: UTF8.self) }
-            func bad(_ why: String) -> ParlaError { .invalidVoicePreset(path: path, reason: "line \(number + 1): \(why); run 'python3 scripts/generate-voices.py --index-only'") }
+            func bad(_ why: String) -> ParlaError {
+                .invalidVoicePreset(path: path, reason: "line \(number + 1): \(why); run 'python3 scripts/generate-voices.py --index-only'")
+            }
             switch f.first {
             case "voice":
                 guard f.count == 10 else { throw bad("a voice line needs 10 tab-separated fields") }
@@ -146,10 +149,11 @@ extension VoiceCatalog {
                     languages.append(tag)
                 }
                 guard !languages.isEmpty else { throw bad("the voice lists no languages") }
-                voices.append(SpeechVoice(
-                    identifier: f[1], name: f[2], engine: f[3], engineVoice: f[4], variant: f[5].isEmpty ? nil : f[5],
-                    languages: languages, gender: SpeechVoice.Gender(rawValue: f[7]),
-                    rate: Double(f[8]), pitch: Double(f[9])))
+                voices.append(
+                    SpeechVoice(
+                        identifier: f[1], name: f[2], engine: f[3], engineVoice: f[4], variant: f[5].isEmpty ? nil : f[5],
+                        languages: languages, gender: SpeechVoice.Gender(rawValue: f[7]),
+                        rate: Double(f[8]), pitch: Double(f[9])))
             case "default":
                 guard f.count == 3 else { throw bad("a default needs a language and a voice") }
                 languageDefaults[f[1].lowercased()] = f[2]

@@ -14,11 +14,11 @@ package enum WAVHeader {
         u32(UInt32(clamping: 36 + dataBytes))
         b.append(contentsOf: Array("WAVE".utf8))
         b.append(contentsOf: Array("fmt ".utf8))
-        u32(16)                              // fmt chunk size
-        u16(1)                               // PCM
+        u32(16)  // fmt chunk size
+        u16(1)  // PCM
         u16(UInt16(channels))
         u32(UInt32(sampleRate))
-        u32(UInt32(sampleRate * blockAlign)) // byte rate
+        u32(UInt32(sampleRate * blockAlign))  // byte rate
         u16(UInt16(blockAlign))
         u16(UInt16(bitsPerSample))
         b.append(contentsOf: Array("data".utf8))
@@ -49,7 +49,9 @@ package final class WAVFileWriter {
     ///   would not fit in a WAV file (4 GiB, about 27 hours at 22050 Hz).
     package func append(_ samples: [Int16]) throws(ParlaError) {
         guard (sampleCount + samples.count) * 2 <= Int(UInt32.max) - 36 else {
-            throw .unwritableOutput(path: file.path, reason: "the audio is longer than a WAV file can hold (4 GiB, about 27 hours at \(sampleRate) Hz): split the text")
+            throw .unwritableOutput(
+                path: file.path,
+                reason: "the audio is longer than a WAV file can hold (4 GiB, about 27 hours at \(sampleRate) Hz): split the text")
         }
         try file.write(samples: samples)
         sampleCount += samples.count

@@ -2,7 +2,7 @@ internal import CParlaDuckGuard
 internal import CPulseAudio
 import ParlaCore
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// How Parla lowers other programs' audio while it speaks (``AudioOutputOptions/ducking``).
@@ -103,10 +103,12 @@ package final class Ducker: @unchecked Sendable {
         cancelRelease()
         let delay = options.release.components
         let usec = UInt64(clamping: max(0, delay.seconds)) &* 1_000_000 &+ UInt64(clamping: max(0, delay.attoseconds / 1_000_000_000_000))
-        releaseTimer = pa_context_rttime_new(ctx, pa_rtclock_now() &+ usec, { _, _, _, userdata in
-            guard let userdata else { return }
-            Unmanaged<Ducker>.fromOpaque(userdata).takeUnretainedValue().release()
-        }, unmanaged)
+        releaseTimer = pa_context_rttime_new(
+            ctx, pa_rtclock_now() &+ usec,
+            { _, _, _, userdata in
+                guard let userdata else { return }
+                Unmanaged<Ducker>.fromOpaque(userdata).takeUnretainedValue().release()
+            }, unmanaged)
         if releaseTimer == nil { release() }
     }
 
@@ -126,19 +128,21 @@ package final class Ducker: @unchecked Sendable {
         case .unknown:
             guard !askingServer else { return }
             askingServer = true
-            let op = pa_context_get_module_info_list(ctx, { ctx, info, eol, userdata in
-                guard let userdata else { return }
-                let me = Unmanaged<Ducker>.fromOpaque(userdata).takeUnretainedValue()
-                if eol == 0, let info {
-                    let name = info.pointee.name.map { String(cString: $0) } ?? ""
-                    let argument = info.pointee.argument.map { String(cString: $0) } ?? ""
-                    if name == "module-role-ducking", Ducker.triggerRoles(argument).contains(me.role) { me.mode = .server }
-                    return
-                }
-                me.askingServer = false
-                if me.mode == .unknown { me.mode = .manual }
-                if me.mode == .manual, me.isDucking, let ctx { me.lowerAll(ctx) }
-            }, unmanaged)
+            let op = pa_context_get_module_info_list(
+                ctx,
+                { ctx, info, eol, userdata in
+                    guard let userdata else { return }
+                    let me = Unmanaged<Ducker>.fromOpaque(userdata).takeUnretainedValue()
+                    if eol == 0, let info {
+                        let name = info.pointee.name.map { String(cString: $0) } ?? ""
+                        let argument = info.pointee.argument.map { String(cString: $0) } ?? ""
+                        if name == "module-role-ducking", Ducker.triggerRoles(argument).contains(me.role) { me.mode = .server }
+                        return
+                    }
+                    me.askingServer = false
+                    if me.mode == .unknown { me.mode = .manual }
+                    if me.mode == .manual, me.isDucking, let ctx { me.lowerAll(ctx) }
+                }, unmanaged)
             if let op { pa_operation_unref(op) } else { askingServer = false; mode = .manual; lowerAll(ctx) }
         }
     }
@@ -175,36 +179,43 @@ package final class Ducker: @unchecked Sendable {
         if guardSocket < 0 { guardSocket = parla_duck_guard_start(server) }
         if subscribed != ctx {
             subscribed = ctx
-            pa_context_set_subscribe_callback(ctx, { ctx, event, index, userdata in
-                guard let userdata, let ctx else { return }
-                let me = Unmanaged<Ducker>.fromOpaque(userdata).takeUnretainedValue()
-                let facility = event.rawValue & PA_SUBSCRIPTION_EVENT_FACILITY_MASK.rawValue
-                let type = event.rawValue & PA_SUBSCRIPTION_EVENT_TYPE_MASK.rawValue
-                guard facility == PA_SUBSCRIPTION_EVENT_SINK_INPUT.rawValue else { return }
-                if type == PA_SUBSCRIPTION_EVENT_REMOVE.rawValue {
-                    me.forget(index)
-                } else if type == PA_SUBSCRIPTION_EVENT_NEW.rawValue, me.isDucking {
-                    // Music that starts while Parla speaks is lowered too.
-                    let op = pa_context_get_sink_input_info(ctx, index, { ctx, info, eol, userdata in
-                        guard eol == 0, let info, let ctx, let userdata else { return }
-                        Unmanaged<Ducker>.fromOpaque(userdata).takeUnretainedValue().lower(info.pointee, ctx)
-                    }, userdata)
-                    if let op { pa_operation_unref(op) }
-                }
-            }, unmanaged)
+            pa_context_set_subscribe_callback(
+                ctx,
+                { ctx, event, index, userdata in
+                    guard let userdata, let ctx else { return }
+                    let me = Unmanaged<Ducker>.fromOpaque(userdata).takeUnretainedValue()
+                    let facility = event.rawValue & PA_SUBSCRIPTION_EVENT_FACILITY_MASK.rawValue
+                    let type = event.rawValue & PA_SUBSCRIPTION_EVENT_TYPE_MASK.rawValue
+                    guard facility == PA_SUBSCRIPTION_EVENT_SINK_INPUT.rawValue else { return }
+                    if type == PA_SUBSCRIPTION_EVENT_REMOVE.rawValue {
+                        me.forget(index)
+                    } else if type == PA_SUBSCRIPTION_EVENT_NEW.rawValue, me.isDucking {
+                        // Music that starts while Parla speaks is lowered too.
+                        let op = pa_context_get_sink_input_info(
+                            ctx, index,
+                            { ctx, info, eol, userdata in
+                                guard eol == 0, let info, let ctx, let userdata else { return }
+                                Unmanaged<Ducker>.fromOpaque(userdata).takeUnretainedValue().lower(info.pointee, ctx)
+                            }, userdata)
+                        if let op { pa_operation_unref(op) }
+                    }
+                }, unmanaged)
             if let op = pa_context_subscribe(ctx, PA_SUBSCRIPTION_MASK_SINK_INPUT, nil, nil) { pa_operation_unref(op) }
         }
-        let op = pa_context_get_sink_input_info_list(ctx, { ctx, info, eol, userdata in
-            guard eol == 0, let info, let ctx, let userdata else { return }
-            Unmanaged<Ducker>.fromOpaque(userdata).takeUnretainedValue().lower(info.pointee, ctx)
-        }, unmanaged)
+        let op = pa_context_get_sink_input_info_list(
+            ctx,
+            { ctx, info, eol, userdata in
+                guard eol == 0, let info, let ctx, let userdata else { return }
+                Unmanaged<Ducker>.fromOpaque(userdata).takeUnretainedValue().lower(info.pointee, ctx)
+            }, unmanaged)
         if let op { pa_operation_unref(op) }
     }
 
     /// Lowers one stream, if it is another program's, of a role that ducks, and not already down.
     private func lower(_ info: pa_sink_input_info, _ ctx: OpaquePointer) {
         guard isDucking, mode == .manual, lowered[info.index] == nil, info.volume_writable != 0,
-              info.client != pa_context_get_index(ctx) else { return }
+            info.client != pa_context_get_index(ctx)
+        else { return }
         let streamRole = info.proplist.flatMap { pa_proplist_gets($0, "media.role") }.map { String(cString: $0) }
         if let streamRole, exemptRoles.contains(streamRole) { return }
         var original = info.volume, ducked = pa_cvolume()
@@ -223,10 +234,12 @@ package final class Ducker: @unchecked Sendable {
         isDucking = false
         guard let ctx = context else { return }
         for index in lowered.keys {
-            let op = pa_context_get_sink_input_info(ctx, index, { ctx, info, eol, userdata in
-                guard eol == 0, let info, let ctx, let userdata else { return }
-                Unmanaged<Ducker>.fromOpaque(userdata).takeUnretainedValue().restore(info.pointee, ctx)
-            }, unmanaged)
+            let op = pa_context_get_sink_input_info(
+                ctx, index,
+                { ctx, info, eol, userdata in
+                    guard eol == 0, let info, let ctx, let userdata else { return }
+                    Unmanaged<Ducker>.fromOpaque(userdata).takeUnretainedValue().restore(info.pointee, ctx)
+                }, unmanaged)
             if let op { pa_operation_unref(op) }
         }
     }

@@ -3,7 +3,7 @@ import ParlaCore
 import ParlaIO
 import Synchronization
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Where and how live speech is played.
@@ -111,15 +111,18 @@ public final class PulseAudioOutput: @unchecked Sendable {
     func wait(until deadline: UInt64) -> Bool {
         let now = monotonicNanoseconds()
         guard now < deadline, let api = pa_threaded_mainloop_get_api(mainloop),
-              let timeNew = api.pointee.time_new, let timeFree = api.pointee.time_free else { return false }
+            let timeNew = api.pointee.time_new, let timeFree = api.pointee.time_free
+        else { return false }
         // Time events take wall-clock times: now, plus what is left until the deadline.
         var tv = timeval()
         gettimeofday(&tv, nil)
         pa_timeval_add(&tv, (deadline - now) / 1000 + 1)
-        let event = timeNew(api, &tv, { _, _, _, userdata in
-            guard let userdata else { return }
-            pa_threaded_mainloop_signal(OpaquePointer(userdata), 0)
-        }, UnsafeMutableRawPointer(mainloop))
+        let event = timeNew(
+            api, &tv,
+            { _, _, _, userdata in
+                guard let userdata else { return }
+                pa_threaded_mainloop_signal(OpaquePointer(userdata), 0)
+            }, UnsafeMutableRawPointer(mainloop))
         pa_threaded_mainloop_wait(mainloop)
         if let event { timeFree(event) }
         return monotonicNanoseconds() < deadline
@@ -138,12 +141,16 @@ public final class PulseAudioOutput: @unchecked Sendable {
         let answer = Answer(mainloop)
         let box = Unmanaged.passRetained(answer)
         defer { box.release() }
-        guard let op = pa_context_get_sink_info_by_name(context, name, { _, info, eol, userdata in
-            guard let userdata else { return }
-            let answer = Unmanaged<Answer>.fromOpaque(userdata).takeUnretainedValue()
-            if eol == 0, info != nil { answer.found = true } else { answer.done = true }
-            pa_threaded_mainloop_signal(answer.mainloop, 0)
-        }, box.toOpaque()) else {
+        guard
+            let op = pa_context_get_sink_info_by_name(
+                context, name,
+                { _, info, eol, userdata in
+                    guard let userdata else { return }
+                    let answer = Unmanaged<Answer>.fromOpaque(userdata).takeUnretainedValue()
+                    if eol == 0, info != nil { answer.found = true } else { answer.done = true }
+                    pa_threaded_mainloop_signal(answer.mainloop, 0)
+                }, box.toOpaque())
+        else {
             throw .audioFailure(errorText(pa_context_errno(context)))
         }
         defer {
@@ -177,9 +184,11 @@ public final class PulseAudioOutput: @unchecked Sendable {
         guard let ctx = pa_context_new_with_proplist(pa_threaded_mainloop_get_api(mainloop), options.applicationName, props) else {
             throw .audioServerUnavailable(reason: "libpulse could not create a context")
         }
-        pa_context_set_state_callback(ctx, { _, userdata in
-            pa_threaded_mainloop_signal(OpaquePointer(userdata), 0)
-        }, UnsafeMutableRawPointer(mainloop))
+        pa_context_set_state_callback(
+            ctx,
+            { _, userdata in
+                pa_threaded_mainloop_signal(OpaquePointer(userdata), 0)
+            }, UnsafeMutableRawPointer(mainloop))
         let flags = pa_context_flags_t(rawValue: PA_CONTEXT_NOAUTOSPAWN.rawValue)
         if pa_context_connect(ctx, options.server, flags, nil) < 0 {
             let reason = errorText(pa_context_errno(ctx))
@@ -192,7 +201,8 @@ public final class PulseAudioOutput: @unchecked Sendable {
             if state == PA_CONTEXT_READY { break }
             let failed = state == PA_CONTEXT_FAILED || state == PA_CONTEXT_TERMINATED
             if failed || !wait(until: deadline) {
-                let error: ParlaError = failed
+                let error: ParlaError =
+                    failed
                     ? .audioServerUnavailable(reason: errorText(pa_context_errno(ctx)))
                     : .audioServerStalled("took the connection but did not complete it within \(formatSeconds(timeoutNanoseconds))")
                 pa_context_set_state_callback(ctx, nil, nil)
@@ -285,25 +295,33 @@ public final class PlaybackStream: @unchecked Sendable {
         stream = s
         // Keep self alive while libpulse may call back; balanced in detach().
         let me = Unmanaged.passRetained(self).toOpaque()
-        pa_stream_set_state_callback(s, { _, userdata in
-            guard let userdata else { return }
-            Unmanaged<PlaybackStream>.fromOpaque(userdata).takeUnretainedValue().stateChanged()
-        }, me)
-        pa_stream_set_write_callback(s, { _, _, userdata in
-            guard let userdata else { return }
-            Unmanaged<PlaybackStream>.fromOpaque(userdata).takeUnretainedValue().pump()
-        }, me)
-        pa_stream_set_underflow_callback(s, { _, userdata in
-            guard let userdata else { return }
-            Unmanaged<PlaybackStream>.fromOpaque(userdata).takeUnretainedValue().underflows += 1
-        }, me)
+        pa_stream_set_state_callback(
+            s,
+            { _, userdata in
+                guard let userdata else { return }
+                Unmanaged<PlaybackStream>.fromOpaque(userdata).takeUnretainedValue().stateChanged()
+            }, me)
+        pa_stream_set_write_callback(
+            s,
+            { _, _, userdata in
+                guard let userdata else { return }
+                Unmanaged<PlaybackStream>.fromOpaque(userdata).takeUnretainedValue().pump()
+            }, me)
+        pa_stream_set_underflow_callback(
+            s,
+            { _, userdata in
+                guard let userdata else { return }
+                Unmanaged<PlaybackStream>.fromOpaque(userdata).takeUnretainedValue().underflows += 1
+            }, me)
         // 5 ms to 10 s: outside that a latency is a mistake, and would not fit the server's field.
-        let latency = Double(output.options.targetLatency.components.seconds) + Double(output.options.targetLatency.components.attoseconds) / 1e18
+        let latency =
+            Double(output.options.targetLatency.components.seconds) + Double(output.options.targetLatency.components.attoseconds) / 1e18
         let latencyBytes = UInt32(clamping: Int(min(max(latency.isNaN ? 0 : latency, 0.005), 10) * Double(sampleRate)) * 2)
         var attr = pa_buffer_attr(
             maxlength: UInt32.max, tlength: latencyBytes, prebuf: UInt32.max, minreq: UInt32.max, fragsize: UInt32.max)
-        let flags = pa_stream_flags_t(rawValue:
-            PA_STREAM_INTERPOLATE_TIMING.rawValue | PA_STREAM_AUTO_TIMING_UPDATE.rawValue | PA_STREAM_ADJUST_LATENCY.rawValue)
+        let flags = pa_stream_flags_t(
+            rawValue:
+                PA_STREAM_INTERPOLATE_TIMING.rawValue | PA_STREAM_AUTO_TIMING_UPDATE.rawValue | PA_STREAM_ADJUST_LATENCY.rawValue)
         if pa_stream_connect_playback(s, output.options.device, &attr, flags, nil, nil) < 0 {
             let reason = output.errorText(pa_context_errno(context))
             detach()
@@ -373,12 +391,14 @@ public final class PlaybackStream: @unchecked Sendable {
         if inputFinished && pendingOffset == pending.count && !drainRequested {
             drainRequested = true
             let me = Unmanaged.passUnretained(self).toOpaque()
-            drainOperation = pa_stream_drain(s, { _, success, userdata in
-                guard let userdata else { return }
-                let me = Unmanaged<PlaybackStream>.fromOpaque(userdata).takeUnretainedValue()
-                if success != 0, case .active = me.status { me.status = .drained }
-                pa_threaded_mainloop_signal(me.output.mainloop, 0)
-            }, me)
+            drainOperation = pa_stream_drain(
+                s,
+                { _, success, userdata in
+                    guard let userdata else { return }
+                    let me = Unmanaged<PlaybackStream>.fromOpaque(userdata).takeUnretainedValue()
+                    if success != 0, case .active = me.status { me.status = .drained }
+                    pa_threaded_mainloop_signal(me.output.mainloop, 0)
+                }, me)
         }
     }
 
@@ -431,7 +451,8 @@ public final class PlaybackStream: @unchecked Sendable {
             lastPlayed = played
             lastProgressAt = now
         } else if now &- lastProgressAt > 3 &* limit {
-            status = .failed(.audioServerStalled("stopped playing: nothing was heard for \(output.formatSeconds(3 &* limit)) while audio waited"))
+            status = .failed(
+                .audioServerStalled("stopped playing: nothing was heard for \(output.formatSeconds(3 &* limit)) while audio waited"))
         }
     }
 

@@ -10,7 +10,8 @@ package enum ModuleMessage {
     /// - Throws: ``ParlaError/invalidSSML(line:column:reason:)`` or ``ParlaError/emptyText``.
     package static func speech(_ body: String) throws(ParlaError) -> Utterance {
         let trimmed = body.trimmingASCIIWhitespace()
-        let hasRoot = trimmed.hasPrefix("<speak") || trimmed.hasPrefix("<?xml") || trimmed.hasPrefix("<!--") || trimmed.hasPrefix("\u{FEFF}")
+        let hasRoot =
+            trimmed.hasPrefix("<speak") || trimmed.hasPrefix("<?xml") || trimmed.hasPrefix("<!--") || trimmed.hasPrefix("\u{FEFF}")
         let utterance = try Utterance(ssml: hasRoot ? body : "<speak>" + body + "</speak>")
         guard utterance.string.unicodeScalars.contains(where: { !$0.properties.isWhitespace }) else { throw .emptyText }
         return utterance

@@ -282,7 +282,9 @@ package final class ModuleSession: @unchecked Sendable {
             let (id, voices) = try speaker.speak(utterance)
             output("200 OK SPEAKING\n")
             s.current = Current(id: id)
-            if s.logLevel >= 4 { log("sd_parla: \(kind) of \(utterance.string.unicodeScalars.count) characters: \(voices.joined(separator: ", "))") }
+            if s.logLevel >= 4 {
+                log("sd_parla: \(kind) of \(utterance.string.unicodeScalars.count) characters: \(voices.joined(separator: ", "))")
+            }
         } catch {
             log("sd_parla: cannot speak this \(kind) message (\(body.unicodeScalars.count) characters): \(error)")
             output("301 ERROR CANT SPEAK\n")

@@ -62,7 +62,9 @@ package struct ModuleSettings: Sendable, Equatable {
             guard value == "on" || value == "off" else { throw Refusal(line: line, reason: "spelling_mode must be on or off") }
             spelling = value == "on"
         case "cap_let_recogn":
-            guard let mode = CapitalLetters(rawValue: value) else { throw Refusal(line: line, reason: "cap_let_recogn must be none, spell or icon") }
+            guard let mode = CapitalLetters(rawValue: value) else {
+                throw Refusal(line: line, reason: "cap_let_recogn must be none, spell or icon")
+            }
             capitalLetters = mode
         case "voice":
             voiceType = value == "NULL" ? nil : value

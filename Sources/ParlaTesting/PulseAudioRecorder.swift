@@ -3,7 +3,7 @@ import ParlaCore
 import ParlaIO
 import ParlaPulseAudio
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Records a PulseAudio source (typically a sink's monitor, `SINK.monitor`) and stamps every
@@ -27,7 +27,9 @@ public final class PulseAudioRecorder: @unchecked Sendable {
 
     /// Starts recording `source` (e.g. `parla_test.monitor`) at `sampleRate`, in blocks of
     /// about `blockDuration`.
-    public init(source: String, sampleRate: Int = 22050, blockDuration: Duration = .milliseconds(2), server: String? = nil) throws(ParlaError) {
+    public init(source: String, sampleRate: Int = 22050, blockDuration: Duration = .milliseconds(2), server: String? = nil)
+        throws(ParlaError)
+    {
         output = PulseAudioOutput(options: AudioOutputOptions(server: server, applicationName: "Parla monitor"))
         self.sampleRate = sampleRate
         try output.locked { () throws(ParlaError) in
@@ -38,14 +40,20 @@ public final class PulseAudioRecorder: @unchecked Sendable {
             }
             stream = s
             let me = Unmanaged.passUnretained(self).toOpaque()
-            pa_stream_set_state_callback(s, { _, userdata in
-                let me = Unmanaged<PulseAudioRecorder>.fromOpaque(userdata!).takeUnretainedValue()
-                pa_threaded_mainloop_signal(me.output.mainloop, 0)
-            }, me)
-            pa_stream_set_read_callback(s, { s, _, userdata in
-                let me = Unmanaged<PulseAudioRecorder>.fromOpaque(userdata!).takeUnretainedValue()
-                me.read(s!)
-            }, me)
+            pa_stream_set_state_callback(
+                s,
+                { _, userdata in
+                    guard let userdata else { return }
+                    let me = Unmanaged<PulseAudioRecorder>.fromOpaque(userdata).takeUnretainedValue()
+                    pa_threaded_mainloop_signal(me.output.mainloop, 0)
+                }, me)
+            pa_stream_set_read_callback(
+                s,
+                { s, _, userdata in
+                    guard let s, let userdata else { return }
+                    let me = Unmanaged<PulseAudioRecorder>.fromOpaque(userdata).takeUnretainedValue()
+                    me.read(s)
+                }, me)
             let ms = Double(blockDuration.components.attoseconds) / 1e15 + Double(blockDuration.components.seconds) * 1000
             var attr = pa_buffer_attr(
                 maxlength: UInt32.max, tlength: UInt32.max, prebuf: UInt32.max, minreq: UInt32.max,
@@ -157,7 +165,7 @@ public final class PulseAudioRecorder: @unchecked Sendable {
             let arrival = block.arrivalNanoseconds
             while blocks[lo].arrivalNanoseconds + 250_000_000 < arrival { lo += 1 }
             while hi + 1 < blocks.count && blocks[hi + 1].arrivalNanoseconds <= arrival + 250_000_000 { hi += 1 }
-            let origin = offsets[lo...max(hi, k)].min()!
+            let origin = offsets[lo...max(hi, k)].min() ?? offsets[k]
             for s in block.samples {
                 if s.magnitude >= threshold.magnitude {
                     // Never before an earlier sample (the estimate may step back between blocks).

@@ -4,7 +4,7 @@ import Parla
 import ParlaCommands
 import ParlaTesting
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// `parla-bench` (run through `scripts/bench-live`): onset, stop, word-event drift
@@ -18,16 +18,28 @@ struct BenchLive: AsyncParsableCommand {
     @Option(help: "The null sink to play to; its monitor is recorded.") var sink: String = "parla_bench"
     @Option(help: "Runs per measurement.") var runs: Int = 20
     @Flag(help: "Skip speech-dispatcher and espeak-ng.") var parlaOnly = false
-    @Option(help: "Benchmark this speak-selection binary instead (hotkey to first sound, toggle stop); the PRIMARY selection must hold a long text.")
+    @Option(
+        help:
+            "Benchmark this speak-selection binary instead (hotkey to first sound, toggle stop); the PRIMARY selection must hold a long text."
+    )
     var selection: String?
     @Option(help: "The name of the speak-selection row (with --selection).") var label: String = "speak-selection"
     @Option(help: "The targets line printed under the speak-selection table.")
     var targets: String = "targets: first sound ≤ 30 (process start and engine loading included), toggle stop ≤ 20"
-    @Option(help: "Measure this parla binary's start instead: 'parla say Hello world.' against 'espeak-ng Hello world.', alternating, process start to first audible sample.")
+    @Option(
+        help:
+            "Measure this parla binary's start instead: 'parla say Hello world.' against 'espeak-ng Hello world.', alternating, process start to first audible sample."
+    )
     var startup: String?
-    @Option(help: "Measure sd_parla against sd_espeak-ng inside the speech-dispatcher at this address (unix_socket:PATH); see scripts/bench-speechd.")
+    @Option(
+        help:
+            "Measure sd_parla against sd_espeak-ng inside the speech-dispatcher at this address (unix_socket:PATH); see scripts/bench-speechd."
+    )
     var speechd: String?
-    @Flag(help: "Measure live rate changes (latency in ms of audio, word drift across the change, words repeated or skipped) and live volume (see scripts/bench-prosody).")
+    @Flag(
+        help:
+            "Measure live rate changes (latency in ms of audio, word drift across the change, words repeated or skipped) and live volume (see scripts/bench-prosody)."
+    )
     var prosody = false
     @Option(help: "speech-dispatcher's log directory (sd_parla logs when it reads STOP there, at LogLevel 5).")
     var speechdLog: String = "."
@@ -72,22 +84,27 @@ struct BenchLive: AsyncParsableCommand {
                 table.append(("espeak-ng command", "kill", e.onset, e.stop, [], e.gap))
             }
             if Processes.have("spd-say") {
-                let s = try await measureCommand(recorder, speak: { ["spd-say", "-w", "-l", $0, $1] }, stop: ["spd-say", "-C"], pcmGap: pcmGap)
+                let s = try await measureCommand(
+                    recorder, speak: { ["spd-say", "-w", "-l", $0, $1] }, stop: ["spd-say", "-C"], pcmGap: pcmGap)
                 table.append(("speech-dispatcher (spd-say)", "spd-say -C", s.onset, s.stop, [], s.gap))
             }
         }
         print("")
         print("Live playback at the null sink's monitor, \(runs) runs each; median / p95 in ms")
-        print("system".padding(30) + "onset".padding(16, left: true) + "stop".padding(16, left: true)
-            + "word drift".padding(16, left: true) + "|drift| p95".padding(13, left: true) + "switch gap".padding(16, left: true))
+        print(
+            "system".padding(30) + "onset".padding(16, left: true) + "stop".padding(16, left: true)
+                + "word drift".padding(16, left: true) + "|drift| p95".padding(13, left: true) + "switch gap".padding(16, left: true))
         for (name, _, onset, stop, drift, gap) in table {
             let absDrift = drift.map(abs)
-            print(name.padding(30) + cell(onset) + cell(stop)
-                + (drift.isEmpty ? "n/a".padding(16, left: true) : cell(drift))
-                + (drift.isEmpty ? "n/a" : fmt(percentile(absDrift, 0.95))).padding(13, left: true) + cell(gap))
+            print(
+                name.padding(30) + cell(onset) + cell(stop)
+                    + (drift.isEmpty ? "n/a".padding(16, left: true) : cell(drift))
+                    + (drift.isEmpty ? "n/a" : fmt(percentile(absDrift, 0.95))).padding(13, left: true) + cell(gap))
         }
         print("targets: onset ≤ 15, stop ≤ 10, |drift median| ≤ 15 and p95 ≤ 30, gap ≤ 20")
-        print("espeak-ng and spd-say are separate processes: their onset includes process start (and, for spd-say, the round trip to its daemon); their stop is 'kill' / 'spd-say -C' to silence.")
+        print(
+            "espeak-ng and spd-say are separate processes: their onset includes process start (and, for spd-say, the round trip to its daemon); their stop is 'kill' / 'spd-say -C' to silence."
+        )
     }
 
     // MARK: Start-up
@@ -110,7 +127,9 @@ struct BenchLive: AsyncParsableCommand {
             }
         }
         print("")
-        print("Start-up at the null sink's monitor (process start to first audible sample), \(runs) runs each, alternating; median / p95 in ms")
+        print(
+            "Start-up at the null sink's monitor (process start to first audible sample), \(runs) runs each, alternating; median / p95 in ms"
+        )
         for (k, (name, _)) in commands.enumerated() {
             print(name.padding(30) + cell(onsets[k]))
         }
@@ -213,12 +232,12 @@ struct BenchLive: AsyncParsableCommand {
             for (time, sample) in words {
                 let heard = Double(first) + Double(sample - firstLoudPCM) * 1e9 / 22050
                 f.drift.append((Double(time) - heard) / 1e6)
-                line.append("\(sample):\(fmt(f.drift.last!))")
+                line.append("\(sample):\(fmt(f.drift.last ?? .nan))")
             }
             if getenv("PARLA_BENCH_VERBOSE") != nil { FileHandleErr.write("drift " + line.joined(separator: " ") + "\n") }
             let boundaryTime = Double(first) + Double(boundary - firstLoudPCM) * 1e9 / 22050
             f.gap.append(longestSilence(loud, near: boundaryTime) - pcmSilence)
-            FileHandleErr.write("parla run \(run + 1)/\(runs): onset \(fmt(f.onset.last!)) ms\n")
+            FileHandleErr.write("parla run \(run + 1)/\(runs): onset \(fmt(f.onset.last ?? .nan)) ms\n")
         }
         for run in 0..<runs {
             recorder.reset()
@@ -234,7 +253,7 @@ struct BenchLive: AsyncParsableCommand {
             try await Task.sleep(for: .milliseconds(300))
             let last = recorder.loudSampleTimes().last ?? t0
             f.stop.append(last > t0 ? ms(last - t0) : 0)
-            FileHandleErr.write("parla stop \(run + 1)/\(runs): \(fmt(f.stop.last!)) ms\n")
+            FileHandleErr.write("parla stop \(run + 1)/\(runs): \(fmt(f.stop.last ?? .nan)) ms\n")
         }
         return f
     }
@@ -260,7 +279,9 @@ struct BenchLive: AsyncParsableCommand {
 
     // MARK: Other systems
 
-    func measureCommand(_ recorder: PulseAudioRecorder, speak: (String, String) -> [String], stop: [String]?, pcmGap: Double) async throws -> Figures {
+    func measureCommand(_ recorder: PulseAudioRecorder, speak: (String, String) -> [String], stop: [String]?, pcmGap: Double) async throws
+        -> Figures
+    {
         var f = Figures()
         _ = Processes.wait(Processes.spawn(speak("en", "Warm up.")))  // spd-say starts its daemon on first use
         for run in 0..<runs {
@@ -275,7 +296,7 @@ struct BenchLive: AsyncParsableCommand {
             guard let first = loud.first else { continue }
             f.onset.append(ms(first - t0))
             f.gap.append(longestSilence(loud, near: nil) - pcmGap)
-            FileHandleErr.write("\(speak("en", "")[0]) run \(run + 1)/\(runs): onset \(fmt(f.onset.last!)) ms\n")
+            FileHandleErr.write("\(speak("en", "")[0]) run \(run + 1)/\(runs): onset \(fmt(f.onset.last ?? .nan)) ms\n")
         }
         for _ in 0..<runs {
             recorder.reset()

@@ -3,7 +3,7 @@ import Parla
 import ParlaCommands
 import ParlaTesting
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// `parla-bench --prosody` (run through `scripts/bench-prosody`): live rate changes and volume,
@@ -82,7 +82,10 @@ extension BenchLive {
                 }
                 if getenv("PARLA_BENCH_VERBOSE") != nil {
                     let line = words.enumerated().map { i, w in
-                        (i == at ? "| " : "") + fmt((Double(w.time) - Double(first) - Double(w.word.audioSample - firstLoudPCM) * 1e9 / Double(w.word.sampleRate)) / 1e6)
+                        (i == at ? "| " : "")
+                            + fmt(
+                                (Double(w.time) - Double(first) - Double(w.word.audioSample - firstLoudPCM) * 1e9
+                                    / Double(w.word.sampleRate)) / 1e6)
                     }
                     FileHandleErr.write("drift \(line.joined(separator: " "))\n")
                 }
@@ -93,7 +96,8 @@ extension BenchLive {
                     return Double(b.word.audioSample - a.word.audioSample) / Double(w.count - 1)
                 }
                 f.lengthRatio.append(meanLength(words[at...]) / meanLength(words[..<at]))
-                FileHandleErr.write("rate ×\(fmt(multiplier)) run \(run + 1)/\(runs): latency \(fmt(change.latencyMilliseconds)) ms of audio\n")
+                FileHandleErr.write(
+                    "rate ×\(fmt(multiplier)) run \(run + 1)/\(runs): latency \(fmt(change.latencyMilliseconds)) ms of audio\n")
             }
             rates.append((multiplier, f))
         }
@@ -155,7 +159,8 @@ extension BenchLive {
             if let k = blocks.indices.first(where: { k in
                 guard blocks[k].arrivalNanoseconds > at else { return false }
                 var heard = 0.0, expected = 0.0
-                for (i, x) in blocks[k].samples.enumerated() where blockStart[k] + i - offset >= 0 && blockStart[k] + i - offset < pcm.count {
+                for (i, x) in blocks[k].samples.enumerated() where blockStart[k] + i - offset >= 0 && blockStart[k] + i - offset < pcm.count
+                {
                     heard += Double(x) * Double(x)
                     expected += Double(pcm[blockStart[k] + i - offset]) * Double(pcm[blockStart[k] + i - offset])
                 }
@@ -170,17 +175,21 @@ extension BenchLive {
         try synth.setVolume(1)
 
         print("live rate change (\(runs) runs each; median / p95, ms)")
-        print("rate".padding(8) + "latency (audio)".padding(18, left: true) + "drift before".padding(16, left: true)
-            + "drift after".padding(16, left: true) + "|after| p95".padding(13, left: true) + "word length".padding(13, left: true)
-            + "wrong words".padding(13, left: true))
+        print(
+            "rate".padding(8) + "latency (audio)".padding(18, left: true) + "drift before".padding(16, left: true)
+                + "drift after".padding(16, left: true) + "|after| p95".padding(13, left: true) + "word length".padding(13, left: true)
+                + "wrong words".padding(13, left: true))
         for (m, f) in rates {
-            print("×\(fmt(m))".padding(8) + cell(f.latency).padding(18, left: true) + cell(f.driftBefore) + cell(f.driftAfter)
-                + fmt(percentile(f.driftAfter.map(abs), 0.95)).padding(13, left: true)
-                + "×\(String(format2: percentile(f.lengthRatio, 0.5)))".padding(13, left: true) + "\(f.wrongWords)".padding(13, left: true))
+            print(
+                "×\(fmt(m))".padding(8) + cell(f.latency).padding(18, left: true) + cell(f.driftBefore) + cell(f.driftAfter)
+                    + fmt(percentile(f.driftAfter.map(abs), 0.95)).padding(13, left: true)
+                    + "×\(String(format2: percentile(f.lengthRatio, 0.5)))".padding(13, left: true)
+                    + "\(f.wrongWords)".padding(13, left: true))
         }
-        print("volume, level against the reference rendering (median / p95, dB): \(fmt(percentile(control, 0.5))) / \(fmt(percentile(control, 0.95))) before setVolume(0.5) (0 expected), "
-            + "\(fmt(percentile(volume, 0.5))) / \(fmt(percentile(volume, 0.95))) from 0.1 s after it (−6.0 expected); "
-            + "heard 3 dB lower \(fmt(percentile(applied, 0.5))) / \(fmt(percentile(applied, 0.95))) ms after the call")
+        print(
+            "volume, level against the reference rendering (median / p95, dB): \(fmt(percentile(control, 0.5))) / \(fmt(percentile(control, 0.95))) before setVolume(0.5) (0 expected), "
+                + "\(fmt(percentile(volume, 0.5))) / \(fmt(percentile(volume, 0.95))) from 0.1 s after it (−6.0 expected); "
+                + "heard 3 dB lower \(fmt(percentile(applied, 0.5))) / \(fmt(percentile(applied, 0.95))) ms after the call")
         print("targets: |drift median| ≤ 15 and p95 ≤ 30 across the change, no word repeated or skipped")
     }
 }

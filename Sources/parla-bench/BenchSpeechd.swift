@@ -4,7 +4,7 @@ import ParlaCommands
 import ParlaCore
 import ParlaTesting
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// `scripts/bench-speechd`: one private speech-dispatcher with two output modules, `sd_parla`
@@ -49,28 +49,35 @@ extension BenchLive {
         }
         print("")
         print("speech-dispatcher with each output module, one private daemon and null sink, \(runs) runs each; median / p95 in ms")
-        print("module".padding(14) + "CHAR echo".padding(16, left: true) + "word echo".padding(16, left: true) + "cancel".padding(16, left: true)
-            + "mark drift".padding(16, left: true) + "|drift| p95".padding(13, left: true)
-            + "switch, 1 msg".padding(16, left: true) + "switch, 2 msgs".padding(16, left: true))
+        print(
+            "module".padding(14) + "CHAR echo".padding(16, left: true) + "word echo".padding(16, left: true)
+                + "cancel".padding(16, left: true)
+                + "mark drift".padding(16, left: true) + "|drift| p95".padding(13, left: true)
+                + "switch, 1 msg".padding(16, left: true) + "switch, 2 msgs".padding(16, left: true))
         for (name, f) in rows {
-            print(name.padding(14) + cell(f.charEcho) + cell(f.wordEcho) + cell(f.cancel) + cell(f.drift)
-                + (f.drift.isEmpty ? "n/a" : fmt(percentile(f.drift.map(abs), 0.95))).padding(13, left: true)
-                + (f.gapOneMessage.isEmpty ? "cannot".padding(16, left: true) : cell(f.gapOneMessage)) + cell(f.gapTwoMessages))
+            print(
+                name.padding(14) + cell(f.charEcho) + cell(f.wordEcho) + cell(f.cancel) + cell(f.drift)
+                    + (f.drift.isEmpty ? "n/a" : fmt(percentile(f.drift.map(abs), 0.95))).padding(13, left: true)
+                    + (f.gapOneMessage.isEmpty ? "cannot".padding(16, left: true) : cell(f.gapOneMessage)) + cell(f.gapTwoMessages))
         }
         if let p = rows.first?.1, let e = rows.last?.1 {
             print("")
-            print("key echo, sd_parla / sd_espeak-ng (medians): CHAR " + fmt(percentile(p.charEcho, 0.5) / percentile(e.charEcho, 0.5))
-                + ", one word " + fmt(percentile(p.wordEcho, 0.5) / percentile(e.wordEcho, 0.5)) + "  (target ≤ 1)")
-            print("sd_parla cancel: speechd's hop (CANCEL sent → module read STOP) \(cell(p.hop).trimmingASCIIWhitespace())"
-                + "; STOP read → silence \(cell(p.afterHop).trimmingASCIIWhitespace())  (target ≤ 10)")
+            print(
+                "key echo, sd_parla / sd_espeak-ng (medians): CHAR " + fmt(percentile(p.charEcho, 0.5) / percentile(e.charEcho, 0.5))
+                    + ", one word " + fmt(percentile(p.wordEcho, 0.5) / percentile(e.wordEcho, 0.5)) + "  (target ≤ 1)")
+            print(
+                "sd_parla cancel: speechd's hop (CANCEL sent → module read STOP) \(cell(p.hop).trimmingASCIIWhitespace())"
+                    + "; STOP read → silence \(cell(p.afterHop).trimmingASCIIWhitespace())  (target ≤ 10)")
             for (name, f) in rows where !f.lengthRatio.isEmpty {
-                print("\(name): recorded length of the marked message / reference rendering \(String(format1: percentile(f.lengthRatio, 0.5) * 1000)) / 1000"
-                    + " (drift is measured against that rendering; it holds when this is near 1)")
+                print(
+                    "\(name): recorded length of the marked message / reference rendering \(String(format1: percentile(f.lengthRatio, 0.5) * 1000)) / 1000"
+                        + " (drift is measured against that rendering; it holds when this is near 1)")
             }
         }
         print("targets: key echo ≤ sd_espeak-ng, cancel ≤ 10 beyond speechd's hop, |drift median| ≤ 15 and p95 ≤ 30, no gap at a switch")
-        print("switch gap: silence at the language boundary beyond what the engine itself puts there; '1 msg' is English and Greek in one message,"
-            + " '2 msgs' is one message per language sent back to back (sd_espeak-ng speaks a whole message in one voice)")
+        print(
+            "switch gap: silence at the language boundary beyond what the engine itself puts there; '1 msg' is English and Greek in one message,"
+                + " '2 msgs' is one message per language sent back to back (sd_espeak-ng speaks a whole message in one voice)")
     }
 
     /// Waits until the sink has been silent for 300 ms.
@@ -107,12 +114,15 @@ extension BenchLive {
                 if char { f.charEcho.append(ms(first - t0)) } else { f.wordEcho.append(ms(first - t0)) }
                 if getenv("PARLA_BENCH_VERBOSE") != nil { FileHandleErr.write("  sent at \(t0), heard at \(first)\n") }
             }
-            FileHandleErr.write("sd_\(module) echo \(run + 1)/\(runs): CHAR \(fmt(f.charEcho.last ?? .nan)) ms, word \(fmt(f.wordEcho.last ?? .nan)) ms\n")
+            FileHandleErr.write(
+                "sd_\(module) echo \(run + 1)/\(runs): CHAR \(fmt(f.charEcho.last ?? .nan)) ms, word \(fmt(f.wordEcho.last ?? .nan)) ms\n")
         }
     }
 
     /// A long message, cancelled 400 ms into its audio: CANCEL sent → last audible sample.
-    private func cancel(_ recorder: PulseAudioRecorder, _ client: SSIPClient, module: String, log: String, into f: inout ModuleFigures) async throws {
+    private func cancel(_ recorder: PulseAudioRecorder, _ client: SSIPClient, module: String, log: String, into f: inout ModuleFigures)
+        async throws
+    {
         for run in 0..<runs {
             try await quiet(recorder)
             recorder.reset()
@@ -129,14 +139,16 @@ extension BenchLive {
             if getenv("PARLA_BENCH_VERBOSE") != nil {
                 let loud = recorder.loudSampleTimes(after: start)
                 let events = client.events.filter { $0.messageID == m.id }.map { "\($0.code)@\(Int64($0.time) - Int64(t0))" }
-                FileHandleErr.write("  \(loud.count) loud samples, first \(fmt(ms(loud.first ?? 0) - ms(t0))) last \(fmt(ms(loud.last ?? 0) - ms(t0))) ms from CANCEL; events \(events)\n")
+                FileHandleErr.write(
+                    "  \(loud.count) loud samples, first \(fmt(ms(loud.first ?? 0) - ms(t0))) last \(fmt(ms(loud.last ?? 0) - ms(t0))) ms from CANCEL; events \(events)\n"
+                )
             }
             // sd_parla logs when it read STOP (at LogLevel 5): that splits speechd's hop from the module's part.
             if let read = stopTimes(inLog: log).first(where: { $0 >= t0 && $0 < t0 + 1_000_000_000 }) {
                 f.hop.append(ms(read - t0))
                 f.afterHop.append(silence > read ? ms(silence - read) : 0)
             }
-            FileHandleErr.write("sd_\(module) cancel \(run + 1)/\(runs): \(fmt(f.cancel.last!)) ms\n")
+            FileHandleErr.write("sd_\(module) cancel \(run + 1)/\(runs): \(fmt(f.cancel.last ?? .nan)) ms\n")
         }
     }
 
@@ -150,7 +162,9 @@ extension BenchLive {
 
     /// English then Greek: the longest silence near the boundary, less the silence the engine
     /// itself renders there. One message (sd_parla switches voices inside it) and two messages.
-    private func switchGap(_ recorder: PulseAudioRecorder, _ client: SSIPClient, module: String, rate: Double, into f: inout ModuleFigures) async throws {
+    private func switchGap(_ recorder: PulseAudioRecorder, _ client: SSIPClient, module: String, rate: Double, into f: inout ModuleFigures)
+        async throws
+    {
         let synth = SpeechSynthesizer()
         func rendered(_ text: String, _ language: LanguageTag?) async throws -> ([Int16], SpeechTimeline) {
             let box = SampleBox()
@@ -193,14 +207,18 @@ extension BenchLive {
             try await Task.sleep(for: .milliseconds(150))
             let loud = recorder.loudSampleTimes(after: t0)
             if !loud.isEmpty { f.gapTwoMessages.append(max(0, longestSilence(loud, near: nil) - naturalTwo)) }
-            FileHandleErr.write("sd_\(module) switch \(run + 1)/\(runs): "
-                + (module == "parla" ? "one message \(fmt(f.gapOneMessage.last ?? .nan)) ms, " : "") + "two messages \(fmt(f.gapTwoMessages.last ?? .nan)) ms\n")
+            FileHandleErr.write(
+                "sd_\(module) switch \(run + 1)/\(runs): "
+                    + (module == "parla" ? "one message \(fmt(f.gapOneMessage.last ?? .nan)) ms, " : "")
+                    + "two messages \(fmt(f.gapTwoMessages.last ?? .nan)) ms\n")
         }
     }
 
     /// Orca's way: a mark before every word. Each INDEX MARK's arrival against the moment its
     /// word reached the sink, from a reference rendering with the same voice and rate.
-    private func drift(_ recorder: PulseAudioRecorder, _ client: SSIPClient, module: String, rate: Double, into f: inout ModuleFigures) async throws {
+    private func drift(_ recorder: PulseAudioRecorder, _ client: SSIPClient, module: String, rate: Double, into f: inout ModuleFigures)
+        async throws
+    {
         let synth = SpeechSynthesizer()
         var u = try Utterance(ssml: Self.markedSSML)
         u.language = LanguageTag("en-US")
@@ -233,8 +251,9 @@ extension BenchLive {
                 let heard = Double(first) + Double(start - firstLoudPCM) * 1e9 / 22050
                 f.drift.append((Double(mark.time) - heard) / 1e6)
             }
-            FileHandleErr.write("sd_\(module) marks \(run + 1)/\(runs): \(marks.count) marks\(missing > 0 ? ", \(missing) missing" : ""),"
-                + " median drift \(fmt(percentile(Array(f.drift.suffix(starts.count - missing)), 0.5))) ms\n")
+            FileHandleErr.write(
+                "sd_\(module) marks \(run + 1)/\(runs): \(marks.count) marks\(missing > 0 ? ", \(missing) missing" : ""),"
+                    + " median drift \(fmt(percentile(Array(f.drift.suffix(starts.count - missing)), 0.5))) ms\n")
         }
     }
 }

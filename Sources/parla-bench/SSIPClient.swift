@@ -3,7 +3,7 @@ import ParlaIO
 import ParlaCore
 import Synchronization
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A minimal client of speech-dispatcher's SSIP protocol, for the benchmark: every line the

@@ -76,7 +76,10 @@ public struct LanguageDetector: Sendable {
     /// Scale of a word's n-gram evidence, after dividing by the n-gram order.
     static let emissionWeight: Float = 0.5
 
-    public init(model: LanguageModel, scriptDefaults: [String: LanguageTag] = [:], preferences: LanguagePreferences = .init([]), candidates: Set<String>? = nil) {
+    public init(
+        model: LanguageModel, scriptDefaults: [String: LanguageTag] = [:], preferences: LanguagePreferences = .init([]),
+        candidates: Set<String>? = nil
+    ) {
         self.model = model
         self.scriptDefaults = scriptDefaults
         self.preferences = preferences
@@ -193,7 +196,10 @@ public struct LanguageDetector: Sendable {
             } else {
                 let code = run.script.code
                 let language = scriptDefaults[code].flatMap { allowed($0) ? $0 : nil }
-                out.append(RawSegment(range: run.start..<run.end, language: language, confidence: language == nil ? 0 : 1, script: run.letters > 0 ? code : nil, letters: run.letters))
+                out.append(
+                    RawSegment(
+                        range: run.start..<run.end, language: language, confidence: language == nil ? 0 : 1,
+                        script: run.letters > 0 ? code : nil, letters: run.letters))
             }
         }
         // Merge neighbours in the same language.
@@ -201,7 +207,10 @@ public struct LanguageDetector: Sendable {
         for s in out {
             if var last = merged.last, last.language == s.language {
                 let total = last.letters + s.letters
-                last.confidence = total > 0 ? (last.confidence * Double(last.letters) + s.confidence * Double(s.letters)) / Double(total) : max(last.confidence, s.confidence)
+                last.confidence =
+                    total > 0
+                    ? (last.confidence * Double(last.letters) + s.confidence * Double(s.letters)) / Double(total)
+                    : max(last.confidence, s.confidence)
                 last.range = last.range.lowerBound..<s.range.upperBound
                 if last.letters < s.letters { last.script = s.script }
                 last.letters = total
@@ -332,35 +341,36 @@ public struct LanguageDetector: Sendable {
         var back = [UInt8](repeating: 0, count: m * L)
         for l in 0..<L { cost[l] = prior[l] + emission[l] }
         if m > 1 {
-          emission.withUnsafeBufferPointer { emission in
-          back.withUnsafeMutableBufferPointer { back in
-          prior.withUnsafeBufferPointer { prior in
-            for w in 1..<m {
-                // Switching is cheaper at a sentence end, and where letters of another script
-                // come between the words (the context is broken: "日本語の indent は").
-                var tau = Self.switchCost
-                for k in out.words[w - 1].upperBound..<out.words[w].lowerBound where Self.endsSentence(v[k]) || (v[k] >= 0x80 && !UnicodeScript.of(v[k]).isNeutral) {
-                    tau = Self.switchCostAtSentence
-                    break
-                }
-                var bestPrev = 0
-                for l in 1..<L where cost[l] < cost[bestPrev] { bestPrev = l }
-                for l in 0..<L {
-                    let stay = cost[l]
-                    let move = cost[bestPrev] + tau + prior[l]
-                    if stay <= move {
-                        next[l] = stay + emission[w * L + l]
-                        back[w * L + l] = UInt8(l)
-                    } else {
-                        next[l] = move + emission[w * L + l]
-                        back[w * L + l] = UInt8(bestPrev)
+            emission.withUnsafeBufferPointer { emission in
+                back.withUnsafeMutableBufferPointer { back in
+                    prior.withUnsafeBufferPointer { prior in
+                        for w in 1..<m {
+                            // Switching is cheaper at a sentence end, and where letters of another script
+                            // come between the words (the context is broken: "日本語の indent は").
+                            var tau = Self.switchCost
+                            for k in out.words[w - 1].upperBound..<out.words[w].lowerBound
+                            where Self.endsSentence(v[k]) || (v[k] >= 0x80 && !UnicodeScript.of(v[k]).isNeutral) {
+                                tau = Self.switchCostAtSentence
+                                break
+                            }
+                            var bestPrev = 0
+                            for l in 1..<L where cost[l] < cost[bestPrev] { bestPrev = l }
+                            for l in 0..<L {
+                                let stay = cost[l]
+                                let move = cost[bestPrev] + tau + prior[l]
+                                if stay <= move {
+                                    next[l] = stay + emission[w * L + l]
+                                    back[w * L + l] = UInt8(l)
+                                } else {
+                                    next[l] = move + emission[w * L + l]
+                                    back[w * L + l] = UInt8(bestPrev)
+                                }
+                            }
+                            swap(&cost, &next)
+                        }
                     }
                 }
-                swap(&cost, &next)
             }
-          }
-          }
-          }
         }
         var best = 0
         for l in 1..<L where cost[l] < cost[best] { best = l }
@@ -375,7 +385,8 @@ public struct LanguageDetector: Sendable {
 
     /// The segments of one run of a modelled script from its words' labels: words with equal
     /// labels form a segment, cut inside the gap between words by the neutral rule.
-    private func runSegments(_ v: [UInt32], _ keys: [Int32], run: Run, runIndex: Int, group g: Int, labels gl: GroupLabels) -> [RawSegment] {
+    private func runSegments(_ v: [UInt32], _ keys: [Int32], run: Run, runIndex: Int, group g: Int, labels gl: GroupLabels) -> [RawSegment]
+    {
         let group = model.groups[g]
         let L = group.languages.count
         let script = run.letters > 0 ? group.id : nil
@@ -404,7 +415,10 @@ public struct LanguageDetector: Sendable {
             }
             var z: Float = 0
             for l in 0..<L where gl.prior[l].isFinite { z += Float.exp(-(totals[l] - totals[label]) / Self.temperature) }
-            out.append(RawSegment(range: segStart..<end, language: group.languages[label], confidence: Double(1 / max(z, 1)), script: script, letters: letters))
+            out.append(
+                RawSegment(
+                    range: segStart..<end, language: group.languages[label], confidence: Double(1 / max(z, 1)), script: script,
+                    letters: letters))
             segStart = end
             first = w
         }
@@ -450,7 +464,10 @@ public struct LanguageDetector: Sendable {
             }
             guard offset > start.offset || (raw.count == 1) else { continue }
             if offset > start.offset || out.isEmpty {
-                out.append(DetectedSegment(range: start.offset..<offset, indices: start.index..<index, language: s.language, confidence: s.confidence, script: s.script, letterCount: s.letters))
+                out.append(
+                    DetectedSegment(
+                        range: start.offset..<offset, indices: start.index..<index, language: s.language, confidence: s.confidence,
+                        script: s.script, letterCount: s.letters))
             }
             start = (offset, index)
         }

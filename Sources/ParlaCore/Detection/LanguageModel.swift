@@ -113,7 +113,10 @@ public final class LanguageModel: @unchecked Sendable {
             let size = (1 << Int(bits)) * Int(count)
             let offset = r.offset
             guard r.skip(size) else { throw fail("truncated table for \(id)") }
-            groups.append(Group(id: id, scripts: scripts, languages: languages, codes: languages.map(\.language), maxOrder: Int(maxOrder), bits: Int(bits), scale: scale, tableOffset: offset))
+            groups.append(
+                Group(
+                    id: id, scripts: scripts, languages: languages, codes: languages.map(\.language), maxOrder: Int(maxOrder),
+                    bits: Int(bits), scale: scale, tableOffset: offset))
         }
         return Parsed(groups: groups, groupOfScript: groupOfScript, lowerBMP: bmp, lowerAstral: astral)
     }

@@ -210,7 +210,7 @@ public struct EngineInput: Sendable {
         func isLetter(_ s: Unicode.Scalar) -> Bool {
             switch s.properties.generalCategory {
             case .uppercaseLetter, .lowercaseLetter, .titlecaseLetter, .modifierLetter, .otherLetter,
-                 .nonspacingMark, .spacingMark, .enclosingMark, .decimalNumber:
+                .nonspacingMark, .spacingMark, .enclosingMark, .decimalNumber:
                 return true
             default:
                 return false
@@ -247,7 +247,7 @@ public struct EngineInput: Sendable {
         func isLetter(_ s: Unicode.Scalar) -> Bool {
             switch s.properties.generalCategory {
             case .uppercaseLetter, .lowercaseLetter, .titlecaseLetter, .modifierLetter, .otherLetter,
-                 .nonspacingMark, .spacingMark, .enclosingMark:
+                .nonspacingMark, .spacingMark, .enclosingMark:
                 return true
             default:
                 return false

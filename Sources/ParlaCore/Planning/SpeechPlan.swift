@@ -125,7 +125,9 @@ public struct SpeechPlan: Sendable {
     ///   - detector: finds the languages of text that has neither a language attribute
     ///     nor an utterance language; nil speaks such text in the utterance voice's language or
     ///     `defaultLanguage`.
-    public init(_ utterance: Utterance, catalog: VoiceCatalog, defaultLanguage: LanguageTag = "en", detector: LanguageDetector? = nil) throws(ParlaError) {
+    public init(_ utterance: Utterance, catalog: VoiceCatalog, defaultLanguage: LanguageTag = "en", detector: LanguageDetector? = nil)
+        throws(ParlaError)
+    {
         if let r = utterance.wordsPerMinute, !Self.rateRange.contains(r) {
             throw .parameterOutOfRange(name: "Rate (words per minute)", value: r, range: Self.rateRange)
         }
@@ -140,7 +142,8 @@ public struct SpeechPlan: Sendable {
         }
         for d in [utterance.preUtteranceDelay, utterance.postUtteranceDelay] + utterance.pauses.map(\.duration) {
             guard d >= .zero, d <= Self.longestPause else {
-                throw .parameterOutOfRange(name: "Pause or delay (seconds)", value: Self.seconds(d), range: 0...Self.seconds(Self.longestPause))
+                throw .parameterOutOfRange(
+                    name: "Pause or delay (seconds)", value: Self.seconds(d), range: 0...Self.seconds(Self.longestPause))
             }
         }
         for run in utterance.text.runs {
@@ -165,7 +168,8 @@ public struct SpeechPlan: Sendable {
             d.preferences.languages.insert(voiceLanguage, at: 0)
             detector = d
         }
-        let baseLanguage = utterance.language ?? utterance.voice?.primaryLanguage
+        let baseLanguage =
+            utterance.language ?? utterance.voice?.primaryLanguage
             ?? detector?.preferences.languages.first ?? defaultLanguage
         let detected = detector.map { Self.detect(utterance, text: text, with: $0) } ?? []
         var detectedIndex = 0
@@ -224,7 +228,8 @@ public struct SpeechPlan: Sendable {
             for piece in pieces {
                 let language = piece.language
                 let v = try voice(for: language)
-                let rateWPM = (utterance.wordsPerMinute ?? v.rate ?? 175) * utterance.rate * (attrs[SpeechAttributes.RateAttribute.self] ?? 1)
+                let rateWPM =
+                    (utterance.wordsPerMinute ?? v.rate ?? 175) * utterance.rate * (attrs[SpeechAttributes.RateAttribute.self] ?? 1)
                 let pitch = 50 * (v.pitch ?? 1) * utterance.pitchMultiplier * (attrs[SpeechAttributes.PitchAttribute.self] ?? 1)
                 let volume = 100 * utterance.volume * (attrs[SpeechAttributes.VolumeAttribute.self] ?? 1)
                 let template = Run(
@@ -249,7 +254,8 @@ public struct SpeechPlan: Sendable {
                     var run = template
                     run.range = start..<pieceEnd
                     run.silenceBefore = silence
-                    Self.append(run, to: &runs, blank: Self.isBlank(text.unicodeScalars, run.range, in: &blankCursor), lastIsBlank: &lastIsBlank)
+                    Self.append(
+                        run, to: &runs, blank: Self.isBlank(text.unicodeScalars, run.range, in: &blankCursor), lastIsBlank: &lastIsBlank)
                     start = pieceEnd
                 }
             }
@@ -271,7 +277,9 @@ public struct SpeechPlan: Sendable {
 
     /// The detected language segments of every stretch of text without a language attribute,
     /// in offsets of the whole text.
-    private static func detect(_ utterance: Utterance, text: String, with detector: LanguageDetector) -> [(range: Range<Int>, language: LanguageTag?)] {
+    private static func detect(_ utterance: Utterance, text: String, with detector: LanguageDetector) -> [(
+        range: Range<Int>, language: LanguageTag?
+    )] {
         var out: [(range: Range<Int>, language: LanguageTag?)] = []
         let scalars = text.unicodeScalars
         var offset = 0

@@ -17,7 +17,9 @@ public struct SpokenRange: Sendable, Hashable {
     public var audioMilliseconds: Double { Double(audioSample) * 1000 / Double(sampleRate) }
 
     /// Creates a range from all its parts.
-    public init(range: Range<String.Index>, utf16Range: Range<Int>, scalarRange: Range<Int>, text: String, audioSample: Int, sampleRate: Int) {
+    public init(
+        range: Range<String.Index>, utf16Range: Range<Int>, scalarRange: Range<Int>, text: String, audioSample: Int, sampleRate: Int
+    ) {
         self.range = range
         self.utf16Range = utf16Range
         self.scalarRange = scalarRange

@@ -45,7 +45,8 @@ struct RunAligner {
             let isolated = Self.isIsolatedScript(first)
             var isWord = ch.isLetter || ch.isNumber || first.properties.generalCategory == .nonspacingMark
             if !isWord, previousWasWord, ch == "'" || ch == "’" || ch == "." && chars[safe: i - 1]?.isNumber == true,
-               let next = chars[safe: i + 1], next.isLetter || next.isNumber {
+                let next = chars[safe: i + 1], next.isLetter || next.isNumber
+            {
                 isWord = true  // don't, l'homme, 3.14
             }
             if isWord && !isolated {
@@ -65,7 +66,7 @@ struct RunAligner {
     private static func isIsolatedScript(_ s: Unicode.Scalar) -> Bool {
         switch s.value {
         case 0x2E80...0x2FDF, 0x3040...0x30FF, 0x3400...0x4DBF, 0x4E00...0x9FFF, 0xF900...0xFAFF,
-             0x20000...0x3FFFF, 0x0E00...0x0EFF, 0x1780...0x17FF, 0x1000...0x109F, 0x31F0...0x31FF:
+            0x20000...0x3FFFF, 0x0E00...0x0EFF, 0x1780...0x17FF, 0x1000...0x109F, 0x31F0...0x31FF:
             return true
         default:
             return false
@@ -122,7 +123,9 @@ struct RunAligner {
     mutating func finish(endSample: Int, silences: [Range<Int>]) {
         guard !finished else { return }
         var speechEnd = endSample
-        if let last = silences.last, last.upperBound >= endSample, last.lowerBound >= (lastAnchor.flatMap { tokens[$0].start } ?? startSample) {
+        if let last = silences.last, last.upperBound >= endSample,
+            last.lowerBound >= (lastAnchor.flatMap { tokens[$0].start } ?? startSample)
+        {
             speechEnd = last.lowerBound
         }
         interpolate(upTo: tokens.count, endSample: speechEnd)

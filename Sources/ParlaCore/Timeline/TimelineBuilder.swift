@@ -228,9 +228,11 @@ package struct TimelineBuilder {
             // Plain text: the word is the text its range covers; markup: the decoded text.
             let spoken = plan.source == nil ? range : w.range
             let text = String(String.UnicodeScalarView(textScalars[spoken]))
-            emit(.word(WordMark(
-                range: range, word: text, startSample: w.start, endSample: w.end,
-                segment: segmentIndex, isEstimated: w.estimated)))
+            emit(
+                .word(
+                    WordMark(
+                        range: range, word: text, startSample: w.start, endSample: w.end,
+                        segment: segmentIndex, isEstimated: w.estimated)))
         }
         self.aligner = aligner
     }
@@ -265,10 +267,14 @@ package struct TimelineBuilder {
         guard start < end else { return }
         lastSentenceEnd = end
         var endTime = endSample
-        if let gap = silence.intervals.last(where: { $0.lowerBound > startSample && $0.lowerBound < endSample && $0.upperBound >= endSample - 1 }) {
+        if let gap = silence.intervals.last(where: {
+            $0.lowerBound > startSample && $0.lowerBound < endSample && $0.upperBound >= endSample - 1
+        }) {
             endTime = gap.lowerBound
         }
-        emit(.sentence(SentenceMark(range: start..<end, startSample: startSample, endSample: max(startSample, endTime), isEstimated: estimated)))
+        emit(
+            .sentence(
+                SentenceMark(range: start..<end, startSample: startSample, endSample: max(startSample, endTime), isEstimated: estimated)))
     }
 
     /// Whether an engine sentence event at `start` only marks the start of a run (a cut made by
@@ -279,7 +285,8 @@ package struct TimelineBuilder {
     /// plain text, at a blank line.
     private func continuesSentence(at start: Int, runStart: Int) -> Bool {
         guard runStart <= start, start <= textScalars.count,
-              textScalars[runStart..<start].allSatisfy({ $0.properties.isWhitespace }) else { return false }
+            textScalars[runStart..<start].allSatisfy({ $0.properties.isWhitespace })
+        else { return false }
         var i = start, lineBreaks = 0
         while i > 0, textScalars[i - 1].properties.isWhitespace {
             i -= 1
@@ -324,9 +331,11 @@ package struct TimelineBuilder {
     private mutating func finishSegment() {
         guard segmentIndex >= 0 else { return }
         let seg = segments[segmentIndex]
-        emit(.segment(SegmentMark(
-            index: segmentIndex, range: segmentInputRange, language: seg.language,
-            voice: seg.voice.identifier, startSample: segmentStart, endSample: sampleCount)))
+        emit(
+            .segment(
+                SegmentMark(
+                    index: segmentIndex, range: segmentInputRange, language: seg.language,
+                    voice: seg.voice.identifier, startSample: segmentStart, endSample: sampleCount)))
         segmentIndex = -1
     }
 

@@ -52,7 +52,11 @@ extension SpeechTimeline {
         }
         var sentence = 0
         for (i, w) in words.enumerated() {
-            if let v = check("word \(w.word.debugDescription)", i, range: w.range, start: w.startSample, end: w.endSample, allowEmpty: false) { return v }
+            if let v = check(
+                "word \(w.word.debugDescription)", i, range: w.range, start: w.startSample, end: w.endSample, allowEmpty: false)
+            {
+                return v
+            }
             if i > 0 {
                 let p = words[i - 1]
                 if w.range.lowerBound < p.range.upperBound { return "word \(i) (\(w.range)) overlaps word \(i - 1) (\(p.range))" }
@@ -68,7 +72,7 @@ extension SpeechTimeline {
             if !sentences.isEmpty {
                 while sentence < sentences.count, sentences[sentence].range.upperBound <= w.range.lowerBound { sentence += 1 }
                 guard sentence < sentences.count, sentences[sentence].range.lowerBound <= w.range.lowerBound,
-                      w.range.upperBound <= sentences[sentence].range.upperBound
+                    w.range.upperBound <= sentences[sentence].range.upperBound
                 else { return "word \(i) \(w.word.debugDescription) (\(w.range)) is not inside one sentence" }
             }
         }

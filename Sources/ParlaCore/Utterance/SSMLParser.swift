@@ -39,7 +39,8 @@ struct SSMLParser {
     mutating func parse() throws(ParlaError) -> Utterance {
         // Offsets into the markup are kept as Int32 (half the memory of Int for long documents).
         guard scalars.count < Int(Int32.max) else {
-            throw .invalidSSML(line: 1, column: 1, reason: "the document is longer than \(Int32.max) characters; split it into several documents")
+            throw .invalidSSML(
+                line: 1, column: 1, reason: "the document is longer than \(Int32.max) characters; split it into several documents")
         }
         skipProlog()
         guard peek("<speak") else { throw error("the document must start with <speak>") }
@@ -142,7 +143,9 @@ struct SSMLParser {
             var value = ""
             while pos < scalars.count, scalars[pos] != quote {
                 if scalars[pos] == "<" { throw error("'<' inside the value of '\(attrName)'") }
-                if scalars[pos] == "&" { value.unicodeScalars.append(try entity()) } else {
+                if scalars[pos] == "&" {
+                    value.unicodeScalars.append(try entity())
+                } else {
                     value.unicodeScalars.append(scalars[pos])
                     pos += 1
                 }
@@ -168,8 +171,14 @@ struct SSMLParser {
         case "p", "s", "paragraph", "sentence":
             separate(at: tagRange)
         case "prosody":
-            if let r = attrs["rate"] { ctx.attributes.speechRate = try relative(r, attribute: "rate", at: tagStart, named: Self.rateNames) * (ctx.attributes.speechRate ?? 1) }
-            if let p = attrs["pitch"] { ctx.attributes.speechPitch = try relative(p, attribute: "pitch", at: tagStart, named: Self.pitchNames) * (ctx.attributes.speechPitch ?? 1) }
+            if let r = attrs["rate"] {
+                ctx.attributes.speechRate =
+                    try relative(r, attribute: "rate", at: tagStart, named: Self.rateNames) * (ctx.attributes.speechRate ?? 1)
+            }
+            if let p = attrs["pitch"] {
+                ctx.attributes.speechPitch =
+                    try relative(p, attribute: "pitch", at: tagStart, named: Self.pitchNames) * (ctx.attributes.speechPitch ?? 1)
+            }
             if let v = attrs["volume"] { ctx.attributes.speechVolume = try volume(v, at: tagStart) * (ctx.attributes.speechVolume ?? 1) }
         case "say-as":
             let kind = attrs["interpret-as"] ?? ""
@@ -226,7 +235,9 @@ struct SSMLParser {
 
     private static let rateNames: [String: Double] = ["x-slow": 0.5, "slow": 0.75, "medium": 1, "default": 1, "fast": 1.5, "x-fast": 2]
     private static let pitchNames: [String: Double] = ["x-low": 0.6, "low": 0.8, "medium": 1, "default": 1, "high": 1.25, "x-high": 1.5]
-    private static let volumeNames: [String: Double] = ["silent": 0, "x-soft": 0.25, "soft": 0.5, "medium": 1, "default": 1, "loud": 1.5, "x-loud": 2]
+    private static let volumeNames: [String: Double] = [
+        "silent": 0, "x-soft": 0.25, "soft": 0.5, "medium": 1, "default": 1, "loud": 1.5, "x-loud": 2,
+    ]
 
     /// A multiplier from a named value, `150%`, `+10%`, `-20%` or a plain number.
     private func relative(_ raw: String, attribute: String, at offset: Int, named: [String: Double]) throws(ParlaError) -> Double {
@@ -238,7 +249,9 @@ struct SSMLParser {
         } else if let n = Double(v), n > 0, n.isFinite, !v.hasPrefix("+") {
             return n
         }
-        throw error("\(attribute)='\(raw)' is not a value Parla understands (use a name such as 'fast', a percentage such as '150%' or '+10%', or a positive number)", at: offset)
+        throw error(
+            "\(attribute)='\(raw)' is not a value Parla understands (use a name such as 'fast', a percentage such as '150%' or '+10%', or a positive number)",
+            at: offset)
     }
 
     private func volume(_ raw: String, at offset: Int) throws(ParlaError) -> Double {
@@ -259,7 +272,9 @@ struct SSMLParser {
         }
         let strengths: [String: Int] = ["none": 0, "x-weak": 100, "weak": 200, "medium": 400, "strong": 700, "x-strong": 1200]
         let s = attrs["strength"] ?? "medium"
-        guard let ms = strengths[s] else { throw error("break strength='\(s)' is not one of none, x-weak, weak, medium, strong, x-strong", at: offset) }
+        guard let ms = strengths[s] else {
+            throw error("break strength='\(s)' is not one of none, x-weak, weak, medium, strong, x-strong", at: offset)
+        }
         return .milliseconds(ms)
     }
 
@@ -285,8 +300,11 @@ struct SSMLParser {
         case "apos": return "'"
         default:
             var value: UInt32?
-            if name.hasPrefix("#x") || name.hasPrefix("#X") { value = UInt32(name.dropFirst(2), radix: 16) }
-            else if name.hasPrefix("#") { value = UInt32(name.dropFirst(), radix: 10) }
+            if name.hasPrefix("#x") || name.hasPrefix("#X") {
+                value = UInt32(name.dropFirst(2), radix: 16)
+            } else if name.hasPrefix("#") {
+                value = UInt32(name.dropFirst(), radix: 10)
+            }
             if let v = value, let s = Unicode.Scalar(v), v != 0 { return s }
             throw error("unknown entity '&\(name);'", at: start)
         }
@@ -323,7 +341,13 @@ struct SSMLParser {
     private mutating func skipMisc() {
         while true {
             skipSpace()
-            if peek("<?") { try? skip(past: "?>", what: "declaration") } else if peek("<!--") { try? skip(past: "-->", what: "comment") } else { return }
+            if peek("<?") {
+                try? skip(past: "?>", what: "declaration")
+            } else if peek("<!--") {
+                try? skip(past: "-->", what: "comment")
+            } else {
+                return
+            }
         }
     }
 
@@ -331,7 +355,9 @@ struct SSMLParser {
         var name = ""
         while pos < scalars.count {
             let c = scalars[pos]
-            guard c.properties.isAlphabetic || c.properties.numericType != nil || c == ":" || c == "-" || c == "_" || c == "." else { break }
+            guard c.properties.isAlphabetic || c.properties.numericType != nil || c == ":" || c == "-" || c == "_" || c == "." else {
+                break
+            }
             name.unicodeScalars.append(c)
             pos += 1
         }
