@@ -27,6 +27,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         // exp and pow for the pure model, which imports no C library (RealModule only).
         .package(url: "https://github.com/apple/swift-numerics", from: "1.0.0"),
+        // FileDescriptor and Errno for ParlaIO's writes (short writes and EINTR handled once).
+        .package(url: "https://github.com/apple/swift-system", from: "1.4.0"),
         // `swift package generate-documentation` (scripts/docs); a plugin, nothing is linked.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.4.0"),
     ],
@@ -61,7 +63,9 @@ let package = Package(
         .target(name: "ParlaCore", dependencies: [.product(name: "RealModule", package: "swift-numerics")], swiftSettings: swiftSettings),
         // Files, descriptors, threads and the clock: atomic files, WAV/timings/caption writers,
         // line and text input, loading the voice catalog and the language model.
-        .target(name: "ParlaIO", dependencies: ["ParlaCore"], swiftSettings: swiftSettings),
+        .target(
+            name: "ParlaIO", dependencies: ["ParlaCore", .product(name: "SystemPackage", package: "swift-system")],
+            swiftSettings: swiftSettings),
         .target(name: "ParlaESpeak", dependencies: ["ParlaCore", "ParlaIO", "CESpeakNG", "CParlaEngineHost"], swiftSettings: swiftSettings),
         .target(name: "ParlaPulseAudio", dependencies: ["ParlaCore", "ParlaIO", "CPulseAudio", "CParlaDuckGuard"], swiftSettings: swiftSettings),
         .target(name: "ParlaTesting", dependencies: ["ParlaCore", "ParlaIO", "ParlaPulseAudio", "CPulseAudio"], swiftSettings: swiftSettings),

@@ -129,15 +129,14 @@ enum RenderWorker {
                         // The batch is gone: so is the rest of this chunk, and what it wrote.
                         kill(pid, SIGKILL)
                         close(fds[0])
-                        while waitpid(pid, nil, 0) < 0 && errno == EINTR {}
+                        waitForExit(pid)
                         renderer.removeTemporaryFiles(writtenBy: pid)
                         return false
                     }
                 }
             }
             close(fds[0])
-            var status: Int32 = 0
-            while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+            let status = waitForExit(pid)
             if let i = died {
                 renderer.removeTemporaryFiles(writtenBy: pid)
                 excluded.insert(i)

@@ -79,8 +79,7 @@ final class WorkerProcess: @unchecked Sendable {  // used by one thread at a tim
         close(input)
         let last = try? output.next()
         close(output.fd)
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        waitForExit(pid)
         guard let last, let stats = WorkerResult.decode(last) else { return 0 }
         return stats.peakBytes ?? 0
     }

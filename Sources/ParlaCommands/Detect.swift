@@ -231,15 +231,7 @@ struct OutputBuffer {
     mutating func append(_ s: String) { bytes += s.utf8 }
     mutating func flushIfNeeded(_ moreWaiting: Bool) {
         if moreWaiting && bytes.count < 65536 { return }
-        var offset = 0
-        while offset < bytes.count {
-            let n = bytes[offset...].withUnsafeBytes { write(1, $0.baseAddress, $0.count) }
-            if n <= 0 {
-                if n < 0 && errno == EINTR { continue }
-                exit(errno == EPIPE ? 0 : 1)
-            }
-            offset += n
-        }
+        if let error = writeAll(1, bytes) { exit(error == EPIPE ? 0 : 1) }
         bytes.removeAll(keepingCapacity: true)
     }
 }

@@ -42,12 +42,5 @@ package enum Processes {
 
     /// Waits for `pid` and returns its raw wait status (-1 if there is no such child).
     @discardableResult
-    package static func wait(_ pid: pid_t?) -> Int32 {
-        guard let pid else { return -1 }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 {
-            if errno != EINTR { return -1 }
-        }
-        return status
-    }
+    package static func wait(_ pid: pid_t?) -> Int32 { waitForExit(pid) }
 }

@@ -290,14 +290,7 @@ func playToEnd(_ utterance: Utterance, with synth: SpeechSynthesizer, highlight:
 
 /// Writes `text` to standard output at once (unbuffered, so events arrive when they happen).
 func writeStandardOutput(_ text: String) {
-    var bytes = Array(text.utf8)
-    var offset = 0
-    while offset < bytes.count {
-        let n = bytes[offset...].withUnsafeMutableBytes { write(1, $0.baseAddress, $0.count) }
-        if n < 0 && errno == EINTR { continue }
-        if n <= 0 { return }
-        offset += n
-    }
+    writeAll(1, Array(text.utf8))
 }
 
 /// Turns Ctrl-C and SIGTERM into task cancellation, so work stops cleanly and leaves no partial files.

@@ -496,8 +496,7 @@ enum Selection {
             if r.err >= 0 { close(r.err) }
             if let failure = r.failure { return .failed(failure) }
             guard let pid = r.pid else { return .failed("\(r.argv[0]) could not be started") }
-            var status: Int32 = 0
-            while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+            let status = waitForExit(pid)
             if r.timedOut { return .failed("\(r.argv[0]) did not answer within \(timeout) ms") }
             if status == 0 { return .text(r.output) }
             let message =

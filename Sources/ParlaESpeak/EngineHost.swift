@@ -37,8 +37,7 @@ final class EngineHost: RunEngine {
         guard pid > 0 else { return }
         let child = pid
         startThread(name: "parla.reap-engine-host") {
-            var status: Int32 = 0
-            while waitpid(child, &status, 0) < 0 && errno == EINTR {}
+            waitForExit(child)
         }
     }
 
@@ -270,7 +269,8 @@ final class EngineHost: RunEngine {
         if reaped == 0 {
             // Still alive: silent for too long, or asked to stop by closing its input.
             kill(pid, SIGKILL)
-            repeat { reaped = waitpid(pid, &status, 0) } while reaped < 0 && errno == EINTR
+            status = waitForExit(pid)
+            reaped = status == -1 ? -1 : pid
             pid = 0
             return "stopped answering"
         }

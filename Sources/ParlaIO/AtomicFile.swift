@@ -163,7 +163,7 @@ package final class AtomicFile {
     package var size: Int { written + buffer.count }
 
     private func flush() throws(ParlaError) {
-        guard buffer.withUnsafeBytes({ Self.writeAll(fd, $0) }) else { throw failure() }
+        guard buffer.withUnsafeBytes({ writeAll(fd, $0) }) == nil else { throw failure() }
         written += buffer.count
         buffer.removeAll(keepingCapacity: true)
     }
@@ -215,19 +215,6 @@ package final class AtomicFile {
         }
     }
 
-    /// Writes all of `bytes` to `fd`; false on an error (see `errno`).
-    private static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Bool {
-        guard let base = bytes.baseAddress else { return true }
-        var start = 0
-        while start < bytes.count {
-            let n = Glibc.write(fd, base + start, bytes.count - start)
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { return false }
-            start += n
-        }
-        return true
-    }
-
     /// Copies this (unnamed) file to a new file under a hidden name, synced if durable.
     private func copyToHiddenName() throws(ParlaError) -> String {
         let (tmp, out) = Self.createHidden(directory, name)
@@ -239,7 +226,7 @@ package final class AtomicFile {
             let n = block.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, offset) }
             if n < 0 && errno == EINTR { continue }
             guard n > 0 else { ok = n == 0; break }
-            ok = block[..<n].withUnsafeBytes { Self.writeAll(out, $0) }
+            ok = block[..<n].withUnsafeBytes { writeAll(out, $0) } == nil
             offset += off_t(n)
         }
         if ok && durable && fsync(out) != 0 && errno != EINVAL { ok = false }

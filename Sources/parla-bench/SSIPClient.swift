@@ -104,14 +104,7 @@ final class SSIPClient: @unchecked Sendable {
     }
 
     private func write(_ bytes: [UInt8]) throws {
-        var done = 0
-        while done < bytes.count {
-            // Not empty inside the loop, so the buffer has an address.
-            let n = bytes.withUnsafeBytes { b in b.baseAddress.map { Glibc.write(fd, $0 + done, b.count - done) } ?? 0 }
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { throw Failure(description: "speech-dispatcher closed the connection") }
-            done += n
-        }
+        guard writeAll(fd, bytes) == nil else { throw Failure(description: "speech-dispatcher closed the connection") }
     }
 
     private func readLoop() {

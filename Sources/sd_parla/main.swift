@@ -31,15 +31,7 @@ signal(SIGPIPE, SIG_IGN)
 
 /// Writes `text` whole to standard output; a server that has gone away ends the module.
 @Sendable func send(_ text: String) {
-    let bytes = Array(text.utf8)
-    var done = 0
-    while done < bytes.count {
-        // Not empty inside the loop, so the buffer has an address.
-        let n = bytes.withUnsafeBytes { b in b.baseAddress.map { write(1, $0 + done, b.count - done) } ?? 0 }
-        if n < 0 && errno == EINTR { continue }
-        guard n > 0 else { exit(0) }
-        done += n
-    }
+    if writeAll(1, Array(text.utf8)) != nil { exit(0) }
 }
 
 @Sendable func log(_ line: String) {
