@@ -117,6 +117,10 @@ struct PayloadReader {
 
 /// Writes all of `bytes` to `fd`, retrying after signals and partial writes; false on error
 /// (a socket whose reader is gone fails with EPIPE, without SIGPIPE).
+///
+/// Not ParlaIO's `writeAll`: a socket is written with `send(MSG_NOSIGNAL)`, so that an engine
+/// host that died cannot kill the program Parla runs in, and the library need not ignore
+/// SIGPIPE for the whole process behind its host's back.
 package func writeFully(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
     bytes.withUnsafeBytes { buf in
         guard var p = buf.baseAddress else { return true }
