@@ -1,4 +1,6 @@
 import Foundation
+import ParlaCore
+import ParlaIO
 import Testing
 import ParlaAudioTestSupport
 
@@ -25,6 +27,29 @@ struct DetectCLITests {
         #expect(segments.allSatisfy { ($0["confidence"] as? Double).map { (0...1).contains($0) } ?? false })
         #expect(segments.map { $0["voice"] as? String } == ["espeak-ng.en-us", "espeak-ng.el", "espeak-ng.ar"])
         #expect(segments.map { $0["text"] as? String }.compactMap { $0 }.joined() == text)
+    }
+
+    /// The detector never pretends: `--help` names the languages Parla speaks but cannot
+    /// recognise, and that list is exactly what the catalog has and the model lacks.
+    @Test func helpNamesTheLanguagesNeverDetected() throws {
+        let catalog = try VoiceCatalog.default()
+        let detector = try LanguageDetector.load(catalog: catalog)
+        // What it can answer: a language of the model, or the language a script means alone.
+        let detectable = Set(detector.model.groups.flatMap(\.languages).map(\.language))
+            .union(catalog.scriptDefaults.values.map(\.language))
+        // A language counts as detected when an answer picks its voice: Han text is "zh",
+        // which Mandarin's voice speaks, so cmn is not missing.
+        let detectedVoices = Set(detectable.compactMap { try? catalog.voice(for: LanguageTag($0) ?? "und").identifier })
+        let missing = Set(catalog.languages.map(\.language)).subtracting(detectable)
+            .filter { l in (try? catalog.voice(for: LanguageTag(l) ?? "und")).map { !detectedVoices.contains($0.identifier) } ?? true }
+            .sorted()
+        let help = try cli.parla(["detect", "--help"])
+        #expect(help.status == 0)
+        let named = help.output.replacingOccurrences(of: "\n", with: " ")
+            .components(separatedBy: "Never detected: ").dropFirst().first?
+            .components(separatedBy: ".").first?
+            .components(separatedBy: ",").map { $0.trimmingCharacters(in: .whitespaces) } ?? []
+        #expect(named == missing, "the help names \(named); the catalog speaks, and the model lacks, \(missing)")
     }
 
     @Test func linesAnswersOneLinePerInputLine() throws {
