@@ -75,7 +75,7 @@ final class BatchRun: @unchecked Sendable {
         self.stopping = stopping
         self.report = report
         if let code = AtomicFile.makeDirectories(options.outputDirectory) {
-            throw ParlaError.unwritableOutput(path: options.outputDirectory, reason: String(cString: strerror(code)))
+            throw ParlaError.unwritableOutput(path: options.outputDirectory, reason: systemErrorMessage(code))
         }
         let voices = try VoiceCatalog.locateDirectory(explicit: options.voicesDirectory)
         settings = RenderSettings(
@@ -382,7 +382,7 @@ final class BatchRun: @unchecked Sendable {
         guard problem == 0 else {
             fail(
                 ParlaError.unwritableOutput(
-                    path: options.outputDirectory, reason: "the files could not be flushed to disk: \(String(cString: strerror(problem)))"))
+                    path: options.outputDirectory, reason: "the files could not be flushed to disk: \(systemErrorMessage(problem))"))
             return
         }
         do { try results.append(lines.joined(separator: "\n")) } catch { fail(error) }

@@ -243,7 +243,7 @@ final class ItemRenderer {
     /// paragraph over 64 KiB is cut at a line end), holding one paragraph in memory.
     private func speakFile(_ path: String, item: BatchItem, into output: inout Output) throws {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw ParlaError.unreadableInput(path: path, reason: String(cString: strerror(errno))) }
+        guard fd >= 0 else { throw ParlaError.unreadableInput(path: path, reason: systemErrorMessage()) }
         defer { close(fd) }
         var reader = LineReader(fd: fd, name: path, limit: Self.maxLineBytes)
         var piece = ""

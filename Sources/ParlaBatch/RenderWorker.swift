@@ -78,7 +78,7 @@ enum RenderWorker {
             let order = chunk.entries.indices.filter { !excluded.contains($0) }
             var fds: [Int32] = [-1, -1]
             guard pipe(&fds) == 0 else {
-                let reason = "cannot create a pipe: \(String(cString: strerror(errno)))"
+                let reason = "cannot create a pipe: \(systemErrorMessage())"
                 return (next..<chunk.entries.count).allSatisfy { i in
                     replay[i] || send(WorkerResult(id: chunk.entries[i].item.id, ok: false, error: reason))
                 }
@@ -108,7 +108,7 @@ enum RenderWorker {
             close(fds[1])
             guard pid > 0 else {
                 close(fds[0])
-                let reason = "cannot start a process for the item: \(String(cString: strerror(errno)))"
+                let reason = "cannot start a process for the item: \(systemErrorMessage())"
                 return (next..<chunk.entries.count).allSatisfy { i in
                     replay[i] || send(WorkerResult(id: chunk.entries[i].item.id, ok: false, error: reason))
                 }

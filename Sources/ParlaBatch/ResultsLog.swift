@@ -39,10 +39,10 @@ final class ResultsLog: @unchecked Sendable {
             if fstat(existing, &st) == 0, st.st_size > 0 { _ = pread(existing, &last, 1, st.st_size - 1) }
             endsInsideALine = last != 0x0A
         } else if errno != ENOENT {
-            throw ParlaError.unreadableInput(path: path, reason: String(cString: strerror(errno)))
+            throw ParlaError.unreadableInput(path: path, reason: systemErrorMessage())
         }
         fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw ParlaError.unwritableOutput(path: path, reason: String(cString: strerror(errno))) }
+        guard fd >= 0 else { throw ParlaError.unwritableOutput(path: path, reason: systemErrorMessage()) }
         // A line cut short by a crash or a full disk must not swallow the next one.
         if endsInsideALine { try append("") }
     }
@@ -88,7 +88,7 @@ final class ResultsLog: @unchecked Sendable {
     /// - Throws: ``/ParlaCore/ParlaError/unwritableOutput(path:reason:)`` (a full disk, for example).
     func append(_ line: String) throws(ParlaError) {
         guard writeFully(fd, Array((line + "\n").utf8)) else {
-            throw .unwritableOutput(path: path, reason: String(cString: strerror(errno)))
+            throw .unwritableOutput(path: path, reason: systemErrorMessage())
         }
     }
 

@@ -199,7 +199,7 @@ struct Render: AsyncParsableCommand {
         }
         let format = self.format ?? (input == "-" ? .text : BatchInput.Format.guess(path: input))
         let fd: Int32 = input == "-" ? 0 : open(input, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw ParlaError.unreadableInput(path: input, reason: String(cString: strerror(errno))) }
+        guard fd >= 0 else { throw ParlaError.unreadableInput(path: input, reason: systemErrorMessage()) }
         let total = input == "-" ? nil : Self.countLines(fd)
         // Lines over 1 MB are not held whole: their item fails.
         let reader = Locked(LineReader(fd: fd, name: input == "-" ? "standard input" : input, limit: 1 << 20))

@@ -219,7 +219,7 @@ enum SpeakerLock {
     static func acquire(queue: Bool) throws -> Int32? {
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
-            throw UserError("Cannot open the lock file \(path): \(String(cString: strerror(errno))). Check that the directory is writable.")
+            throw UserError("Cannot open the lock file \(path): \(systemErrorMessage()). Check that the directory is writable.")
         }
         if flock(fd, LOCK_EX | LOCK_NB) != 0 {
             if queue {

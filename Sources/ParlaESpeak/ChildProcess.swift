@@ -36,11 +36,11 @@ package struct ChildProcess: Sendable {
     {
         var toChild: [Int32] = [-1, -1], fromChild: [Int32] = [-1, -1]
         guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &toChild) == 0 else {
-            throw .engineFailure("cannot create a socket for the \(role): \(String(cString: strerror(errno)))")
+            throw .engineFailure("cannot create a socket for the \(role): \(systemErrorMessage())")
         }
         guard parla_pipe_cloexec(&fromChild) == 0 else {
             close(toChild[0]); close(toChild[1])
-            throw .engineFailure("cannot create a pipe for the \(role): \(String(cString: strerror(errno)))")
+            throw .engineFailure("cannot create a pipe for the \(role): \(systemErrorMessage())")
         }
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
@@ -65,7 +65,7 @@ package struct ChildProcess: Sendable {
         guard rc == 0 else {
             close(toChild[1])
             close(fromChild[0])
-            throw .engineFailure("cannot start the \(role) (\(exe)): \(String(cString: strerror(rc)))")
+            throw .engineFailure("cannot start the \(role) (\(exe)): \(systemErrorMessage(rc))")
         }
         return ChildProcess(pid: pid, input: toChild[1], output: fromChild[0])
     }

@@ -52,7 +52,7 @@ package final class AtomicFile {
                 throw .unwritableOutput(path: path, reason: "the directory '\(directory)' does not exist")
             }
             let (hidden, named) = Self.createHidden(directory, name)
-            guard named >= 0 else { throw .unwritableOutput(path: path, reason: String(cString: strerror(errno))) }
+            guard named >= 0 else { throw .unwritableOutput(path: path, reason: systemErrorMessage()) }
             fd = named
             temporaryPath = hidden
         }
@@ -248,7 +248,7 @@ package final class AtomicFile {
     }
 
     private func failure() -> ParlaError {
-        .unwritableOutput(path: path, reason: String(cString: strerror(errno)))
+        .unwritableOutput(path: path, reason: systemErrorMessage())
     }
 
     /// Creates directory `path` and its missing parents; returns `errno` on failure (`ENOTDIR`

@@ -39,3 +39,8 @@ package func waitForExit(_ pid: pid_t?) -> Int32 {
     }
     return status
 }
+
+/// The system's message for the error number `code` (by default the last failed call's).
+package func systemErrorMessage(_ code: Int32 = errno) -> String {
+    Errno(rawValue: code).description
+}

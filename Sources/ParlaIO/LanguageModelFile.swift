@@ -15,7 +15,7 @@ extension LanguageModel {
         // and shared between processes.
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
-            throw .languageModelInvalid(path: path, reason: "cannot open it (\(String(cString: strerror(errno))))")
+            throw .languageModelInvalid(path: path, reason: "cannot open it (\(systemErrorMessage()))")
         }
         defer { close(fd) }
         var info = stat()
@@ -24,7 +24,7 @@ extension LanguageModel {
         }
         let size = Int(info.st_size)
         guard let base = mmap(nil, size, PROT_READ, MAP_PRIVATE, fd, 0), base != MAP_FAILED else {
-            throw .languageModelInvalid(path: path, reason: "cannot map it (\(String(cString: strerror(errno))))")
+            throw .languageModelInvalid(path: path, reason: "cannot map it (\(systemErrorMessage()))")
         }
         let bytes = UnsafeBufferPointer(start: base.assumingMemoryBound(to: UInt8.self), count: size)
         do {

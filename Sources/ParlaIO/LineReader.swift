@@ -75,7 +75,7 @@ package struct LineReader {
             }
             if n < 0 {
                 if errno == EINTR { continue }
-                throw .unreadableInput(path: name, reason: String(cString: strerror(errno)))
+                throw .unreadableInput(path: name, reason: systemErrorMessage())
             }
             if n == 0 { eof = true }
         }

@@ -48,7 +48,7 @@ package enum TextInput {
     package static func read(path: String) throws(ParlaError) -> String {
         if path == "-" { return try readStandardInput() }
         let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw .unreadableInput(path: path, reason: String(cString: strerror(errno))) }
+        guard fd >= 0 else { throw .unreadableInput(path: path, reason: systemErrorMessage()) }
         defer { close(fd) }
         var st = stat()
         if fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR {
@@ -70,7 +70,7 @@ package enum TextInput {
             let n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
             if n < 0 {
                 if errno == EINTR { continue }
-                throw .unreadableInput(path: name, reason: String(cString: strerror(errno)))
+                throw .unreadableInput(path: name, reason: systemErrorMessage())
             }
             if n == 0 { break }
             out.append(contentsOf: chunk[0..<n])

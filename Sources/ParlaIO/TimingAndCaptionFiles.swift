@@ -170,12 +170,12 @@ private final class Spill {
             // killed before the unlink below leaves nothing that the cleanups do not find.
             var template = Array((directory + "/.spill.parla-\(getpid())-XXXXXX.tmp").utf8CString)
             fd = template.withUnsafeMutableBufferPointer { t in t.baseAddress.map { mkstemps($0, 4) } ?? -1 }
-            guard fd >= 0 else { throw .unwritableOutput(path: path, reason: "no temporary file: " + String(cString: strerror(errno))) }
+            guard fd >= 0 else { throw .unwritableOutput(path: path, reason: "no temporary file: " + systemErrorMessage()) }
             template.withUnsafeBufferPointer { t in _ = t.baseAddress.map { unlink($0) } }
         }
         guard let f = fdopen(fd, "w+") else {
             close(fd)
-            throw .unwritableOutput(path: path, reason: "no temporary file: " + String(cString: strerror(errno)))
+            throw .unwritableOutput(path: path, reason: "no temporary file: " + systemErrorMessage())
         }
         stream = f
     }
@@ -185,11 +185,11 @@ private final class Spill {
     func add(_ entry: String) throws(ParlaError) {
         let text = (isEmpty ? "\n    " : ",\n    ") + entry
         isEmpty = false
-        guard fputs(text, stream) >= 0 else { throw .unwritableOutput(path: path, reason: String(cString: strerror(errno))) }
+        guard fputs(text, stream) >= 0 else { throw .unwritableOutput(path: path, reason: systemErrorMessage()) }
     }
 
     func copy(to file: AtomicFile) throws(ParlaError) {
-        guard fflush(stream) == 0 else { throw .unwritableOutput(path: path, reason: String(cString: strerror(errno))) }
+        guard fflush(stream) == 0 else { throw .unwritableOutput(path: path, reason: systemErrorMessage()) }
         rewind(stream)
         var block = [UInt8](repeating: 0, count: 1 << 16)
         while true {

@@ -44,4 +44,12 @@ struct LineReaderTests {
         #expect(r.last?.0 == "line 49999")
         #expect(r.allSatisfy { !$0.1 })
     }
+
+    /// Read and write failures are reported in the system's words (one helper for all of them).
+    @Test func systemErrorsAreReportedInTheSystemsWords() {
+        #expect(systemErrorMessage(ENOENT) == "No such file or directory")
+        #expect(systemErrorMessage(EPIPE) == "Broken pipe")
+        var reader = LineReader(fd: -1, name: "nothing")
+        #expect(throws: ParlaError.unreadableInput(path: "nothing", reason: "Bad file descriptor")) { try reader.next() }
+    }
 }
