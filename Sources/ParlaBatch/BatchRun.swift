@@ -227,7 +227,8 @@ final class BatchRun: @unchecked Sendable {
             }
             idleDeaths = 0
             guard let chunk = queued.first else { break }
-            let item = chunk.rendered[answered], place = chunk.sequence[answered]
+            let item = chunk.rendered[answered]
+            let place = chunk.sequence.indices.contains(answered) ? chunk.sequence[answered] : nil
             let result: WorkerResult
             do {
                 result = try current.receive(for: item)
@@ -314,9 +315,9 @@ final class BatchRun: @unchecked Sendable {
             }
             while entries.last?.replay == true { entries.removeLast() }  // nothing after them to render
             if !entries.isEmpty {
-                let chunk = RenderChunk(entries: entries, sequence: sequence)
-                precondition(chunk.sequence.count == chunk.rendered.count)
-                return chunk
+                // One place per entry that is not a replay: both grow together above, and only
+                // trailing replays (which have no place) were dropped.
+                return RenderChunk(entries: entries, sequence: sequence)
             }
             if ended { return nil }
         }
@@ -350,8 +351,16 @@ final class BatchRun: @unchecked Sendable {
             case .skipped:
                 s.progress.skipped += 1
             }
-            precondition(line == nil || place != nil, "a result line without its place")
-            if let line, let place { s.queue(line, files: files, at: place) }
+            if let line {
+                if let place {
+                    s.queue(line, files: files, at: place)
+                } else {
+                    // Not expected (every rendered or failed item has a place): the line is
+                    // kept, out of input order, rather than lost or trapped on.
+                    s.pending.append(line)
+                    s.pendingFiles += files
+                }
+            }
             s.progress.latest = result
             s.progress.elapsedSeconds = elapsed
             report(s.progress)

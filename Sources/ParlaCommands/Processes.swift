@@ -39,8 +39,4 @@ package enum Processes {
         defer { posix_spawnattr_destroy(&attributes) }
         return posix_spawnp(&pid, argv[0], &actions, &attributes, &cArgs, environ) == 0 ? pid : nil
     }
-
-    /// Waits for `pid` and returns its raw wait status (-1 if there is no such child).
-    @discardableResult
-    package static func wait(_ pid: pid_t?) -> Int32 { waitForExit(pid) }
 }

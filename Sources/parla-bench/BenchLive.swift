@@ -1,3 +1,4 @@
+import ParlaIO
 import ArgumentParser
 import FoundationEssentials
 import Parla
@@ -114,12 +115,12 @@ struct BenchLive: AsyncParsableCommand {
         let text = "Hello world."
         let commands: [(String, [String])] = [("parla say", [binary, "say", text]), ("espeak-ng", ["espeak-ng", text])]
         var onsets: [[Double]] = commands.map { _ in [] }
-        for (_, command) in commands { _ = Processes.wait(Processes.spawn(command)) }  // page in
+        for (_, command) in commands { _ = waitForExit(Processes.spawn(command)) }  // page in
         for run in 0..<runs {
             for (k, (name, command)) in commands.enumerated() {
                 recorder.reset()
                 let t0 = monotonicNanoseconds()
-                _ = Processes.wait(Processes.spawn(command))
+                _ = waitForExit(Processes.spawn(command))
                 try await Task.sleep(for: .milliseconds(200))
                 guard let first = recorder.loudSampleTimes(after: t0).first else { continue }
                 onsets[k].append(ms(first - t0))
@@ -186,8 +187,8 @@ struct BenchLive: AsyncParsableCommand {
         try await Task.sleep(for: .milliseconds(300))
         let t1 = monotonicNanoseconds()
         let stopper = Processes.spawn(stop)
-        _ = Processes.wait(stopper)
-        _ = Processes.wait(speaker)
+        _ = waitForExit(stopper)
+        _ = waitForExit(speaker)
         try await Task.sleep(for: .milliseconds(300))
         guard let heard else { return nil }
         let last = recorder.loudSampleTimes(after: t0).last ?? t1
@@ -283,14 +284,14 @@ struct BenchLive: AsyncParsableCommand {
         -> Figures
     {
         var f = Figures()
-        _ = Processes.wait(Processes.spawn(speak("en", "Warm up.")))  // spd-say starts its daemon on first use
+        _ = waitForExit(Processes.spawn(speak("en", "Warm up.")))  // spd-say starts its daemon on first use
         for run in 0..<runs {
             recorder.reset()
             let t0 = monotonicNanoseconds()
             let a = Processes.spawn(speak("en", Self.english))
-            _ = Processes.wait(a)
+            _ = waitForExit(a)
             let b = Processes.spawn(speak("el", Self.greek))
-            _ = Processes.wait(b)
+            _ = waitForExit(b)
             try await Task.sleep(for: .milliseconds(300))
             let loud = recorder.loudSampleTimes(after: t0)
             guard let first = loud.first else { continue }
@@ -309,11 +310,11 @@ struct BenchLive: AsyncParsableCommand {
             try await Task.sleep(for: .milliseconds(400))
             let t0 = monotonicNanoseconds()
             if let stop {
-                _ = Processes.wait(Processes.spawn(stop))
+                _ = waitForExit(Processes.spawn(stop))
             } else {
                 if let p { kill(p, SIGKILL) }
             }
-            _ = Processes.wait(p)
+            _ = waitForExit(p)
             try await Task.sleep(for: .milliseconds(400))
             let last = recorder.loudSampleTimes().last ?? t0
             f.stop.append(last > t0 ? ms(last - t0) : 0)
