@@ -16,9 +16,13 @@ import Synchronization
 final class LiveSpeech: @unchecked Sendable {
     private static let ids = Atomic<Int>(0)
 
-    let output: PulseAudioOutput
-    private let engine: ESpeakEngine
+    let output: any AudioSink
+    private let engine: any SpeechEngine
     private let planner: @Sendable (Utterance) throws(ParlaError) -> SpeechPlan
+    /// The clock events are stamped with.
+    private let now: @Sendable () -> SpeechInstant
+    /// Whether a thread of its own delivers events (false: the owner calls ``tick()``).
+    private let runsItsOwnClock: Bool
     private let state = Mutex(State())
     private let wake = DispatchSemaphore(value: 0)
     private let clockQueue = DispatchQueue(label: "parla.playback-clock")
@@ -36,13 +40,7 @@ final class LiveSpeech: @unchecked Sendable {
         var resume: Resume?
     }
 
-    /// Where a suspended utterance carries on: offsets in its input (the caller's text or
-    /// markup) and in its spoken text, and the word it resumes with (input offsets).
-    struct Resume {
-        var input: Int
-        var text: Int
-        var word: Range<Int>
-    }
+    typealias Resume = PlaybackStateMachine.Resume
 
     private struct State {
         var scheduler = SpeechScheduler()
@@ -50,6 +48,8 @@ final class LiveSpeech: @unchecked Sendable {
         var playing: [Playback] = []
         var paused = false
         var subscribers: [Int: AsyncStream<SpeechEvent>.Continuation] = [:]
+        /// Told of every event as it is delivered, under the lock (tests).
+        var observers: [@Sendable (SpeechEvent) -> Void] = []
         var nextSubscriber = 0
         /// Live rate, pitch and volume, applied to what is speaking and to what comes next.
         var prosody = LiveProsody()
@@ -61,10 +61,28 @@ final class LiveSpeech: @unchecked Sendable {
     /// new rate, so the server does not run dry while the engine starts again.
     private static let restartMarginSeconds = 0.06
 
-    init(output: PulseAudioOutput, engine: ESpeakEngine, planner: @escaping @Sendable (Utterance) throws(ParlaError) -> SpeechPlan) {
+    /// Where events come from in time: a playback clock thread of its own, or the caller, who
+    /// calls ``tick()`` when it decides time has passed (tests, with a manual clock).
+    enum Clock {
+        case thread
+        case manual(now: @Sendable () -> SpeechInstant)
+    }
+
+    init(
+        output: any AudioSink, engine: any SpeechEngine, clock: Clock = .thread,
+        planner: @escaping @Sendable (Utterance) throws(ParlaError) -> SpeechPlan
+    ) {
         self.output = output
         self.engine = engine
         self.planner = planner
+        switch clock {
+        case .thread:
+            now = { .now }
+            runsItsOwnClock = true
+        case .manual(let now):
+            self.now = now
+            runsItsOwnClock = false
+        }
     }
 
     // MARK: Requests
@@ -138,11 +156,7 @@ final class LiveSpeech: @unchecked Sendable {
         let done = state.withLock { s -> Bool in
             guard !s.paused, let pb = s.playing.last, !pb.ended else { return false }
             s.paused = true
-            if boundary == .immediate || pb.stream == nil {
-                cork(pb, in: &s)
-            } else {
-                pb.pauseAt = pb.wordBoundary(after: pb.stream?.playedSamples() ?? 0)
-            }
+            carryOut(pb.machine.pause(at: boundary, played: pb.stream?.playedSamples()), for: pb, in: &s)
             return true
         }
         wake.signal()
@@ -154,12 +168,7 @@ final class LiveSpeech: @unchecked Sendable {
             guard s.paused else { return false }
             s.paused = false
             for pb in s.playing where !pb.ended {
-                pb.pauseAt = nil
-                if pb.isCorked {
-                    pb.isCorked = false
-                    pb.stream?.setCorked(false)
-                    emit(.continued, for: pb.id, in: &s)
-                }
+                carryOut(pb.machine.carryOn(), for: pb, in: &s)
             }
             return true
         }
@@ -187,7 +196,8 @@ final class LiveSpeech: @unchecked Sendable {
                 guard let stream = pb.stream else { continue }
                 pb.changeRequest = (monotonicNanoseconds(), stream.playedSamples() ?? 0)
                 // The earliest known word not yet handed to the server; else the next one made.
-                if !pb.words[pb.nextWord...].contains(where: { cut(pb, at: $0, in: &s) }) && pb.synthesisDone {
+                let unheard = pb.machine.words[pb.machine.nextWord...]
+                if !unheard.contains(where: { cut(pb, at: $0, in: &s) }) && pb.machine.synthesisDone {
                     pb.changeRequest = nil  // the rest is already at the server: nothing to change
                 }
             }
@@ -197,6 +207,12 @@ final class LiveSpeech: @unchecked Sendable {
 
     var isSpeaking: Bool { state.withLock { $0.scheduler.isBusy } }
     var isPaused: Bool { state.withLock { $0.paused } }
+
+    /// Calls `body` with every event from now on, as it is delivered (on the thread that
+    /// delivers it, under the state lock: it must not call back into live speech).
+    func observe(_ body: @escaping @Sendable (SpeechEvent) -> Void) {
+        state.withLock { $0.observers.append(body) }
+    }
 
     func events() -> AsyncStream<SpeechEvent> {
         let (stream, continuation) = AsyncStream.makeStream(of: SpeechEvent.self)
@@ -218,34 +234,26 @@ final class LiveSpeech: @unchecked Sendable {
             switch action {
             case .start(let id):
                 guard let request = s.requests[id] else { continue }
-                let pb = Playback(id: id, input: request.utterance.inputText, marks: request.utterance.markPositions)
-                if request.hasStarted {
-                    let resume = request.resume ?? Resume(input: 0, text: 0, word: 0..<0)
-                    pb.resumedFrom = resume
-                    pb.nextMark = pb.marks.firstIndex { $0.inputOffset >= resume.input } ?? pb.marks.count
-                }
+                let resume = request.hasStarted ? request.resume ?? Resume(input: 0, text: 0, word: 0..<0) : nil
+                let pb = Playback(
+                    id: id,
+                    machine: PlaybackStateMachine(
+                        input: request.utterance.inputText, marks: request.utterance.markPositions, resumedFrom: resume,
+                        drainGrace: output.targetLatency + .milliseconds(100)))
                 s.playing.append(pb)
                 s.paused = false
-                Task { await self.run(pb, request.utterance, plan: request.plan, from: pb.resumedFrom?.text) }
+                Task { await self.run(pb, request.utterance, plan: request.plan, from: resume?.text) }
             case .interrupt(let id, let boundary):
                 guard let pb = s.playing.first(where: { $0.id == id }) else { continue }
-                if boundary == .immediate {
-                    end(pb, .cancelled(.interrupted), in: &s)
-                } else {
-                    pb.pauseAt = nil
-                    if pb.isCorked {  // a paused utterance has no word to finish
-                        end(pb, .cancelled(.interrupted), in: &s)
-                    } else {
-                        pb.stopAt = pb.wordBoundary(after: pb.stream?.playedSamples() ?? 0)
-                    }
-                }
+                let played = pb.stream?.playedSamples()
+                carryOut(pb.machine.stop(at: boundary, played: played), for: pb, in: &s)
             case .drop(let id):
                 // A suspended request that is dropped had been heard: it was cut off.
                 terminate(id, .cancelled(s.requests[id]?.hasStarted == true ? .interrupted : .dropped), in: &s)
             case .suspend(let id):
                 guard let pb = s.playing.first(where: { $0.id == id }), !pb.ended else { continue }
                 if var request = s.requests[id] {
-                    if pb.started {
+                    if pb.machine.started {
                         request.hasStarted = true
                         request.resume = resumePoint(of: pb, at: request.utterance.resumePoint, source: request.utterance.source)
                     }
@@ -260,19 +268,20 @@ final class LiveSpeech: @unchecked Sendable {
     /// Where a suspended playback carries on: the start of the sentence, or of the word, the
     /// listener was hearing (the previous resume point if no word of it was heard yet).
     private func resumePoint(of pb: Playback, at point: Utterance.ResumePoint, source: SourceMap?) -> Resume? {
-        guard pb.nextWord > 0 else { return pb.resumedFrom }
-        let heard = pb.words[pb.nextWord - 1]
+        let m = pb.machine
+        guard m.nextWord > 0 else { return m.resumedFrom }
+        let heard = m.words[m.nextWord - 1]
         var start = heard
         if point == .sentence {
             let lo = heard.range.lowerBound
             let sentenceStart: Int
-            if let m = pb.sentences.last(where: { $0.range.lowerBound <= lo }), lo < m.range.upperBound {
-                sentenceStart = m.range.lowerBound
+            if let sentence = m.sentences.last(where: { $0.range.lowerBound <= lo }), lo < sentence.range.upperBound {
+                sentenceStart = sentence.range.lowerBound
             } else {
                 // Its sentence mark is not synthesized yet: it began where the last known sentence ended.
-                sentenceStart = pb.sentences.last(where: { $0.range.upperBound <= lo })?.range.upperBound ?? pb.resumedFrom?.input ?? 0
+                sentenceStart = m.sentences.last(where: { $0.range.upperBound <= lo })?.range.upperBound ?? m.resumedFrom?.input ?? 0
             }
-            start = pb.words.first { $0.range.lowerBound >= sentenceStart } ?? heard
+            start = m.words.first { $0.range.lowerBound >= sentenceStart } ?? heard
         }
         let input = start.range.lowerBound
         return Resume(input: input, text: source.map { $0.textOffset(atMarkup: input) } ?? input, word: start.range)
@@ -300,32 +309,29 @@ final class LiveSpeech: @unchecked Sendable {
         var success = false
         if case .finished = kind { success = true }
         let event = SpeechEvent(
-            utterance: id, kind: kind, time: .now,
+            utterance: id, kind: kind, time: now(),
             announcement: request.announcement.map { AnnouncementResult(string: $0, wasSuccessful: success) })
         for c in s.subscribers.values { c.yield(event) }
+        for observe in s.observers { observe(event) }
         request.waiter?.resume(returning: event)
     }
 
     private func emit(_ kind: SpeechEvent.Kind, for id: UtteranceID, in s: inout State) {
         guard s.requests[id] != nil else { return }
-        let event = SpeechEvent(utterance: id, kind: kind, time: .now)
+        let event = SpeechEvent(utterance: id, kind: kind, time: now())
         for c in s.subscribers.values { c.yield(event) }
+        for observe in s.observers { observe(event) }
     }
 
-    /// Delivers the marks of `pb` that lie before input offset `limit` and have not been delivered.
-    private func emitMarks(of pb: Playback, before limit: Int, in s: inout State) {
-        while pb.nextMark < pb.marks.count, pb.marks[pb.nextMark].inputOffset < limit {
-            emit(.mark(pb.marks[pb.nextMark].name), for: pb.id, in: &s)
-            pb.nextMark += 1
+    /// Carries out what a playback's state machine decided.
+    private func carryOut(_ actions: [PlaybackStateMachine.Action], for pb: Playback, in s: inout State) {
+        for action in actions {
+            switch action {
+            case .emit(let kind): emit(kind, for: pb.id, in: &s)
+            case .cork(let corked): pb.stream?.setCorked(corked)
+            case .end(let kind): end(pb, kind, in: &s)
+            }
         }
-    }
-
-    private func cork(_ pb: Playback, in s: inout State) {
-        pb.pauseAt = nil
-        guard !pb.isCorked else { return }
-        pb.isCorked = true
-        pb.stream?.setCorked(true)
-        emit(.paused, for: pb.id, in: &s)
     }
 
     // MARK: Synthesis (one task per started utterance)
@@ -344,17 +350,17 @@ final class LiveSpeech: @unchecked Sendable {
             let rate = try await engine.start()
             let output = self.output, name = String(plan.text.prefix(60))
             let stream = try await onThreadOfItsOwn("parla.open-stream") { () throws(ParlaError) in
-                try output.openStream(sampleRate: rate, name: name)
+                try output.makeStream(sampleRate: rate, name: name)
             }
             let made = plan
             let first = state.withLock { s -> SynthesisPass? in
-                pb.sampleRate = rate
+                pb.machine.sampleRate = rate
                 guard !pb.ended else { return nil }
                 pb.stream = stream
                 pb.plan = made
                 stream.setVolume(s.prosody.volume)
-                if pb.isCorked { stream.setCorked(true) }
-                return makePass(pb, base: 0, input: pb.resumedFrom?.input ?? 0, sentenceStart: nil, in: &s)
+                if pb.machine.isCorked { stream.setCorked(true) }
+                return makePass(pb, base: 0, input: pb.machine.resumedFrom?.input ?? 0, sentenceStart: nil, in: &s)
             }
             guard let first else {
                 stream.close()
@@ -382,7 +388,6 @@ final class LiveSpeech: @unchecked Sendable {
             plan: plan.scaled(rate: s.prosody.rate, pitch: s.prosody.pitch), base: base, input: input, sentenceStart: sentenceStart)
         pb.pass?.stop.raise()
         pb.pass = pass
-        pb.synthesisDone = false
         return pass
     }
 
@@ -391,26 +396,24 @@ final class LiveSpeech: @unchecked Sendable {
     /// new pass speaks the rest. State lock held.
     /// - Returns: false if it is too late to start there.
     private func cut(_ pb: Playback, at w: WordMark, in s: inout State) -> Bool {
-        let margin = Int(Double(pb.sampleRate) * Self.restartMarginSeconds)
+        let margin = Int(Double(pb.machine.sampleRate) * Self.restartMarginSeconds)
         guard let stream = pb.stream, stream.discard(from: w.startSample, margin: margin) else { return false }
         // A cut inside a sentence: the new pass's first sentence is that whole sentence.
         let cutInput = w.range.lowerBound
-        let lastSentence = pb.sentences.last { $0.startSample < w.startSample }
+        let lastSentence = pb.machine.sentences.last { $0.startSample < w.startSample }
         // Reported already, whole, when the engine had reached the next sentence.
         let sentenceReported = (lastSentence?.range.upperBound ?? 0) > cutInput
-        let sentenceInput = lastSentence?.range.upperBound ?? pb.pass?.sentenceStart?.input ?? pb.resumedFrom?.input ?? 0
+        let sentenceInput = lastSentence?.range.upperBound ?? pb.pass?.sentenceStart?.input ?? pb.machine.resumedFrom?.input ?? 0
         var sentenceStart: (input: Int, sample: Int)?
         if !sentenceReported && sentenceInput < cutInput {
-            sentenceStart = (sentenceInput, pb.words.first { $0.range.lowerBound >= sentenceInput }?.startSample ?? w.startSample)
+            sentenceStart = (sentenceInput, pb.machine.words.first { $0.range.lowerBound >= sentenceInput }?.startSample ?? w.startSample)
         }
-        pb.words.removeAll { $0.startSample >= w.startSample }
-        pb.sentences.removeAll { $0.startSample >= w.startSample }
-        pb.nextWord = min(pb.nextWord, pb.words.count)
-        pb.nextSentence = min(pb.nextSentence, pb.sentences.count)
+        pb.machine.discardMarks(from: w.startSample)
         if let (time, heard) = pb.changeRequest {
             s.changes.append(
                 LiveProsodyChange(
-                    utterance: pb.id, requestedAt: time, heardSample: heard, sample: w.startSample, word: w.range, sampleRate: pb.sampleRate
+                    utterance: pb.id, requestedAt: time, heardSample: heard, sample: w.startSample, word: w.range,
+                    sampleRate: pb.machine.sampleRate
                 ))
             if s.changes.count > 100 { s.changes.removeFirst() }
         }
@@ -423,9 +426,9 @@ final class LiveSpeech: @unchecked Sendable {
 
     /// Runs one synthesis pass of `pb` into its stream, until its plan ends or it is stopped
     /// (the playback ended, or a change of rate replaced it with a new pass).
-    private func synthesize(_ pb: Playback, _ pass: SynthesisPass, stream: PlaybackStream) async {
+    private func synthesize(_ pb: Playback, _ pass: SynthesisPass, stream: any AudioStream) async {
         let rate = stream.sampleRate
-        let ahead = output.options.maxBufferedAhead.components
+        let ahead = output.maxBufferedAhead.components
         let aheadLimit = max(rate, Int(ahead.seconds) * rate + Int(Double(ahead.attoseconds) / 1e18 * Double(rate)))
         do {
             let total = try await engine.synthesize(pass.plan, stop: pass.stop) { event in
@@ -448,7 +451,7 @@ final class LiveSpeech: @unchecked Sendable {
                         guard !pass.stop.isRaised else { return }
                         // A change of rate waits for a word whose audio the server has not had.
                         if pb.changeRequest != nil, self.cut(pb, at: w, in: &s) { return }
-                        pb.words.append(w)
+                        pb.machine.words.append(w)
                     }
                 case .sentence(var m):
                     m.startSample += pass.base
@@ -467,7 +470,7 @@ final class LiveSpeech: @unchecked Sendable {
                             m.startSample = min(start.sample, m.startSample)
                         }
                         pass.sawSentence = true
-                        pb.sentences.append(m)
+                        pb.machine.sentences.append(m)
                     }
                 case .segment:
                     break
@@ -475,8 +478,7 @@ final class LiveSpeech: @unchecked Sendable {
             }
             state.withLock { _ in
                 guard pb.pass === pass, !pass.stop.isRaised, !pb.ended else { return }
-                pb.totalSamples = pass.base + total
-                pb.synthesisDone = true
+                pb.machine.synthesisFinished(totalSamples: pass.base + total)
                 pb.changeRequest = nil
                 stream.finishInput()
             }
@@ -499,7 +501,7 @@ final class LiveSpeech: @unchecked Sendable {
     // MARK: The playback clock
 
     private func startClock() {
-        guard clockStarted.compareExchange(expected: false, desired: true, ordering: .relaxed).exchanged else { return }
+        guard runsItsOwnClock, clockStarted.compareExchange(expected: false, desired: true, ordering: .relaxed).exchanged else { return }
         clockQueue.async { [weak self] in
             while let me = self {
                 let wait = me.tick()
@@ -509,7 +511,9 @@ final class LiveSpeech: @unchecked Sendable {
     }
 
     /// Delivers everything the listener has reached; returns how long to sleep (nanoseconds).
-    private func tick() -> Int {
+    /// The clock thread calls it; with a manual clock, the owner does.
+    @discardableResult
+    func tick() -> Int {
         state.withLock { s -> Int in
             var sleep = 1_000_000_000  // idle: wake on demand
             for pb in s.playing where !pb.ended {
@@ -521,65 +525,18 @@ final class LiveSpeech: @unchecked Sendable {
 
     /// One playback's step; returns nanoseconds until its next due event, nil if ended.
     private func advance(_ pb: Playback, in s: inout State) -> Int? {
-        guard let stream = pb.stream else { return 5_000_000 }
-        let status = stream.currentStatus
-        if case .failed(let error) = status {
-            end(pb, .failed(error), in: &s)
-            return nil
+        let state: PlaybackStateMachine.StreamState
+        switch pb.stream?.currentStatus {
+        case nil: state = .opening
+        case .failed(let error): state = .failed(error)
+        case .drained: state = .drained
+        case .active, .closed: state = .playing
         }
-        guard let played = stream.playedSamples() else { return 2_000_000 }
-        if !pb.started && (played > 0 || status == .drained) {
-            pb.started = true
-            if let r = pb.resumedFrom {
-                emit(.resumed(from: pb.spoken(r.word, text: nil, sample: 0)), for: pb.id, in: &s)
-            } else {
-                emit(.started, for: pb.id, in: &s)
-            }
-        }
-        if pb.started {
-            while pb.nextSentence < pb.sentences.count, pb.sentences[pb.nextSentence].startSample <= played {
-                let m = pb.sentences[pb.nextSentence]
-                pb.nextSentence += 1
-                emit(.willSpeakSentence(pb.spoken(m.range, text: nil, sample: m.startSample)), for: pb.id, in: &s)
-            }
-            while pb.nextWord < pb.words.count, pb.words[pb.nextWord].startSample <= played {
-                let w = pb.words[pb.nextWord]
-                pb.nextWord += 1
-                // Marks before this word (or inside it) are reached as it starts.
-                emitMarks(of: pb, before: w.range.upperBound, in: &s)
-                emit(.willSpeakWord(pb.spoken(w.range, text: w.word, sample: w.startSample)), for: pb.id, in: &s)
-            }
-        }
-        if let at = pb.stopAt, played >= at {
-            end(pb, .cancelled(.interrupted), in: &s)
-            return nil
-        }
-        if let at = pb.pauseAt, played >= at {
-            cork(pb, in: &s)
-        }
-        let now = monotonicNanoseconds()
-        if status == .drained, pb.drainedAt == nil { pb.drainedAt = now }
-        if pb.synthesisDone {
-            // Finished once the played position reaches the last sample, or (should the server's
-            // clock stop short of it) a latency's worth after the server drained the stream.
-            let latency = output.options.targetLatency.components
-            let grace = UInt64(latency.seconds) * 1_000_000_000 + UInt64(latency.attoseconds / 1_000_000_000) + 100_000_000
-            if played >= pb.totalSamples - pb.sampleRate / 1000 || (pb.drainedAt.map { now - $0 > grace } ?? false) {
-                // Marks after the last word are reached when the audio ends.
-                emitMarks(of: pb, before: .max, in: &s)
-                end(pb, .finished, in: &s)
-                return nil
-            }
-        }
-        if pb.isCorked { return 50_000_000 }
-        var due = pb.synthesisDone ? pb.totalSamples : Int.max
-        if pb.nextWord < pb.words.count { due = min(due, pb.words[pb.nextWord].startSample) }
-        if pb.nextSentence < pb.sentences.count { due = min(due, pb.sentences[pb.nextSentence].startSample) }
-        if let at = pb.stopAt { due = min(due, at) }
-        if let at = pb.pauseAt { due = min(due, at) }
-        guard due != Int.max else { return 5_000_000 }
-        let ns = (due - played) * 1_000_000_000 / max(pb.sampleRate, 1)
-        return min(max(ns, 0), 20_000_000)
+        let step = pb.machine.advance(played: pb.stream?.playedSamples(), stream: state, now: now())
+        carryOut(step.actions, for: pb, in: &s)
+        guard let wait = step.wakeAfter else { return nil }
+        let (seconds, attoseconds) = wait.components
+        return Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
     }
 }
 
@@ -597,22 +554,12 @@ package struct LiveProsodyChange: Sendable {
     package var latencyMilliseconds: Double { Double(sample - heardSample) * 1000 / Double(max(sampleRate, 1)) }
 }
 
-/// One started utterance (every field is guarded by ``LiveSpeech``'s state lock, except
-/// ``stop``, which is atomic).
+/// One started utterance (every field is guarded by ``LiveSpeech``'s state lock).
 private final class Playback: @unchecked Sendable {
     let id: UtteranceID
-    let input: String
-    var stream: PlaybackStream?
-    var sampleRate = 22050
-    var words: [WordMark] = []
-    var sentences: [SentenceMark] = []
-    /// Named points of the text, in text order, with their offsets in ``input``.
-    let marks: [(name: String, inputOffset: Int)]
-    var nextWord = 0
-    var nextSentence = 0
-    var nextMark = 0
-    /// Set when this playback carries on a suspended utterance.
-    var resumedFrom: LiveSpeech.Resume?
+    /// What is due when: the events, pauses, stops and the end.
+    var machine: PlaybackStateMachine
+    var stream: (any AudioStream)?
     /// The plan it speaks (from its resume point), once made.
     var plan: SpeechPlan?
     /// The synthesis pass now writing its audio.
@@ -620,36 +567,11 @@ private final class Playback: @unchecked Sendable {
     /// A change of rate or pitch waiting for a word to start at: when it was asked for, and the
     /// sample heard then.
     var changeRequest: (time: UInt64, heard: Int)?
-    var synthesisDone = false
-    var totalSamples = 0
-    var started = false
     var ended = false
-    var isCorked = false
-    var pauseAt: Int?
-    var stopAt: Int?
-    var drainedAt: UInt64?
-    private var cursor = OffsetCursor()
 
-    init(id: UtteranceID, input: String, marks: [(name: String, inputOffset: Int)]) {
+    init(id: UtteranceID, machine: PlaybackStateMachine) {
         self.id = id
-        self.input = input
-        self.marks = marks
-    }
-
-    /// Where the word being heard at `played` ends (or `played` itself between words).
-    func wordBoundary(after played: Int) -> Int {
-        for w in words.reversed() where w.startSample <= played {
-            return max(w.endSample, played)
-        }
-        return words.first.map { max($0.endSample, played) } ?? played
-    }
-
-    func spoken(_ range: Range<Int>, text: String?, sample: Int) -> SpokenRange {
-        let lo = cursor.locate(range.lowerBound, in: input)
-        let hi = cursor.locate(range.upperBound, in: input)
-        return SpokenRange(
-            range: lo.index..<hi.index, utf16Range: lo.utf16..<hi.utf16, scalarRange: range,
-            text: text ?? String(input[lo.index..<hi.index]), audioSample: sample, sampleRate: sampleRate)
+        self.machine = machine
     }
 }
 
@@ -673,29 +595,5 @@ private final class SynthesisPass: @unchecked Sendable {
         self.base = base
         self.input = input
         self.sentenceStart = sentenceStart
-    }
-}
-
-/// Converts increasing scalar offsets into indices and UTF-16 offsets without rescanning the text.
-private struct OffsetCursor {
-    var scalar = 0
-    var index: String.Index?
-    var utf16 = 0
-
-    mutating func locate(_ offset: Int, in text: String) -> (index: String.Index, utf16: Int) {
-        let scalars = text.unicodeScalars
-        if index == nil || offset < scalar {
-            scalar = 0
-            index = scalars.startIndex
-            utf16 = 0
-        }
-        var i = index ?? scalars.startIndex
-        while scalar < offset, i < scalars.endIndex {
-            utf16 += scalars[i].utf16.count
-            i = scalars.index(after: i)
-            scalar += 1
-        }
-        index = i
-        return (i, utf16)
     }
 }

@@ -45,7 +45,7 @@ public struct AnnouncementResult: Sendable, Hashable {
 /// Something that happened to an utterance, at the moment the listener hears it.
 public struct SpeechEvent: Sendable {
     /// What happened.
-    public enum Kind: Sendable {
+    public enum Kind: Sendable, Hashable {
         /// Its audio began playing.
         case started
         /// This word's audio is reaching the listener now.

@@ -1,0 +1,68 @@
+import ParlaCore
+import ParlaESpeak
+import ParlaPulseAudio
+
+/// What live speech needs of a speech engine: espeak-ng (``ESpeakEngine``), or a test's fake
+/// that produces scripted audio and marks.
+package protocol SpeechEngine: Sendable {
+    /// Loads the engine (once) and returns its output sample rate.
+    func start() async throws(ParlaError) -> Int
+    /// Speaks `plan`, passing audio and timed marks to `emit` as they are produced; returns
+    /// the number of samples produced.
+    /// - Throws: ``ParlaCore/ParlaError/cancelled`` once `stop` is raised.
+    func synthesize(_ plan: SpeechPlan, stop: StopFlag, emit: @escaping @Sendable (SynthesisEvent) -> Void) async throws(ParlaError)
+        -> Int
+}
+
+extension ESpeakEngine: SpeechEngine {}
+
+/// What live speech needs of a sound server: PulseAudio or PipeWire's pulse server
+/// (``PulseAudioOutput``), or a test's fake whose played position the test sets.
+package protocol AudioSink: Sendable {
+    /// Connects to the server if not connected yet (blocking; call it off the cooperative pool).
+    func connect() throws(ParlaError)
+    /// Opens a stream for one utterance (blocking, like ``connect()``).
+    func makeStream(sampleRate: Int, name: String) throws(ParlaError) -> any AudioStream
+    /// How far ahead of the listener synthesis may write.
+    var maxBufferedAhead: Duration { get }
+    /// The latency the streams ask for.
+    var targetLatency: Duration { get }
+}
+
+/// One utterance's stream: audio goes in, and the played position says what the listener has
+/// heard. ``PlaybackStream`` is the real one.
+package protocol AudioStream: AnyObject, Sendable {
+    /// Samples per second.
+    var sampleRate: Int { get }
+    /// What the stream is doing.
+    var currentStatus: PlaybackStream.Status { get }
+    /// Queues samples for playback.
+    func write(_ samples: [Int16]) throws(ParlaError)
+    /// No more samples will come: the stream drains what it holds.
+    func finishInput()
+    /// Samples the listener has heard, nil while the server cannot say.
+    func playedSamples() -> Int?
+    /// Blocks while more than `limit` samples are written but not heard, until `stop` says so.
+    func waitWhileAhead(by limit: Int, stop: () -> Bool)
+    /// Drops the audio from stream sample `sample` on, if the server has not been given it
+    /// and `margin` samples before it; false if too late.
+    func discard(from sample: Int, margin: Int) -> Bool
+    /// Sets the gain of what is not yet sent (linear, 0 to 1).
+    func setVolume(_ volume: Double)
+    /// Pauses (true) or resumes (false) playback where it is.
+    func setCorked(_ corked: Bool)
+    /// Stops at once and releases the stream.
+    func close()
+}
+
+extension PlaybackStream: AudioStream {}
+
+extension PulseAudioOutput: AudioSink {
+    package func makeStream(sampleRate: Int, name: String) throws(ParlaError) -> any AudioStream {
+        try openStream(sampleRate: sampleRate, name: name)
+    }
+
+    package var maxBufferedAhead: Duration { options.maxBufferedAhead }
+
+    package var targetLatency: Duration { options.targetLatency }
+}

@@ -1,0 +1,278 @@
+/// The decisions of one utterance's live playback, with no clock, thread or sound server of
+/// its own: given how far the listener has heard (the stream's played sample), what the
+/// stream reports and the time, it says which events are due and what to do with the stream.
+///
+/// Live speech keeps one per started utterance. Its driver (in `Parla`) feeds it the marks the
+/// engine produces (``words``, ``sentences``), asks ``advance(played:stream:now:)`` whenever
+/// the clock wakes, and carries out the ``Action``s it returns: delivering events, corking the
+/// stream, ending the utterance. Because every input is a value, its tests drive it exactly,
+/// sample by sample, with no sleeps.
+package struct PlaybackStateMachine: Sendable {
+    /// Where a suspended utterance carries on: offsets in its input (the caller's text or
+    /// markup) and in its spoken text, and the word it resumes with (input offsets).
+    package struct Resume: Sendable, Hashable {
+        package var input: Int
+        package var text: Int
+        package var word: Range<Int>
+
+        package init(input: Int, text: Int, word: Range<Int>) {
+            self.input = input
+            self.text = text
+            self.word = word
+        }
+    }
+
+    /// What the stream reports.
+    package enum StreamState: Sendable, Equatable {
+        /// Not open yet: nothing can have been heard.
+        case opening
+        /// Playing (or waiting for audio).
+        case playing
+        /// Every sample written has been played.
+        case drained
+        /// It failed and plays nothing more.
+        case failed(ParlaError)
+    }
+
+    /// What the driver must do, in order.
+    package enum Action: Sendable, Equatable {
+        /// Deliver this event for the utterance.
+        case emit(SpeechEvent.Kind)
+        /// Cork (true) or uncork (false) the stream.
+        case cork(Bool)
+        /// End the utterance with this terminal event (silencing its stream first).
+        case end(SpeechEvent.Kind)
+    }
+
+    /// The result of one ``advance(played:stream:now:)``.
+    package struct Step: Sendable, Equatable {
+        package var actions: [Action]
+        /// When to look again, at the latest (nil: the utterance ended).
+        package var wakeAfter: Duration?
+    }
+
+    /// The text the caller gave (the markup for SSML), which reported ranges index.
+    package let input: String
+    /// Named points of the text, in text order, with their offsets in ``input``.
+    package let marks: [(name: String, inputOffset: Int)]
+    /// Samples per second of the stream.
+    package var sampleRate: Int
+    /// Words and sentences synthesized so far, in stream samples, in order.
+    package var words: [WordMark] = []
+    package var sentences: [SentenceMark] = []
+    /// The first word, sentence and mark not delivered yet.
+    package private(set) var nextWord = 0
+    package private(set) var nextSentence = 0
+    package private(set) var nextMark = 0
+    /// Set when this playback carries on a suspended utterance.
+    package let resumedFrom: Resume?
+    /// Whether synthesis has produced the whole utterance, and how many samples that is.
+    package private(set) var synthesisDone = false
+    package private(set) var totalSamples = 0
+    /// Whether its `started` (or `resumed`) was delivered.
+    package private(set) var started = false
+    package private(set) var isCorked = false
+    /// Stream samples at which to cork (pause at a word) or end (stop at a word).
+    package private(set) var pauseAt: Int?
+    package private(set) var stopAt: Int?
+    /// When the stream reported it had drained.
+    package private(set) var drainedAt: SpeechInstant?
+    /// How long after the stream drains it counts as finished even if its played position
+    /// stops short of the last sample (the server's clock may): the stream's latency and some.
+    package let drainGrace: Duration
+    private var cursor = OffsetCursor()
+
+    /// The longest the driver sleeps while audio plays, so a late server clock is caught soon.
+    package static let longestWait = Duration.milliseconds(20)
+
+    package init(
+        input: String, marks: [(name: String, inputOffset: Int)], sampleRate: Int = 22050, resumedFrom: Resume? = nil,
+        drainGrace: Duration
+    ) {
+        self.input = input
+        self.marks = marks
+        self.sampleRate = sampleRate
+        self.resumedFrom = resumedFrom
+        self.drainGrace = drainGrace
+        if let resumedFrom {
+            nextMark = marks.firstIndex { $0.inputOffset >= resumedFrom.input } ?? marks.count
+        }
+    }
+
+    // MARK: Inputs from synthesis
+
+    /// Synthesis of the whole utterance ended at stream sample `total`.
+    package mutating func synthesisFinished(totalSamples total: Int) {
+        synthesisDone = true
+        totalSamples = total
+    }
+
+    /// Synthesis starts again at stream sample `sample` (a change of rate or pitch): the words
+    /// and sentences from there on are forgotten, and the pass that follows supplies them again.
+    package mutating func discardMarks(from sample: Int) {
+        words.removeAll { $0.startSample >= sample }
+        sentences.removeAll { $0.startSample >= sample }
+        nextWord = min(nextWord, words.count)
+        nextSentence = min(nextSentence, sentences.count)
+        synthesisDone = false
+    }
+
+    // MARK: Requests
+
+    /// Pauses: at once (`immediate`, or before the stream is open), or at the end of the word
+    /// being heard at `played`.
+    package mutating func pause(at boundary: SpeechBoundary, played: Int?) -> [Action] {
+        if boundary == .immediate || played == nil { return cork() }
+        pauseAt = wordBoundary(after: played ?? 0)
+        return []
+    }
+
+    /// Carries on after a pause.
+    package mutating func carryOn() -> [Action] {
+        pauseAt = nil
+        guard isCorked else { return [] }
+        isCorked = false
+        return [.cork(false), .emit(.continued)]
+    }
+
+    /// Stops: at once, or at the end of the word being heard at `played` (at once when paused,
+    /// since no word is being heard).
+    package mutating func stop(at boundary: SpeechBoundary, played: Int?) -> [Action] {
+        if boundary == .immediate { return [.end(.cancelled(.interrupted))] }
+        pauseAt = nil
+        if isCorked { return [.end(.cancelled(.interrupted))] }
+        stopAt = wordBoundary(after: played ?? 0)
+        return []
+    }
+
+    // MARK: The clock
+
+    /// Everything due when the listener has heard `played` samples (nil: the stream cannot say
+    /// yet) and the stream reports `stream`, at `now`.
+    package mutating func advance(played: Int?, stream: StreamState, now: SpeechInstant) -> Step {
+        var actions: [Action] = []
+        switch stream {
+        case .opening:
+            return Step(actions: [], wakeAfter: .milliseconds(5))
+        case .failed(let error):
+            return Step(actions: [.end(.failed(error))], wakeAfter: nil)
+        case .playing, .drained:
+            break
+        }
+        guard let played else { return Step(actions: [], wakeAfter: .milliseconds(2)) }
+        let drained = stream == .drained
+        if !started && (played > 0 || drained) {
+            started = true
+            if let r = resumedFrom {
+                actions.append(.emit(.resumed(from: spoken(r.word, text: nil, sample: 0))))
+            } else {
+                actions.append(.emit(.started))
+            }
+        }
+        if started {
+            while nextSentence < sentences.count, sentences[nextSentence].startSample <= played {
+                let m = sentences[nextSentence]
+                nextSentence += 1
+                actions.append(.emit(.willSpeakSentence(spoken(m.range, text: nil, sample: m.startSample))))
+            }
+            while nextWord < words.count, words[nextWord].startSample <= played {
+                let w = words[nextWord]
+                nextWord += 1
+                // Marks before this word (or inside it) are reached as it starts.
+                emitMarks(before: w.range.upperBound, into: &actions)
+                actions.append(.emit(.willSpeakWord(spoken(w.range, text: w.word, sample: w.startSample))))
+            }
+        }
+        if let at = stopAt, played >= at {
+            actions.append(.end(.cancelled(.interrupted)))
+            return Step(actions: actions, wakeAfter: nil)
+        }
+        if let at = pauseAt, played >= at {
+            actions += cork()
+        }
+        if drained, drainedAt == nil { drainedAt = now }
+        if synthesisDone {
+            // Finished once the played position reaches the last sample (within a millisecond), or
+            // should the server's clock stop short of it, a grace period after the stream drained.
+            if played >= totalSamples - sampleRate / 1000 || (drainedAt.map { now - $0 > drainGrace } ?? false) {
+                // Marks after the last word are reached when the audio ends.
+                emitMarks(before: .max, into: &actions)
+                actions.append(.end(.finished))
+                return Step(actions: actions, wakeAfter: nil)
+            }
+        }
+        if isCorked { return Step(actions: actions, wakeAfter: .milliseconds(50)) }
+        var due = synthesisDone ? totalSamples : Int.max
+        if nextWord < words.count { due = min(due, words[nextWord].startSample) }
+        if nextSentence < sentences.count { due = min(due, sentences[nextSentence].startSample) }
+        if let at = stopAt { due = min(due, at) }
+        if let at = pauseAt { due = min(due, at) }
+        guard due != Int.max else { return Step(actions: actions, wakeAfter: .milliseconds(5)) }
+        let (product, overflow) = max(due - played, 0).multipliedReportingOverflow(by: 1_000_000_000)
+        let wait = overflow ? Self.longestWait : .nanoseconds(product / max(sampleRate, 1))
+        return Step(actions: actions, wakeAfter: min(wait, Self.longestWait))
+    }
+
+    // MARK: Queries
+
+    /// The word the listener hears at `played` (the last that started by then), if any.
+    package func word(heardAt played: Int) -> WordMark? {
+        words.last { $0.startSample <= played }
+    }
+
+    /// Where the word being heard at `played` ends (or `played` itself between words).
+    package func wordBoundary(after played: Int) -> Int {
+        if let w = word(heardAt: played) { return max(w.endSample, played) }
+        return words.first.map { max($0.endSample, played) } ?? played
+    }
+
+    /// `range` (scalar offsets in ``input``) located every way a caller may need.
+    package mutating func spoken(_ range: Range<Int>, text: String?, sample: Int) -> SpokenRange {
+        let lo = cursor.locate(range.lowerBound, in: input)
+        let hi = cursor.locate(range.upperBound, in: input)
+        return SpokenRange(
+            range: lo.index..<hi.index, utf16Range: lo.utf16..<hi.utf16, scalarRange: range,
+            text: text ?? String(input[lo.index..<hi.index]), audioSample: sample, sampleRate: sampleRate)
+    }
+
+    // MARK: Private
+
+    private mutating func cork() -> [Action] {
+        pauseAt = nil
+        guard !isCorked else { return [] }
+        isCorked = true
+        return [.cork(true), .emit(.paused)]
+    }
+
+    /// Delivers the marks that lie before input offset `limit` and have not been delivered.
+    private mutating func emitMarks(before limit: Int, into actions: inout [Action]) {
+        while nextMark < marks.count, marks[nextMark].inputOffset < limit {
+            actions.append(.emit(.mark(marks[nextMark].name)))
+            nextMark += 1
+        }
+    }
+}
+
+/// Converts increasing scalar offsets into indices and UTF-16 offsets without rescanning the text.
+private struct OffsetCursor {
+    var scalar = 0
+    var index: String.Index?
+    var utf16 = 0
+
+    mutating func locate(_ offset: Int, in text: String) -> (index: String.Index, utf16: Int) {
+        let scalars = text.unicodeScalars
+        if index == nil || offset < scalar {
+            scalar = 0
+            index = scalars.startIndex
+            utf16 = 0
+        }
+        var i = index ?? scalars.startIndex
+        while scalar < offset, i < scalars.endIndex {
+            utf16 += scalars[i].utf16.count
+            i = scalars.index(after: i)
+            scalar += 1
+        }
+        index = i
+        return (i, utf16)
+    }
+}
