@@ -394,8 +394,7 @@ enum Selection {
                 if r < 0 && errno == EINTR { continue }
                 if r <= 0 { break }
             }
-            let n = Glibc.read(0, &buffer, buffer.count)
-            if n < 0 && errno == EINTR { continue }
+            let n = buffer.withUnsafeMutableBytes { readSome(0, into: $0) }
             if n <= 0 { break }
             out += buffer[0..<n]
             if wait >= 0 { wait = 200 }
@@ -479,8 +478,7 @@ enum Selection {
             if r < 0 && errno == EINTR { continue }
             if r <= 0 { continue }
             for (p, i) in zip(fds, owners) where p.revents != 0 {
-                let n = Glibc.read(p.fd, &buffer, buffer.count)
-                if n < 0 && errno == EINTR { continue }
+                let n = buffer.withUnsafeMutableBytes { readSome(p.fd, into: $0) }
                 if n <= 0 {
                     if p.fd == running[i].out { running[i].out = -1 } else { running[i].err = -1 }
                     close(p.fd)

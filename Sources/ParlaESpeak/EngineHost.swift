@@ -226,8 +226,7 @@ final class EngineHost: RunEngine {
             let rc = poll(&fds, 1, Int32(left))
             if rc < 0 && errno == EINTR { continue }
             guard rc > 0 else { return }
-            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if n < 0 && errno == EINTR { continue }
+            let n = buffer.withUnsafeMutableBytes { readSome(fd, into: $0) }
             if n <= 0 { return }
         }
     }

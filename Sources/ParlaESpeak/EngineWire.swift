@@ -1,3 +1,5 @@
+import ParlaIO
+
 #if canImport(Glibc)
     import Glibc
 #endif
@@ -144,12 +146,8 @@ func readFully(_ fd: Int32, _ buffer: UnsafeMutableRawBufferPointer) -> Bool {
     guard let base = buffer.baseAddress else { return true }
     var got = 0
     while got < buffer.count {
-        let n = Glibc.read(fd, base + got, buffer.count - got)
-        if n < 0 {
-            if errno == EINTR { continue }
-            return false
-        }
-        if n == 0 { return false }
+        let n = readSome(fd, into: UnsafeMutableRawBufferPointer(start: base + got, count: buffer.count - got))
+        if n <= 0 { return false }
         got += n
     }
     return true

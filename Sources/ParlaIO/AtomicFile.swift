@@ -223,8 +223,7 @@ package final class AtomicFile {
         var offset: off_t = 0
         var block = [UInt8](repeating: 0, count: 1 << 16)
         while ok {
-            let n = block.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, offset) }
-            if n < 0 && errno == EINTR { continue }
+            let n = block.withUnsafeMutableBytes { readSome(fd, into: $0, at: Int64(offset)) }
             guard n > 0 else { ok = n == 0; break }
             ok = block[..<n].withUnsafeBytes { writeAll(out, $0) } == nil
             offset += off_t(n)

@@ -22,6 +22,24 @@ package func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Int32? {
     }
 }
 
+/// Reads what `fd` has, at most `buffer.count` bytes (from `offset` when given, without
+/// moving the file position), through interrupted calls.
+/// - Returns: the number of bytes read, 0 at the end of the file, or -1 on failure with
+///   `errno` set (for callers that report it with ``systemErrorMessage(_:)``).
+package func readSome(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, at offset: Int64? = nil) -> Int {
+    do {
+        let descriptor = FileDescriptor(rawValue: fd)
+        if let offset { return try descriptor.read(fromAbsoluteOffset: offset, into: buffer) }
+        return try descriptor.read(into: buffer)
+    } catch let error as Errno {
+        errno = error.rawValue
+        return -1
+    } catch {
+        errno = EIO
+        return -1
+    }
+}
+
 /// Writes all of `bytes` to `fd` (see ``writeAll(_:_:)-(_,UnsafeRawBufferPointer)``).
 @discardableResult
 package func writeAll(_ fd: Int32, _ bytes: [UInt8]) -> Int32? {

@@ -69,14 +69,11 @@ package struct LineReader {
                 scanned = limit
             }
             let n = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 65536) { block in
-                let n = read(fd, block.baseAddress, 65536)
+                let n = readSome(fd, into: UnsafeMutableRawBufferPointer(block))
                 if n > 0 { buffer.append(contentsOf: block[0..<n]) }
                 return n
             }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw .unreadableInput(path: name, reason: systemErrorMessage())
-            }
+            if n < 0 { throw .unreadableInput(path: name, reason: systemErrorMessage()) }
             if n == 0 { eof = true }
         }
     }

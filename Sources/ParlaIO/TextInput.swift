@@ -67,11 +67,8 @@ package enum TextInput {
         var out: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 1 << 16)
         while true {
-            let n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw .unreadableInput(path: name, reason: systemErrorMessage())
-            }
+            let n = chunk.withUnsafeMutableBytes { readSome(fd, into: $0) }
+            if n < 0 { throw .unreadableInput(path: name, reason: systemErrorMessage()) }
             if n == 0 { break }
             out.append(contentsOf: chunk[0..<n])
         }

@@ -31,7 +31,11 @@ public struct Utterance: Sendable {
     public var wordsPerMinute: Double?
     /// Pitch multiplier, 0–2 (1: the voice's normal pitch; 0 is the engine's lowest).
     public var pitchMultiplier: Double = 1
-    /// Volume, 0–2 (1: the engine's normal amplitude).
+    /// Volume as a multiple of the voice's normal loudness, 0–2 (1: normal), like
+    /// ``rate`` and ``pitchMultiplier``. Unlike AVSpeechUtterance's 0–1 it can ask for louder
+    /// than normal (SSML `loud`, `parla say --volume 150`), which the engine makes without
+    /// clipping. The live `SpeechSynthesizer.setVolume(_:)` is a different thing: a gain of
+    /// 0–1 on the samples as they are played, which can only make them quieter.
     public var volume: Double = 1
     /// How much punctuation is read aloud where spans do not say otherwise.
     public var punctuation: PunctuationMode = .none
