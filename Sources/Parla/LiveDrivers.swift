@@ -42,8 +42,8 @@ package protocol AudioStream: AnyObject, Sendable {
     func finishInput()
     /// Samples the listener has heard, nil while the server cannot say.
     func playedSamples() -> Int?
-    /// Blocks while more than `limit` samples are written but not heard, until `stop` says so.
-    func waitWhileAhead(by limit: Int, stop: () -> Bool)
+    /// Samples written but not yet heard (0 once the stream stops playing).
+    func samplesAhead() -> Int
     /// Drops the audio from stream sample `sample` on, if the server has not been given it
     /// and `margin` samples before it; false if too late.
     func discard(from sample: Int, margin: Int) -> Bool

@@ -388,6 +388,8 @@ final class LiveSpeech: @unchecked Sendable {
             plan: plan.scaled(rate: s.prosody.rate, pitch: s.prosody.pitch), base: base, input: input, sentenceStart: sentenceStart)
         pb.pass?.stop.raise()
         pb.pass = pass
+        pb.parked = nil
+        pb.parkRequested = false
         return pass
     }
 
@@ -396,19 +398,7 @@ final class LiveSpeech: @unchecked Sendable {
     /// new pass speaks the rest. State lock held.
     /// - Returns: false if it is too late to start there.
     private func cut(_ pb: Playback, at w: WordMark, in s: inout State) -> Bool {
-        let margin = Int(Double(pb.machine.sampleRate) * Self.restartMarginSeconds)
-        guard let stream = pb.stream, stream.discard(from: w.startSample, margin: margin) else { return false }
-        // A cut inside a sentence: the new pass's first sentence is that whole sentence.
-        let cutInput = w.range.lowerBound
-        let lastSentence = pb.machine.sentences.last { $0.startSample < w.startSample }
-        // Reported already, whole, when the engine had reached the next sentence.
-        let sentenceReported = (lastSentence?.range.upperBound ?? 0) > cutInput
-        let sentenceInput = lastSentence?.range.upperBound ?? pb.pass?.sentenceStart?.input ?? pb.machine.resumedFrom?.input ?? 0
-        var sentenceStart: (input: Int, sample: Int)?
-        if !sentenceReported && sentenceInput < cutInput {
-            sentenceStart = (sentenceInput, pb.machine.words.first { $0.range.lowerBound >= sentenceInput }?.startSample ?? w.startSample)
-        }
-        pb.machine.discardMarks(from: w.startSample)
+        guard let restart = dropAudio(of: pb, from: w) else { return false }
         if let (time, heard) = pb.changeRequest {
             s.changes.append(
                 LiveProsodyChange(
@@ -418,18 +408,53 @@ final class LiveSpeech: @unchecked Sendable {
             if s.changes.count > 100 { s.changes.removeFirst() }
         }
         pb.changeRequest = nil
-        guard let pass = makePass(pb, base: w.startSample, input: cutInput, sentenceStart: sentenceStart, in: &s) else { return false }
-        pass.skipsFirstSentence = sentenceReported  // its first sentence mark would say part of it again
+        return restartSynthesis(pb, restart, in: &s)
+    }
+
+    /// Drops the audio and marks of `pb` from word `w` on, if the server has not been given
+    /// that audio yet, and says where synthesis must start again to make it. State lock held.
+    private func dropAudio(of pb: Playback, from w: WordMark) -> Restart? {
+        let margin = Int(Double(pb.machine.sampleRate) * Self.restartMarginSeconds)
+        guard let stream = pb.stream, stream.discard(from: w.startSample, margin: margin) else { return nil }
+        // A cut inside a sentence: the new pass's first sentence is that whole sentence.
+        let cutInput = w.range.lowerBound
+        let lastSentence = pb.machine.sentences.last { $0.startSample < w.startSample }
+        // Reported already, whole, when the engine had reached the next sentence.
+        let sentenceReported = (lastSentence?.range.upperBound ?? 0) > cutInput
+        let sentenceInput = lastSentence?.range.upperBound ?? pb.pass?.sentenceStart?.input ?? pb.machine.resumedFrom?.input ?? 0
+        var sentenceStart: (input: Int, sample: Int)?
+        // Only when words of that sentence come before the cut (else the cut starts a sentence).
+        if !sentenceReported, let first = pb.machine.words.first(where: { $0.range.lowerBound >= sentenceInput }),
+            first.range.lowerBound < cutInput
+        {
+            // At its first word, as in a whole rendering (the first sentence holds all before it).
+            sentenceStart = (lastSentence == nil ? sentenceInput : first.range.lowerBound, first.startSample)
+        }
+        pb.machine.discardMarks(from: w.startSample)
+        return Restart(word: w, sentenceStart: sentenceStart, sentenceReported: sentenceReported)
+    }
+
+    /// Starts a new synthesis pass of `pb` where ``dropAudio(of:from:)`` left off. State lock held.
+    private func restartSynthesis(_ pb: Playback, _ restart: Restart, in s: inout State) -> Bool {
+        let w = restart.word
+        guard let stream = pb.stream,
+            let pass = makePass(pb, base: w.startSample, input: w.range.lowerBound, sentenceStart: restart.sentenceStart, in: &s)
+        else { return false }
+        pass.skipsFirstSentence = restart.sentenceReported  // its first sentence mark would say part of it again
         Task { await self.synthesize(pb, pass, stream: stream) }
         return true
+    }
+
+    /// How many samples synthesis may run ahead of the listener in a stream at `rate`.
+    private func aheadLimit(rate: Int) -> Int {
+        let ahead = output.maxBufferedAhead.components
+        return max(rate, Int(ahead.seconds) * rate + Int(Double(ahead.attoseconds) / 1e18 * Double(rate)))
     }
 
     /// Runs one synthesis pass of `pb` into its stream, until its plan ends or it is stopped
     /// (the playback ended, or a change of rate replaced it with a new pass).
     private func synthesize(_ pb: Playback, _ pass: SynthesisPass, stream: any AudioStream) async {
-        let rate = stream.sampleRate
-        let ahead = output.maxBufferedAhead.components
-        let aheadLimit = max(rate, Int(ahead.seconds) * rate + Int(Double(ahead.attoseconds) / 1e18 * Double(rate)))
+        let aheadLimit = aheadLimit(rate: stream.sampleRate)
         do {
             let total = try await engine.synthesize(pass.plan, stop: pass.stop) { event in
                 switch event {
@@ -443,7 +468,10 @@ final class LiveSpeech: @unchecked Sendable {
                         }
                         return true
                     }
-                    if written { stream.waitWhileAhead(by: aheadLimit) { pass.stop.isRaised } }
+                    // Far enough ahead: the pass stops at the next sentence (see `.word`).
+                    if written, stream.samplesAhead() > aheadLimit {
+                        self.state.withLock { _ in if pb.pass === pass { pb.parkRequested = true } }
+                    }
                 case .word(var w):
                     w.startSample += pass.base
                     w.endSample += pass.base
@@ -451,6 +479,17 @@ final class LiveSpeech: @unchecked Sendable {
                         guard !pass.stop.isRaised else { return }
                         // A change of rate waits for a word whose audio the server has not had.
                         if pb.changeRequest != nil, self.cut(pb, at: w, in: &s) { return }
+                        // Far enough ahead, at the start of a sentence (or anywhere, twice as
+                        // far): the pass stops here and frees the engine, and the clock starts a
+                        // new one from this word when the listener has caught up.
+                        if pb.parkRequested, pb.pass === pass, w.startSample > pass.base,
+                            pb.machine.startsSentence(w) || stream.samplesAhead() > 2 * aheadLimit,
+                            let restart = self.dropAudio(of: pb, from: w)
+                        {
+                            pb.parked = restart
+                            pass.stop.raise()
+                            return
+                        }
                         pb.machine.words.append(w)
                     }
                 case .sentence(var m):
@@ -517,6 +556,11 @@ final class LiveSpeech: @unchecked Sendable {
         state.withLock { s -> Int in
             var sleep = 1_000_000_000  // idle: wake on demand
             for pb in s.playing where !pb.ended {
+                // A parked synthesis carries on once the listener has heard half of what was ahead.
+                if let restart = pb.parked, let stream = pb.stream, stream.samplesAhead() <= aheadLimit(rate: stream.sampleRate) / 2 {
+                    pb.parked = nil
+                    _ = restartSynthesis(pb, restart, in: &s)
+                }
                 if let next = advance(pb, in: &s) { sleep = min(sleep, next) }
             }
             return max(sleep, 500_000)
@@ -567,12 +611,24 @@ private final class Playback: @unchecked Sendable {
     /// A change of rate or pitch waiting for a word to start at: when it was asked for, and the
     /// sample heard then.
     var changeRequest: (time: UInt64, heard: Int)?
+    /// Synthesis ran far enough ahead of the listener: it stops at the next sentence
+    /// (``parkRequested``), and where it starts again once the listener catches up (``parked``).
+    var parkRequested = false
+    var parked: Restart?
     var ended = false
 
     init(id: UtteranceID, machine: PlaybackStateMachine) {
         self.id = id
         self.machine = machine
     }
+}
+
+/// Where synthesis of a playback starts again after its audio from ``word`` on was dropped:
+/// the sentence that word is in, and whether that sentence was reported already.
+private struct Restart {
+    let word: WordMark
+    let sentenceStart: (input: Int, sample: Int)?
+    let sentenceReported: Bool
 }
 
 /// One run of the engine over a playback's plan: the first from its start, and one more from

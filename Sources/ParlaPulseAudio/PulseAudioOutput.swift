@@ -479,20 +479,12 @@ public final class PlaybackStream: @unchecked Sendable {
         return overflow ? written : min(product / 1_000_000, written)
     }
 
-    /// Blocks the calling thread while more than `limit` samples are written but not yet
-    /// played, until the listener catches up, the stream stops being active, or `stop()`
-    /// returns true (checked every 10 ms).
-    public func waitWhileAhead(by limit: Int, stop: () -> Bool) {
-        while !stop() {
-            output.lock()
-            var ahead = 0
-            if stream != nil, case .active = status {
-                ahead = sentSamples + pending.count - pendingOffset - (playedLocked() ?? 0)
-            }
-            output.unlock()
-            if ahead <= limit { return }
-            usleep(10_000)
-        }
+    /// Samples written but not yet played (0 once the stream is not playing).
+    public func samplesAhead() -> Int {
+        output.lock()
+        defer { output.unlock() }
+        guard stream != nil, case .active = status else { return 0 }
+        return max(0, sentSamples + pending.count - pendingOffset - (playedLocked() ?? 0))
     }
 
     /// Drops the audio written from stream sample `sample` on, if none of it has been handed to

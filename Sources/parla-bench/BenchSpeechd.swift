@@ -169,7 +169,7 @@ extension BenchLive {
         func rendered(_ text: String, _ language: LanguageTag?) async throws -> ([Int16], SpeechTimeline) {
             let box = SampleBox()
             var u = Utterance(string: text, language: language)
-            u.rate = rate
+            u.wordsPerMinute = rate
             let timeline = try await synth.write(u) { e in if case .audio(let b) = e { box.append(b.samples) } }
             return (box.samples, timeline)
         }
@@ -222,7 +222,7 @@ extension BenchLive {
         let synth = SpeechSynthesizer()
         var u = try Utterance(ssml: Self.markedSSML)
         u.language = LanguageTag("en-US")
-        u.rate = rate
+        u.wordsPerMinute = rate
         let box = SampleBox()
         let timeline = try await synth.write(u) { e in if case .audio(let b) = e { box.append(b.samples) } }
         let pcm = box.samples

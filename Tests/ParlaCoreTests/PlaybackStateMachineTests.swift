@@ -217,6 +217,32 @@ struct PlaybackStateMachineTests {
         #expect(Self.names(step.actions) == ["mark:before-there", "word:there"])
     }
 
+    @Test func aWordStartsASentenceWhenAFullStopComesBeforeIt() {
+        let text = "Hi there. Ça va? Oui… 好。 Yes; no"
+        var m = PlaybackStateMachine(input: text, marks: [], sampleRate: 1000, drainGrace: Self.grace)
+        let scalars = Array(text.unicodeScalars)
+        // Words as the engine gives them: no punctuation in their ranges.
+        var ranges: [Range<Int>] = []
+        var start: Int?
+        for (i, c) in scalars.enumerated() {
+            let isLetter = c.properties.isAlphabetic
+            if isLetter, start == nil { start = i }
+            if !isLetter, let b = start {
+                ranges.append(b..<i)
+                start = nil
+            }
+        }
+        if let b = start { ranges.append(b..<scalars.count) }
+        var starts: [Bool] = []
+        for (i, r) in ranges.enumerated() {
+            let w = WordMark(range: r, word: "", startSample: i * 100, endSample: i * 100 + 90, segment: 0, isEstimated: false)
+            starts.append(m.startsSentence(w))
+            m.words.append(w)
+        }
+        // Hi there | Ça va | Oui | 好 | Yes no: the first word has no word before it to tell.
+        #expect(starts == [false, false, true, false, true, true, true, false])
+    }
+
     /// A driver that sleeps exactly as long as the machine asks, against a server whose played
     /// position follows the clock: every word is delivered at the very sample where it starts
     /// (no drift), every one once and in order, and the end at the last sample.

@@ -13,15 +13,17 @@ import Testing
 struct LivePlaybackFakeTests {
     /// One harness: live speech over a fake sink, with every event recorded as delivered.
     final class Harness: Sendable {
-        let sink = FakeSink()
+        let sink: FakeSink
+        let engine = FakeEngine()
         let clock = ManualClock()
         let log = DeliveredEvents()
         let live: LiveSpeech
 
-        init() throws {
+        init(maxBufferedAhead: Duration = .seconds(10)) throws {
+            sink = FakeSink(maxBufferedAhead: maxBufferedAhead)
             let catalog = try VoiceCatalog.default()
             let clock = self.clock
-            live = LiveSpeech(output: sink, engine: FakeEngine(), clock: .manual(now: { clock.now })) {
+            live = LiveSpeech(output: sink, engine: engine, clock: .manual(now: { clock.now })) {
                 u throws(ParlaError) in try SpeechPlan(u, catalog: catalog)
             }
             let log = self.log
@@ -175,6 +177,42 @@ struct LivePlaybackFakeTests {
         #expect(h.sink.streamCount == 0)
     }
 
+    /// Synthesis that runs a second (the least) ahead of the listener stops at the start of the
+    /// next sentence and frees the engine; it carries on from that word once the listener has
+    /// heard half of what was ahead, and the listener hears every word once, in order, with
+    /// the audio an uninterrupted synthesis makes.
+    @Test func synthesisFarAheadStopsAtASentenceAndCarriesOnWhenTheListenerCatchesUp() async throws {
+        let h = try Harness(maxBufferedAhead: .zero)
+        let sentences = ["a", "b", "c", "d"].map { l in (1...5).map { "\(l)\($0)" }.joined(separator: " ") + "." }
+        let id = h.live.submit(Utterance(string: sentences.joined(separator: " ")), kind: .speech, announcement: nil)
+        await h.engine.waitForEndedPasses(1)
+        let stream = try #require(h.sink.stream(0))
+        #expect(stream.samples.count == 1200, "parked at c1, the first word past 1000 samples ahead that starts a sentence")
+        #expect(h.engine.running == 0, "the engine is free")
+        var heard: [String] = []
+        h.hear(1, on: stream)
+        h.hear(699, on: stream)
+        #expect(h.engine.passes == 1, "501 samples ahead: still parked")
+        h.hear(700, on: stream)
+        await h.engine.waitForEndedPasses(2)
+        #expect(h.engine.passes == 2)
+        #expect(stream.samples.count == 1800, "parked again at d1")
+        heard += h.take(id)
+        h.hear(1300, on: stream)
+        _ = await h.sink.finishedStream(0)
+        #expect(h.engine.passes == 3)
+        h.hear(2399, on: stream)
+        heard += h.take(id)
+        let words = heard.filter { $0.hasPrefix("word:") }
+        let expected = ["a", "b", "c", "d"].flatMap { l in (1...5).map { "\(l)\($0)" } }.enumerated().map { "word:\($1)@\($0 * 120)" }
+        #expect(words == expected)
+        #expect(heard.filter { $0.hasPrefix("sentence:") } == sentences.map { "sentence:\($0)" })
+        #expect(heard.first == "started" && heard.last == "finished")
+        #expect(
+            stream.samples
+                == Array(repeating: (Array(repeating: Int16(1000), count: 100) + Array(repeating: 0, count: 20)), count: 20).flatMap { $0 })
+    }
+
     @Test func aCancelledWaitWithdrawsItsUtterance() async throws {
         let h = try Harness()
         let playing = h.live.submit(Utterance(string: "one two three"), kind: .speech, announcement: nil)
@@ -203,20 +241,59 @@ final class DeliveredEvents: Sendable {
     let events = Mutex<[SpeechEvent]>([])
 }
 
-/// An engine that speaks each whitespace-separated word of the plan's text as 100 samples of
-/// tone and 20 of silence, at 1000 samples a second, with one sentence over the whole text.
-struct FakeEngine: SpeechEngine {
+/// An engine that speaks each whitespace-separated word of the plan's text (from where its
+/// first run starts) as 100 samples of tone and 20 of silence, at 1000 samples a second.
+/// A word ending in "." ends a sentence, reported as the real engine does: when the next one
+/// starts, and the last at the end. It counts its passes.
+final class FakeEngine: SpeechEngine {
     static let rate = 1000
+    private struct Counts {
+        var passes = 0
+        var running = 0
+        var ended = 0
+        var waiters: [(ended: Int, continuation: CheckedContinuation<Void, Never>)] = []
+    }
+    private let counts = Mutex(Counts())
+
+    /// Passes started, and how many are running now.
+    var passes: Int { counts.withLock { $0.passes } }
+    var running: Int { counts.withLock { $0.running } }
+
+    /// Returns once `n` passes have ended (finished or stopped).
+    func waitForEndedPasses(_ n: Int) async {
+        await withCheckedContinuation { c in
+            counts.withLock { s in
+                if s.ended >= n { c.resume() } else { s.waiters.append((n, c)) }
+            }
+        }
+    }
 
     func start() async throws(ParlaError) -> Int { Self.rate }
 
     func synthesize(_ plan: SpeechPlan, stop: StopFlag, emit: @escaping @Sendable (SynthesisEvent) -> Void) async throws(ParlaError)
         -> Int
     {
+        counts.withLock {
+            $0.passes += 1
+            $0.running += 1
+        }
+        defer {
+            counts.withLock { s in
+                s.running -= 1
+                s.ended += 1
+                let ended = s.ended
+                s.waiters.removeAll { w in
+                    guard w.ended <= ended else { return false }
+                    w.continuation.resume()
+                    return true
+                }
+            }
+        }
         let scalars = Array(plan.text.unicodeScalars)
+        let from = plan.runs.first?.range.lowerBound ?? 0
         var words: [Range<Int>] = []
         var start: Int?
-        for (i, s) in scalars.enumerated() {
+        for (i, s) in scalars.enumerated() where i >= from {
             if s.properties.isWhitespace {
                 if let b = start { words.append(b..<i) }
                 start = nil
@@ -225,10 +302,13 @@ struct FakeEngine: SpeechEngine {
             }
         }
         if let b = start { words.append(b..<scalars.count) }
-        emit(.sentence(SentenceMark(range: 0..<scalars.count, startSample: 0, endSample: words.count * 120)))
         var sample = 0
-        for range in words {
+        var sentence: (input: Int, sample: Int)?
+        for token in words {
             guard !stop.isRaised else { throw .cancelled }
+            // A word's range leaves its full stop out, as the real engine's do.
+            let endsSentence = scalars[token.upperBound - 1] == "." && token.count > 1
+            let range = endsSentence ? token.lowerBound..<token.upperBound - 1 : token
             var word = ""
             word.unicodeScalars.append(contentsOf: scalars[range])
             emit(.word(WordMark(range: range, word: word, startSample: sample, endSample: sample + 100, segment: 0, isEstimated: false)))
@@ -237,8 +317,15 @@ struct FakeEngine: SpeechEngine {
                     PCMBuffer(
                         samples: Array(repeating: 1000, count: 100) + Array(repeating: 0, count: 20), startSample: sample,
                         sampleRate: Self.rate)))
+            if sentence == nil { sentence = (range.lowerBound, sample) }
             sample += 120
+            if let s = sentence, endsSentence || token == words.last {
+                // Reported when the next sentence starts: before its first word.
+                emit(.sentence(SentenceMark(range: s.input..<token.upperBound, startSample: s.sample, endSample: sample - 20)))
+                sentence = nil
+            }
         }
+        guard !stop.isRaised else { throw .cancelled }
         return sample
     }
 }
@@ -252,7 +339,8 @@ final class FakeSink: AudioSink {
     }
     private let state = Mutex(State())
 
-    var maxBufferedAhead: Duration { .seconds(10) }
+    let maxBufferedAhead: Duration
+    init(maxBufferedAhead: Duration) { self.maxBufferedAhead = maxBufferedAhead }
     var targetLatency: Duration { .milliseconds(30) }
     var streamCount: Int { state.withLock { $0.streams.count } }
 
@@ -271,6 +359,9 @@ final class FakeSink: AudioSink {
         state.withLock { $0.streams.append(stream) }
         return stream
     }
+
+    /// Stream `index`, if opened.
+    func stream(_ index: Int) -> FakeStream? { state.withLock { index < $0.streams.count ? $0.streams[index] : nil } }
 
     /// Stream `index` once it exists and its whole input has been written.
     func finishedStream(_ index: Int) async -> FakeStream {
@@ -339,8 +430,22 @@ final class FakeStream: AudioStream {
     }
 
     func playedSamples() -> Int? { played }
-    func waitWhileAhead(by limit: Int, stop: () -> Bool) {}
-    func discard(from sample: Int, margin: Int) -> Bool { false }
+    func samplesAhead() -> Int {
+        state.withLock { s in
+            guard s.status == .active else { return 0 }
+            return max(0, s.samples.count - (s.played ?? 0))
+        }
+    }
+
+    /// Drops what was written from `sample` on, unless the listener is within `margin` of it.
+    func discard(from sample: Int, margin: Int) -> Bool {
+        state.withLock { s in
+            guard (s.played ?? 0) + margin <= sample else { return false }
+            if sample < s.samples.count { s.samples.removeLast(s.samples.count - sample) }
+            s.inputFinished = false
+            return true
+        }
+    }
     func setVolume(_ volume: Double) {}
     func setCorked(_ corked: Bool) { state.withLock { $0.corked = corked } }
 

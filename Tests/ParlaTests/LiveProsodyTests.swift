@@ -8,7 +8,8 @@ import Testing
 /// now playing, from the first word not yet at the server, with every word reported once, in
 /// order, at its original offsets.
 extension LiveSpeechTests {
-    static let longReading = "The first sentence is here and it goes on for a while. The second sentence has seven words in it. The third one ends it all, slowly and calmly."
+    static let longReading =
+        "The first sentence is here and it goes on for a while. The second sentence has seven words in it. The third one ends it all, slowly and calmly."
 
     /// Mean length in samples of the words `words` (from each start to the next).
     func meanWordLength(_ words: [SpokenRange]) -> Double {
@@ -60,9 +61,37 @@ extension LiveSpeechTests {
         let before = meanWordLength(Array(words[..<first])), after = meanWordLength(Array(words[first...]))
         #expect(after < 0.75 * before, "mean word length \(before) samples before word \(first), \(after) after; \(ctx)")
         // And it was heard: audio arrived after the new rate's first word was due.
-        let due = try #require(log.of(id).first { if case .willSpeakWord(let r) = $0.kind { return r.scalarRange == change.word } else { return false } })
+        let due = try #require(
+            log.of(id).first { if case .willSpeakWord(let r) = $0.kind { return r.scalarRange == change.word } else { return false } })
         let loudAfter = server.recorder.loudSampleTimes(after: due.time.nanoseconds).count
         #expect(loudAfter > 2000, "\(loudAfter) loud samples after word \(first) was due; \(ctx)")
+    }
+
+    /// Live synthesis far ahead of the listener stops and frees the engine, so a file render
+    /// on the same engine (another synthesizer) is not held up until the live speech has been
+    /// synthesized to its end.
+    @Test func liveSpeechFarAheadDoesNotHoldUpAFileRenderOnTheSameEngine() async throws {
+        let server = try await TestAudioServer.start()
+        let engine = ESpeakEngine()
+        let live = SpeechSynthesizer(
+            audioOutput: AudioOutputOptions(device: server.sink, server: server.server, maxBufferedAhead: .milliseconds(100)),
+            engine: engine)
+        let log = EventLog(live)
+        let text = Array(repeating: Self.longReading, count: 3).joined(separator: " ")
+        let id = live.speak(Utterance(string: text))
+        #expect(await log.wait(timeout: 30) { log.words(id).count >= 2 })
+        let renderer = SpeechSynthesizer(engine: engine)
+        let dir = try makeTemporaryDirectory()
+        let timeline = try await renderer.write(Utterance(string: "Rendered meanwhile."), to: dir.appendingPathComponent("r.wav"))
+        let heard = log.words(id).count
+        let total = text.split(separator: " ").count
+        #expect(timeline.words.count == 2)
+        // 26 s of speech, 1 s of it ahead: had the render waited for the live synthesis to end,
+        // the listener would be 25 s in by now.
+        #expect(heard < total / 4, "\(heard) of \(total) words heard when the render ended")
+        #expect(log.terminal(id) == nil)
+        live.stop(at: .immediate)
+        #expect(await log.wait(timeout: 10) { log.terminal(id) != nil })
     }
 
     @Test(arguments: SoundServer.allCases)

@@ -81,6 +81,9 @@ package struct PlaybackStateMachine: Sendable {
     /// stops short of the last sample (the server's clock may): the stream's latency and some.
     package let drainGrace: Duration
     private var cursor = OffsetCursor()
+    /// A second cursor for synthesis, which runs ahead of what is heard (one cursor for both
+    /// would rescan the text from its start at every switch).
+    private var ahead = OffsetCursor()
 
     /// The longest the driver sleeps while audio plays, so a late server clock is caught soon.
     package static let longestWait = Duration.milliseconds(20)
@@ -234,6 +237,22 @@ package struct PlaybackStateMachine: Sendable {
             range: lo.index..<hi.index, utf16Range: lo.utf16..<hi.utf16, scalarRange: range,
             text: text ?? String(input[lo.index..<hi.index]), audioSample: sample, sampleRate: sampleRate)
     }
+
+    /// Whether word `w` starts a sentence: sentence-ending punctuation lies between the last
+    /// word synthesized so far and it. (The engine's own sentence marks come too late to tell:
+    /// it reports a sentence a few words before its end.)
+    package mutating func startsSentence(_ w: WordMark) -> Bool {
+        guard let previous = words.last, previous.range.upperBound < w.range.lowerBound else { return false }
+        let lo = ahead.locate(previous.range.upperBound, in: input).index
+        let hi = ahead.locate(w.range.lowerBound, in: input).index
+        return input.unicodeScalars[lo..<hi].contains { Self.sentenceEnders.contains($0) }
+    }
+
+    /// Full stops, question and exclamation marks of the scripts Parla speaks.
+    private static let sentenceEnders: Set<Unicode.Scalar> = [
+        ".", "!", "?", "\u{2026}", "\u{037E}", "\u{0589}", "\u{061F}", "\u{06D4}", "\u{0964}", "\u{0965}", "\u{3002}", "\u{FF01}",
+        "\u{FF1F}", "\u{FF0E}",
+    ]
 
     // MARK: Private
 
