@@ -19,8 +19,9 @@ public struct AudioOutputOptions: Sendable, Hashable {
     public var role: String
     /// The client name desktop volume controls show.
     public var applicationName: String
-    /// How far synthesis may run ahead of the listener. Audio beyond this waits in the engine,
-    /// so a book-length text does not sit in memory (22050 Hz mono: 2.6 MB per minute).
+    /// How far synthesis may run ahead of the listener (at least a second). Beyond it, live
+    /// synthesis stops at the next sentence and carries on when half has been heard, so a
+    /// book-length text does not sit in memory (22050 Hz mono: 2.6 MB per minute).
     public var maxBufferedAhead: Duration
     /// How long the server may take to accept a connection, to start a stream, or to play on
     /// while audio waits, before it counts as stuck (a PipeWire whose WirePlumber stopped
