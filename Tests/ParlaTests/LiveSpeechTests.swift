@@ -40,12 +40,19 @@ final class EventLog: @unchecked Sendable {
     }
 }
 
-let longText = "One two three four five six seven eight nine ten. Eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen nineteen twenty."
+let longText =
+    "One two three four five six seven eight nine ten. Eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen nineteen twenty."
 
 /// Loud samples a silent stretch of the monitor may still show. Under load, 1–13 isolated
 /// samples were seen there (probably the server re-rendering after a cork or a stream's
 /// removal, or the time estimate stepping); 150 ms of speech gives thousands.
 let silenceTolerance = 50
+
+/// How long after a stop, a pause or a release sound may still reach the monitor. bench-live
+/// measures stop → silence at 0.0 ms (p95 0.0) with the 30 ms latency these tests use; this
+/// leaves that latency twice over and some scheduling delay on a loaded 2-core machine. (It
+/// was 150 ms before the live playback's decisions were tested exactly with fakes.)
+let silenceAfterStop: UInt64 = 80_000_000
 
 /// A synthesizer on `server` with an engine of its own: on the shared engine, a live test's
 /// utterances would wait behind the thousands that the render and property tests running at
@@ -101,7 +108,8 @@ struct LiveSpeechTests {
         let server = try await TestAudioServer.start(kind)
         let synth = liveSynth(server)
         let log = EventLog(synth)
-        let ssml = #"<speak><mark name="w0"/>Hello <mark name="w1"/>world, <voice xml:lang="el"><mark name="w2"/>καλημέρα</voice>.<mark name="end"/></speak>"#
+        let ssml =
+            #"<speak><mark name="w0"/>Hello <mark name="w1"/>world, <voice xml:lang="el"><mark name="w2"/>καλημέρα</voice>.<mark name="end"/></speak>"#
         let end = await synth.speakAndWait(try Utterance(ssml: ssml))
         guard case .finished = end.kind else { Issue.record("ended with \(end.kind)"); return }
         #expect(await log.wait { log.terminal(end.utterance) != nil })
@@ -140,7 +148,7 @@ struct LiveSpeechTests {
         let cut = await speaking.value
         #expect(isCancelled(cut, .interrupted), "\(cut.kind)")
         try await Task.sleep(for: .milliseconds(400))
-        #expect(server.recorder.loudSampleTimes(after: cancelledAt + 150_000_000).count < 50)
+        #expect(server.recorder.loudSampleTimes(after: cancelledAt + silenceAfterStop).count < 50)
         #expect(!synth.isSpeaking)
         // Already cancelled before it was called: the utterance never plays.
         let never = Task {
@@ -169,8 +177,10 @@ struct LiveSpeechTests {
         #expect(log.of(queued).count == 1)
         let loud = server.recorder.loudSampleTimes()
         #expect(loud.contains { $0 < stopped })
-        let late = loud.filter { $0 > stopped + 150_000_000 }
-        #expect(late.count < silenceTolerance, "sound \(late.count) samples after stop, the last \(Double((late.last ?? stopped) - stopped) / 1e6) ms after")
+        let late = loud.filter { $0 > stopped + silenceAfterStop }
+        #expect(
+            late.count < silenceTolerance,
+            "sound \(late.count) samples after stop, the last \(Double((late.last ?? stopped) - stopped) / 1e6) ms after")
     }
 
     @Test func releasingTheSynthesizerStopsItsSpeech() async throws {
@@ -184,7 +194,7 @@ struct LiveSpeechTests {
         #expect(await log.wait { log.terminal(id) != nil })
         #expect(isCancelled(log.terminal(id), .interrupted))
         try await Task.sleep(for: .milliseconds(300))
-        #expect(server.recorder.loudSampleTimes(after: released + 150_000_000).count < silenceTolerance)
+        #expect(server.recorder.loudSampleTimes(after: released + silenceAfterStop).count < silenceTolerance)
     }
 
     @Test func announcementInterruptsAndQueuedSpeechFollows() async throws {
@@ -250,11 +260,12 @@ struct LiveSpeechTests {
         // pause() returned": events reach the log late under load, and once words heard
         // before the pause arrived only then, the test stopped the speech 26 ms after
         // continuing and found too little sound.)
-        #expect(await log.wait {
-            let kinds = log.of(id).map(\.kind.name)
-            guard let c = kinds.firstIndex(of: "continued") else { return false }
-            return kinds[c...].filter { $0 == "word" }.count >= 3
-        })
+        #expect(
+            await log.wait {
+                let kinds = log.of(id).map(\.kind.name)
+                guard let c = kinds.firstIndex(of: "continued") else { return false }
+                return kinds[c...].filter { $0 == "word" }.count >= 3
+            })
         synth.stop()
         #expect(await log.wait { log.terminal(id) != nil })
         // No word was delivered between `paused` and `continued`.
@@ -268,7 +279,7 @@ struct LiveSpeechTests {
         #expect(heard == Array(expected.prefix(heard.count)))
         // The sink was silent while paused.
         let loud = server.recorder.loudSampleTimes()
-        #expect(loud.filter { $0 > paused + 150_000_000 && $0 < resumed }.count < silenceTolerance)
+        #expect(loud.filter { $0 > paused + silenceAfterStop && $0 < resumed }.count < silenceTolerance)
         // Sound after `continue`: more loud samples than had arrived by then. (Not their
         // estimated times: on a loaded machine the recorder can fall seconds behind, and
         // twice in 10 full runs the first resumed samples were then placed before `continue`.)
@@ -334,7 +345,9 @@ struct LiveSpeechTests {
         let ids = texts.map { synth.speak(Utterance(string: $0, language: "en")) }
         #expect(await log.wait(timeout: 30) { ids.allSatisfy { log.terminal($0) != nil } })
         for (id, text) in zip(ids, texts) {
-            guard case .finished? = log.terminal(id)?.kind else { Issue.record("\(text): \(String(describing: log.terminal(id)?.kind))"); continue }
+            guard case .finished? = log.terminal(id)?.kind else {
+                Issue.record("\(text): \(String(describing: log.terminal(id)?.kind))"); continue
+            }
             let words = log.words(id)
             #expect(words.map(\.text).suffix(2) == ["J", "R"], "\(text)")
             for w in words { #expect(String(text[w.range]) == w.text) }
@@ -394,7 +407,8 @@ struct LiveSpeechTests {
             if case .willSpeakWord(let r) = e.kind { return (e.time.nanoseconds, r.audioSample) } else { return nil }
         }
         // Sample s reached the monitor at first + (s - firstLoudPCM) / rate.
-        let drift = words.map { (time, sample) in (Double(time) - (Double(first) + Double(sample - firstLoudPCM) * 1e9 / 22050)) / 1e6 }.sorted()
+        let drift = words.map { (time, sample) in (Double(time) - (Double(first) + Double(sample - firstLoudPCM) * 1e9 / 22050)) / 1e6 }
+            .sorted()
         // The median, and 8 words in 10: a loaded test machine can make a word or two look
         // early (the monitor's reader wakes late); scripts/bench-live measures it properly.
         let median = drift[drift.count / 2]
@@ -410,7 +424,7 @@ struct LiveSpeechTests {
         server.wedgeSessionManager()
         let synth = liveSynth(server, serverTimeout: .seconds(1))
         _ = try synth.plan(Utterance(string: "Is anybody there?"))  // catalog and detector loaded
-        _ = try await synth.sampleRate()                              // engine started
+        _ = try await synth.sampleRate()  // engine started
         let asked = monotonicNanoseconds()
         let r = await synth.speakAndWait(Utterance(string: "Is anybody there?"))
         let took = Double(monotonicNanoseconds() - asked) / 1e9
@@ -496,7 +510,8 @@ struct LiveSpeechTests {
         }
         let seen = Set(events.map(\.utterance))
         #expect(seen.count > 50)
-        #expect(seen.allSatisfy { terminals[$0] == 1 }, "utterances without exactly one terminal event: \(seen.filter { terminals[$0] != 1 })")
+        #expect(
+            seen.allSatisfy { terminals[$0] == 1 }, "utterances without exactly one terminal event: \(seen.filter { terminals[$0] != 1 })")
         #expect(afterTerminal == 0)
         #expect(Set(all).isSubset(of: seen))
         #expect(!synth.isSpeaking)
