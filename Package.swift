@@ -29,6 +29,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-numerics", from: "1.0.0"),
         // FileDescriptor and Errno for ParlaIO's writes (short writes and EINTR handled once).
         .package(url: "https://github.com/apple/swift-system", from: "1.4.0"),
+        // Runs speak-selection's selection tools (wl-paste, xclip, xsel) with a deadline.
+        .package(url: "https://github.com/swiftlang/swift-subprocess", from: "1.0.2"),
         // `swift package generate-documentation` (scripts/docs); a plugin, nothing is linked.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.4.0"),
     ],
@@ -79,7 +81,10 @@ let package = Package(
         // MARK: Command-line tool
         .target(
             name: "ParlaCommands",
-            dependencies: ["Parla", "CParlaATSPI", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: [
+                "Parla", "CParlaATSPI", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Subprocess", package: "swift-subprocess"),
+            ],
             swiftSettings: swiftSettings
         ),
         .executableTarget(

@@ -2,6 +2,7 @@ import ArgumentParser
 import Dispatch
 import FoundationEssentials
 import Parla
+import Subprocess
 #if canImport(Glibc)
     import Glibc
 #endif
@@ -123,7 +124,7 @@ struct SelectionRun {
                 found =
                     options.source == "-"
                     ? Selection.Found(text: try TextInput.readStandardInput(), source: "standard input")
-                    : try readSelection(settings) { printError("  \($0)") }
+                    : try await readSelection(settings) { printError("  \($0)") }
             } catch let failure as Selection.Unreadable {
                 printError("\(failure.reason) (looked in \(String(format1: Double(monotonicNanoseconds() - started) / 1e6)) ms).")
                 throw ExitCode(1)
@@ -162,7 +163,7 @@ struct SelectionRun {
 
         let text: String?
         do {
-            text = options.source == "-" ? try TextInput.readStandardInput() : try readSelection(settings)?.text
+            text = options.source == "-" ? try TextInput.readStandardInput() : try await readSelection(settings)?.text
         } catch let failure as Selection.Unreadable {
             try await sayWhy(failure.reason, synth: synth, ready: ready)
         }
@@ -182,8 +183,8 @@ struct SelectionRun {
     }
 
     /// The selection, from the sources and with the timeout of the options or else the settings.
-    func readSelection(_ settings: SelectionSettings, trace: ((String) -> Void)? = nil) throws -> Selection.Found? {
-        try Selection.read(
+    func readSelection(_ settings: SelectionSettings, trace: ((String) -> Void)? = nil) async throws -> Selection.Found? {
+        try await Selection.read(
             sources: try options.sources.map { try SelectionSettings.parseSources($0).get() } ?? settings.sources,
             timeout: options.timeout ?? settings.timeout, trace: trace)
     }
@@ -279,7 +280,7 @@ enum Selection {
     /// - Throws: ``Unreadable`` naming what to install or what the sources said when no source
     ///   could be read.
     static func read(sources: [Source] = Source.defaults, timeout: Int = defaultTimeoutMilliseconds, trace: ((String) -> Void)? = nil)
-        throws -> Found?
+        async throws -> Found?
     {
         let env = { (name: String) in getenv(name).map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 } }
         var missingTool: String?
@@ -324,7 +325,7 @@ enum Selection {
                 }
                 commands.removeAll { failedTools.contains($0[0]) }
                 if !commands.isEmpty { reachable = true }
-                let answers = capture(commands, deadline: monotonicNanoseconds() + UInt64(timeout) * 1_000_000, timeout: timeout)
+                let answers = await capture(commands, deadline: monotonicNanoseconds() + UInt64(timeout) * 1_000_000, timeout: timeout)
                 // In the order asked: Wayland's selection before XWayland's.
                 for (command, answer) in zip(commands, answers) {
                     trace?("\(source.rawValue): \(command[0]): \(answer)")
@@ -423,94 +424,59 @@ enum Selection {
 
     /// Runs every command at once until `deadline` (monotonic nanoseconds) and says what each
     /// answered, in the same order. `timeout` (ms) is only for the message of one that is late.
-    static func capture(_ commands: [[String]], deadline: UInt64, timeout: Int) -> [Answer] {
-        struct Running {
-            var argv: [String]
-            var pid: pid_t?
-            var out: Int32 = -1, err: Int32 = -1
-            var output: [UInt8] = [], errors: [UInt8] = []
-            var failure: String?
-            var timedOut = false
+    static func capture(_ commands: [[String]], deadline: UInt64, timeout: Int) async -> [Answer] {
+        await withTaskGroup(of: (Int, Answer).self) { group in
+            for (i, argv) in commands.enumerated() {
+                group.addTask { (i, await answer(of: argv, deadline: deadline, timeout: timeout)) }
+            }
+            var answers = [Answer](repeating: .empty, count: commands.count)
+            for await (i, answer) in group { answers[i] = answer }
+            return answers
         }
-        var running: [Running] = commands.map { argv in
-            var r = Running(argv: argv)
-            var out: [Int32] = [0, 0], err: [Int32] = [0, 0]
-            guard pipe(&out) == 0 else {
-                r.failure = "\(argv[0]): cannot make a pipe"
-                return r
+    }
+
+    /// What one command answered by `deadline`. A command still running then is killed (the
+    /// run is cancelled, and swift-subprocess ends a cancelled process with SIGKILL).
+    private static func answer(of argv: [String], deadline: UInt64, timeout: Int) async -> Answer {
+        guard let tool = argv.first else { return .failed("no command") }
+        let now = monotonicNanoseconds()
+        let left = deadline > now ? deadline - now : 0
+        typealias Result = ExecutionResult<Void, BytesOutput, StringOutput<UTF8>>
+        let result: Result?
+        do {
+            result = try await withThrowingTaskGroup(of: Result?.self) { race in
+                race.addTask {
+                    try await run(
+                        .name(tool), arguments: Arguments(Array(argv.dropFirst())), input: .none,
+                        output: .bytes(limit: 64 << 20), error: .string(limit: 64 << 10))
+                }
+                race.addTask {
+                    try await Task.sleep(nanoseconds: left)
+                    return nil
+                }
+                defer { race.cancelAll() }
+                return try await race.next() ?? nil
             }
-            guard pipe(&err) == 0 else {
-                close(out[0])
-                close(out[1])
-                r.failure = "\(argv[0]): cannot make a pipe"
-                return r
-            }
-            // Not inherited by the other tools started here.
-            _ = fcntl(out[0], F_SETFD, FD_CLOEXEC)
-            _ = fcntl(err[0], F_SETFD, FD_CLOEXEC)
-            r.pid = Processes.spawn(argv, stdout: out[1], stderr: err[1])
-            close(out[1])
-            close(err[1])
-            r.out = out[0]
-            r.err = err[0]
-            if r.pid == nil { r.failure = "\(argv[0]) could not be started" }
-            return r
+        } catch {
+            return .failed("\(tool) could not be run: \(error)")
         }
-        var buffer = [UInt8](repeating: 0, count: 65536)
-        while true {
-            var fds: [pollfd] = [], owners: [Int] = []
-            for (i, r) in running.enumerated() where r.pid != nil {
-                for fd in [r.out, r.err] where fd >= 0 {
-                    fds.append(pollfd(fd: fd, events: Int16(POLLIN), revents: 0))
-                    owners.append(i)
-                }
-            }
-            if fds.isEmpty { break }
-            let now = monotonicNanoseconds()
-            if now >= deadline {
-                for i in Set(owners) {
-                    running[i].timedOut = true
-                    if let pid = running[i].pid { kill(pid, SIGKILL) }
-                }
-                break
-            }
-            let r = poll(&fds, nfds_t(fds.count), Int32((deadline - now) / 1_000_000) + 1)
-            if r < 0 && errno == EINTR { continue }
-            if r <= 0 { continue }
-            for (p, i) in zip(fds, owners) where p.revents != 0 {
-                let n = buffer.withUnsafeMutableBytes { readSome(p.fd, into: $0) }
-                if n <= 0 {
-                    if p.fd == running[i].out { running[i].out = -1 } else { running[i].err = -1 }
-                    close(p.fd)
-                } else if p.fd == running[i].out {
-                    running[i].output += buffer[0..<n]
-                } else if running[i].errors.count < 4096 {
-                    running[i].errors += buffer[0..<n]
-                }
-            }
+        guard let result else { return .failed("\(tool) did not answer within \(timeout) ms") }
+        if result.terminationStatus.isSuccess { return .text(result.standardOutput) }
+        let message = (result.standardError ?? "").split(separator: "\n").first.map { String($0).trimmed() } ?? ""
+        let lower = message.lowercased()
+        if ["not available", "nothing is copied", "no selection", "no suitable type"].contains(where: { lower.contains($0) }) {
+            return .empty
         }
-        return running.map { r in
-            if r.out >= 0 { close(r.out) }
-            if r.err >= 0 { close(r.err) }
-            if let failure = r.failure { return .failed(failure) }
-            guard let pid = r.pid else { return .failed("\(r.argv[0]) could not be started") }
-            let status = waitForExit(pid)
-            if r.timedOut { return .failed("\(r.argv[0]) did not answer within \(timeout) ms") }
-            if status == 0 { return .text(r.output) }
-            let message =
-                String(decoding: r.errors, as: UTF8.self)
-                .split(separator: "\n").first.map { String($0).trimmed() } ?? ""
-            let lower = message.lowercased()
-            if ["not available", "nothing is copied", "no selection", "no suitable type"].contains(where: { lower.contains($0) }) {
-                return .empty
-            }
-            if r.argv[0] == "wl-paste"
-                && (lower.contains("missing a seat") || lower.contains("does not support") || lower.contains("doesn't support"))
-            {
-                // weston and other compositors without data-control or primary-selection.
-                return .failed("the compositor does not share it with other programs (wl-paste: \(message))")
-            }
-            return .failed(message.isEmpty ? "\(r.argv[0]) failed (status \((status >> 8) & 0xFF))" : "\(r.argv[0]): \(message)")
+        if tool == "wl-paste"
+            && (lower.contains("missing a seat") || lower.contains("does not support") || lower.contains("doesn't support"))
+        {
+            // weston and other compositors without data-control or primary-selection.
+            return .failed("the compositor does not share it with other programs (wl-paste: \(message))")
+        }
+        if !message.isEmpty { return .failed("\(tool): \(message)") }
+        switch result.terminationStatus {
+        case .exited(let code): return .failed("\(tool) failed (status \(code))")
+        case .signaled(let signal): return .failed("\(tool) was killed by signal \(signal)")
         }
     }
 }
