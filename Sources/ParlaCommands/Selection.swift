@@ -462,7 +462,7 @@ enum Selection {
         }
         guard let result else { return .failed("\(tool) did not answer within \(timeout) ms") }
         if result.terminationStatus.isSuccess { return .text(result.standardOutput) }
-        let message = (result.standardError ?? "").split(separator: "\n").first.map { String($0).trimmed() } ?? ""
+        let message = result.standardError.split(separator: "\n").first.map { String($0).trimmed() } ?? ""
         let lower = message.lowercased()
         if ["not available", "nothing is copied", "no selection", "no suitable type"].contains(where: { lower.contains($0) }) {
             return .empty
