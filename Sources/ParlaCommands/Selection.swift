@@ -177,9 +177,11 @@ struct SelectionRun {
         var seen = Set<String>()
         let languages = plan.segments.map(\.language.identifier).filter { seen.insert($0).inserted }
         printError("Languages: \(languages.joined(separator: ", "))")
-        if options.notify || settings.notify { Selection.notify(text) }
+        // Shown while the speech starts, not before it.
+        let notification = options.notify || settings.notify ? Task { await Selection.notify(text) } : nil
         try await ready.value
         try await playToEnd(utterance, with: synth, highlight: isatty(1) != 0, eventsJSON: false)
+        await notification?.value
     }
 
     /// The selection, from the sources and with the timeout of the options or else the settings.
@@ -193,13 +195,14 @@ struct SelectionRun {
     /// error, aloud, and in a desktop notification when `notify-send` exists. Exits with status 1.
     func sayWhy(_ reason: String, synth: SpeechSynthesizer, ready: Task<Void, any Error>) async throws -> Never {
         printError(reason + ".")
-        Selection.notify(reason, quietly: true)
+        let notification = Task { await Selection.notify(reason, quietly: true) }
         try? await ready.value
         // "Cannot read the selection" is heard first, as a sentence of its own: a sentence is
         // synthesized whole before it plays, so a long first one would delay the first sound.
         let spoken =
             reason.firstIndex(of: ":").map { reason[..<$0] + ". " + reason[reason.index(after: $0)...].trimmed() + "." } ?? reason + "."
         _ = await synth.speakAndWait(Utterance(string: spoken, language: "en"))
+        await notification.value
         throw ExitCode(1)
     }
 }
@@ -364,14 +367,24 @@ enum Selection {
 
     /// Shows `text` in a desktop notification (best effort, without waiting).
     /// When `notify-send` is missing, says so unless `quietly` (a reason that is also spoken).
-    static func notify(_ text: String, quietly: Bool = false) {
+    /// A notification daemon that does not answer is given up after ``notificationDeadline``
+    /// (notify-send itself would wait 25 s), so it never keeps the program waiting.
+    static func notify(_ text: String, quietly: Bool = false) async {
         guard Processes.have("notify-send") else {
             if !quietly { printError("--notify needs notify-send (apt-get install libnotify-bin); continuing without it.") }
             return
         }
         let body = text.count > 300 ? String(text.prefix(300)) + "…" : text
-        _ = Processes.spawn(["notify-send", "--app-name=Parla", "Parla", body], stdout: nil)
+        _ = try? await withThrowingTaskGroup(of: Void.self) { race in
+            race.addTask { _ = try await run(.name("notify-send"), arguments: ["--app-name=Parla", "Parla", body], output: .discarded) }
+            race.addTask { try await Task.sleep(for: notificationDeadline) }
+            defer { race.cancelAll() }
+            try await race.next()
+        }
     }
+
+    /// How long notify-send may take to hand a notification over.
+    static let notificationDeadline = Duration.seconds(2)
 
     /// Standard input, if it is a file, or a pipe or socket with text there within 50 ms; nil
     /// otherwise. An open pipe that stays empty (some launchers give one) is not waited for, and

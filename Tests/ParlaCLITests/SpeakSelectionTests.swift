@@ -72,7 +72,9 @@ struct SpeakSelectionTests {
         }
 
         static func start(display: Bool = true) async throws -> Session {
-            Session(server: try await TestAudioServer.start(), display: display ? try await TestDisplay() : nil, home: try makeTemporaryDirectory())
+            Session(
+                server: try await TestAudioServer.start(), display: display ? try await TestDisplay() : nil,
+                home: try makeTemporaryDirectory())
         }
 
         /// Each source may take 3 s here instead of 50 ms: on a machine busy with the rest of
@@ -85,7 +87,9 @@ struct SpeakSelectionTests {
             var env = environment
             for (k, v) in extra { env[k] = v }
             let environment = env
-            return try await offPool { try runProcess(SpeakSelectionTests.binary, Session.slowMachine(args), stdin: stdin, environment: environment) }
+            return try await offPool {
+                try runProcess(SpeakSelectionTests.binary, Session.slowMachine(args), stdin: stdin, environment: environment)
+            }
         }
 
         /// Starts speak-selection without waiting for it.
@@ -265,6 +269,19 @@ struct SpeakSelectionTests {
         return dir
     }
 
+    /// `--notify` shows the text being spoken in a desktop notification (notify-send, started
+    /// while the speech starts), and the speech is heard.
+    @Test func notifyShowsTheSpokenText() async throws {
+        let s = try await Session.start(display: false)
+        let tools = try stubTools(wlPaste: nil)
+        let path = tools.path + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin")
+        let r = try await s.run(["--notify", "-"], stdin: Data("Notified and spoken.".utf8), environment: ["PATH": path])
+        #expect(r.status == 0, "\(r.error)")
+        let notified = try String(contentsOf: tools.appendingPathComponent("notified"), encoding: .utf8)
+        #expect(notified == "--app-name=Parla Parla Notified and spoken.\n", "\(notified)")
+        #expect(s.server.recorder.loudSampleTimes().count > 1000)
+    }
+
     /// From a hotkey nobody sees standard error: a selection that cannot be read is said aloud
     /// and in a notification, with the tool's own message.
     @Test func anUnreadableSelectionIsSpokenAndNotified() async throws {
@@ -321,7 +338,9 @@ struct SpeakSelectionTests {
         #expect(r3.error.contains("line 1: duck must be true, false or a number of dB from 1 to 60"))
         try "timeout = 50\nsources = primary, selection\n".write(to: conf, atomically: true, encoding: .utf8)
         let r4 = try await s.run(["--config", conf.path])
-        #expect(r4.error.contains("line 2: sources must be some of accessibility, primary and clipboard, separated by commas, not 'selection'"), "\(r4.error)")
+        #expect(
+            r4.error.contains("line 2: sources must be some of accessibility, primary and clipboard, separated by commas, not 'selection'"),
+            "\(r4.error)")
         let r5 = try await s.run(["--sources", " , "])
         #expect(r5.status != 0 && r5.error.contains("sources must name at least one"), "\(r5.error)")
     }
@@ -395,7 +414,8 @@ struct SpeakSelectionTests {
 
     /// Runs `speak-selection --print` until it prints `expected` (the accessible application
     /// takes a moment to come up and register), for at most 30 s. Returns the last run.
-    func waitUntilPrinted(_ expected: String, _ s: Session, _ args: [String], environment: [String: String?]) async throws -> ProcessResult {
+    func waitUntilPrinted(_ expected: String, _ s: Session, _ args: [String], environment: [String: String?]) async throws -> ProcessResult
+    {
         let deadline = Date().addingTimeInterval(30)
         var last = try await s.run(["--print"] + args, environment: environment)
         while last.output != expected + "\n" && Date() < deadline {
@@ -518,7 +538,9 @@ struct SpeakSelectionTests {
         ]
         let r = try await s.run([], environment: env)
         #expect(r.status == 1)
-        #expect(r.error.contains("Cannot read the selection: the compositor does not share it with other programs (wl-paste: Missing a seat)"), "\(r.error)")
+        #expect(
+            r.error.contains("Cannot read the selection: the compositor does not share it with other programs (wl-paste: Missing a seat)"),
+            "\(r.error)")
         #expect(s.server.recorder.loudSampleTimes().count > 1000)  // spoken
         let notified = try String(contentsOf: tools.appendingPathComponent("notified"), encoding: .utf8)
         #expect(notified.contains("Cannot read the selection: the compositor does not share it"), "\(notified)")
