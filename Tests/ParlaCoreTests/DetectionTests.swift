@@ -251,6 +251,34 @@ struct DetectionTests {
             #expect(throws: ParlaError.self) { try LanguageModel(contentsOf: path) }
         }
         #expect(throws: ParlaError.self) { try LanguageModel(contentsOf: dir.appendingPathComponent("missing").path) }
+        // A language bias that is not a small finite number (NaN here) is refused too: it would
+        // poison every decision of its group.
+        var bad = good
+        let bias = try #require(firstBiasOffset(in: good))
+        bad.replaceSubrange(bias..<bias + 4, with: [0x00, 0x00, 0xC0, 0x7F])
+        let path = dir.appendingPathComponent("nan-bias").path
+        try bad.write(to: URL(fileURLWithPath: path))
+        #expect(throws: ParlaError.self) { try LanguageModel(contentsOf: path) }
+    }
+
+    /// Where the first group's per-language biases start in a model file (see train.py's
+    /// format): magic and version, the lower-case map, the group count, then the group header.
+    private func firstBiasOffset(in d: Data) -> Int? {
+        let b = [UInt8](d)
+        func u32(_ i: Int) -> Int { Int(b[i]) | Int(b[i + 1]) << 8 | Int(b[i + 2]) << 16 | Int(b[i + 3]) << 24 }
+        var i = 8
+        i += 4 + 8 * u32(i)  // the lower-case map
+        i += 4  // group count
+        func skipString() { i += 1 + Int(b[i]) }
+        skipString()  // group id
+        let scripts = Int(b[i])
+        i += 1
+        for _ in 0..<scripts { skipString() }
+        i += 2 + 4  // max order, bits, scale
+        let languages = Int(b[i]) | Int(b[i + 1]) << 8
+        i += 2
+        for _ in 0..<languages { skipString() }
+        return i + 4 <= b.count ? i : nil
     }
 }
 

@@ -6,14 +6,22 @@ Sources (see DATA.md for licences):
     /usr/share/locale (msgstr in the catalogue's language; msgid as English);
   * translated manual pages: /usr/share/man/<lang>/ (Debian's manpages-xx packages)
     and the English pages in /usr/share/man/man*/;
-  * word frequency lists from PyPI's wordfreq (used for training only: they are
-    words, not texts).
+  * Unicode CLDR (Debian's unicode-cldr-core): the display names, calendar words, unit
+    and time-zone names of each locale, and the spoken names of the emoji (annotations);
+  * word lists, for training only (they are words, not texts): PyPI's wordfreq (with
+    frequencies), Debian's hunspell dictionaries (stems), Tesseract's OCR word lists
+    (tesseract-ocr-LANG) and CLDR's emoji keywords.
 
-Every string is cleaned, de-duplicated per language and assigned to a split by a
-hash of its text: 10 % test (never seen by training), 5 % dev (tuning), the rest
-train. The split depends only on the text, so reruns are stable.
+Every string is cleaned, de-duplicated per language and assigned to a split. First by
+source: for each language with three or more sources, whole sources (Debian packages,
+picked by a hash of package and language) holding 10–35 % of its strings go to
+`unseen/`, so the test set can tell how the model does on text of a kind it never saw.
+The rest by a hash of the text: 10 % test (never seen by training), 5 % dev (tuning),
+the rest train. The split depends only on the text and the package names, so reruns are
+stable.
 
-Usage: extract.py OUTDIR   (writes OUTDIR/{train,dev,test}/LANG.txt and OUTDIR/sources.tsv)
+Usage: extract.py OUTDIR   (writes OUTDIR/{train,dev,test,unseen}/LANG.txt,
+OUTDIR/wordlists/LANG.txt and OUTDIR/sources.tsv)
 """
 import gettext
 import glob
@@ -31,8 +39,8 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 # Locale directory or man directory name -> the language Parla labels it with.
 ALIASES = {"pt_BR": "pt", "pt_PT": "pt", "zh_CN": "zh", "zh_TW": "zh", "zh_HK": "zh", "zh_SG": "zh",
-           "nb_NO": "nb", "no": "nb", "sr@Cyrl": "sr", "ms_MY": "ms", "es_ES": "es", "fr_FR": "fr",
-           "de_DE": "de", "it_IT": "it", "ca@valencia": None, "sr@latin": None, "sr@ije": None,
+           "nb_NO": "nb", "no": "nb", "sr@Cyrl": "sr", "sr@latin": "sr-Latn", "sr_Latn": "sr-Latn", "ms_MY": "ms", "es_ES": "es", "fr_FR": "fr",
+           "de_DE": "de", "it_IT": "it", "ca@valencia": None, "sr@ije": None,
            "en_GB": None, "en_AU": None, "en_CA": None, "en_US": None, "en": None}
 
 MAX_TRAIN_CHARS = 4_000_000   # per language, per source kind
@@ -47,6 +55,7 @@ def catalog_languages():
                 langs.add(tag.split("-")[0].lower())
     langs.discard("cmn")
     langs.add("zh")
+    langs.add("sr-Latn")  # Serbian in Latin script: a class of its own, spoken by the Serbian voice
     return langs
 
 
@@ -124,6 +133,36 @@ def usable(s):
     return letters >= 4 and letter_ratio(s) >= 0.6 and len(s) <= 600
 
 
+# Languages whose Debian translations partly use a script other than the one their voice and
+# most of their readers use (Tatar's catalogues are in the Latin Zamanalif alphabet; Tatar is
+# written in Cyrillic): only text in the usual script is kept, so the class and its test are
+# about the language as it is written.
+USUAL_SCRIPT = {"tt": "CYRILLIC"}
+
+
+def in_script(s, script):
+    letters = [c for c in s if c.isalpha()]
+    return letters and sum(1 for c in letters if unicodedata.name(c, "").startswith(script)) >= 0.8 * len(letters)
+
+
+# Languages whose sources leave untranslated strings in a language other than English: CLDR's
+# Greenlandic keeps many Danish names.
+LEFT_IN = {"kl": ["da"]}
+
+
+def foreign_word(wordfreq, w, lang, foreign, available):
+    """A word common in one of `foreign` and at least four times as common there as in `lang`."""
+    try:
+        f_own = wordfreq.word_frequency(w, lang) if lang in available else 0.0
+        for f in foreign:
+            f_other = wordfreq.word_frequency(w, f)
+            if f_other > 1e-6 and f_other > 4 * f_own:
+                return True
+    except Exception:  # a language whose tokenizer wordfreq lacks here
+        return False
+    return False
+
+
 def split_of(text):
     h = int(hashlib.sha1(text.encode("utf-8")).hexdigest()[:8], 16) % 100
     if h < 10:
@@ -160,10 +199,138 @@ def import_wordfreq():
     return wordfreq
 
 
+CLDR = "/usr/share/unicode/cldr/common"
+# CLDR elements whose text is natural language (names, calendar words, units, zones). Everything
+# else (patterns such as "d MMM y", exemplar character sets, symbols) is left out.
+CLDR_TEXT = {"language", "script", "territory", "variant", "key", "type", "measurementSystemName",
+             "month", "day", "quarter", "dayPeriod", "era", "displayName", "unitPattern",
+             "relativeTimePattern", "relative", "exemplarCity", "generic", "standard", "daylight"}
+PLACEHOLDER = re.compile(r"\{\d\}")
+
+
+def cldr_label(stem, known):
+    """CLDR file stem (sw, sw_KE, sr_Latn, zh_Hant) -> Parla language, or None."""
+    if stem in ALIASES:
+        return ALIASES[stem]
+    parts = stem.split("_")
+    if len(parts) > 1 and parts[1] in ("Latn", "Arab", "Cyrl", "Hans", "Deva", "Beng", "Olck") and parts[0] != "zh":
+        # A second script of the language (sr_Cyrl is Serbian's default script: keep it).
+        if not (parts[0] == "sr" and parts[1] == "Cyrl"):
+            return None
+    return parts[0] if parts[0] in known else None
+
+
+def cldr_texts(known):
+    """(lang, text, kind) from CLDR's locale data and emoji names, and (lang, word) keywords."""
+    import xml.etree.ElementTree as ET
+    texts, words = [], []
+    for path in sorted(glob.glob(os.path.join(CLDR, "main", "*.xml"))):
+        lang = cldr_label(os.path.basename(path)[:-4], known)
+        if not lang:
+            continue
+        try:
+            root = ET.parse(path).getroot()
+        except ET.ParseError:
+            continue
+        for el in root.iter():
+            if el.tag in CLDR_TEXT and el.text and not el.attrib.get("alt") == "variant":
+                t = " ".join(PLACEHOLDER.sub(" ", el.text).split())
+                if t:
+                    texts.append((lang, t))
+    for path in sorted(glob.glob(os.path.join(CLDR, "annotations", "*.xml"))):
+        lang = cldr_label(os.path.basename(path)[:-4], known)
+        if not lang:
+            continue
+        try:
+            root = ET.parse(path).getroot()
+        except ET.ParseError:
+            continue
+        for el in root.iter("annotation"):
+            if not el.text:
+                continue
+            if el.attrib.get("type") == "tts":
+                texts.append((lang, " ".join(el.text.split())))
+            else:
+                words += [(lang, w.strip()) for w in el.text.split("|") if w.strip()]
+    return texts, words
+
+
+# Word lists used for training only: hunspell dictionaries (stems; affix flags dropped) and
+# Tesseract's LSTM word lists. Locale or Tesseract code -> Parla language.
+HUNSPELL = {"sw_TZ": "sw", "sw_KE": "sw", "gd_GB": "gd", "gug_PY": "gn", "id_ID": "id", "af_ZA": "af",
+            "bs_BA": "bs", "hr_HR": "hr", "sr_Latn_RS": "sr-Latn", "sr_RS": "sr", "ne_NP": "ne"}
+TESSERACT = {"gla": "gd", "hat": "ht", "lat": "la", "ltz": "lb", "mlt": "mt", "mri": "mi", "que": "qu",
+             "snd": "sd", "swa": "sw", "tat": "tt", "srp_latn": "sr-Latn", "msa": "ms", "ind": "id",
+             "afr": "af", "nld": "nl", "mkd": "mk", "bul": "bg", "srp": "sr", "hrv": "hr", "bos": "bs",
+             "nep": "ne", "hin": "hi", "mar": "mr"}
+TESSDATA = "/usr/share/tesseract-ocr/5/tessdata"
+
+
+def hunspell_words(path):
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        lines = fh.read().splitlines()[1:]
+    out = []
+    for line in lines:
+        w = line.split("/")[0].split("\t")[0].strip()
+        if w and not any(c.isdigit() for c in w):
+            out.append(w)
+    return out
+
+
+def tesseract_words(code, tmp):
+    src = os.path.join(TESSDATA, code + ".traineddata")
+    prefix = os.path.join(tmp, code + ".")
+    try:
+        subprocess.run(["combine_tessdata", "-u", src, prefix], check=True, capture_output=True)
+        out = prefix + "words"
+        subprocess.run(["dawg2wordlist", prefix + "lstm-unicharset", prefix + "lstm-word-dawg", out],
+                       check=True, capture_output=True)
+    except (OSError, subprocess.CalledProcessError):
+        return []
+    with open(out, encoding="utf-8", errors="replace") as fh:
+        return [w for w in fh.read().split() if not any(c.isdigit() for c in w)]
+
+
+def word_lists(known, tmp):
+    """lang -> {word}, and (package, lang) -> count, from hunspell and Tesseract."""
+    lists = defaultdict(set)
+    counts = defaultdict(int)
+    for loc, lang in HUNSPELL.items():
+        path = f"/usr/share/hunspell/{loc}.dic"
+        if lang in known and os.path.exists(path):
+            ws = hunspell_words(path)
+            lists[lang].update(w.lower() for w in ws)
+            counts[(package_of(path), lang)] += len(ws)
+    for code, lang in TESSERACT.items():
+        path = os.path.join(TESSDATA, code + ".traineddata")
+        if lang in known and os.path.exists(path):
+            ws = tesseract_words(code, tmp)
+            lists[lang].update(w.lower() for w in ws)
+            counts[(package_of(path), lang)] += len(ws)
+    return lists, counts
+
+
+def unseen_sources(lang, by_source):
+    """The whole sources of `lang` held out as unseen text: picked in a stable order (hash of
+    package and language) while the held-out share stays within 10–35 % of its strings."""
+    if len(by_source) < 3:
+        return set()
+    total = sum(by_source.values())
+    held, n = set(), 0
+    order = sorted(by_source, key=lambda p: hashlib.sha1(f"{p}\t{lang}".encode()).hexdigest())
+    for pkg in order:
+        if n >= 0.10 * total:
+            break
+        if n + by_source[pkg] <= 0.35 * total:
+            held.add(pkg)
+            n += by_source[pkg]
+    return held if n >= 0.10 * total else set()
+
+
 def main():
     outdir = sys.argv[1]
     known = catalog_languages()
-    texts = defaultdict(dict)        # lang -> {string: kind}
+    texts = defaultdict(dict)        # lang -> {string: (kind, package)}
     sources = defaultdict(lambda: defaultdict(int))  # (package) -> lang -> strings
 
     # 1. gettext catalogues
@@ -176,23 +343,23 @@ def main():
                 cat = gettext.GNUTranslations(fh)._catalog
         except Exception:
             continue
-        pkg = None
+        pkg = package_of(mo)
         for key, msgstr in cat.items():
             msgid = key[0] if isinstance(key, tuple) else key
             if not msgid or not msgstr:
                 continue
             msgid = msgid.split("\x04")[-1]  # drop a msgctxt prefix
             src, dst = clean_ui(msgid), clean_ui(msgstr)
-            if usable(src):
-                english[src] = "ui"
+            if usable(src) and src not in english:
+                english[src] = pkg
             if lang and dst != src and usable(dst):
                 if dst not in texts[lang]:
-                    texts[lang][dst] = "ui"
-                    if pkg is None:
-                        pkg = package_of(mo)
+                    texts[lang][dst] = ("ui", pkg)
                     sources[pkg][lang] += 1
-    for s in english:
-        texts["en"].setdefault(s, "ui")
+    for s, pkg in english.items():
+        if s not in texts["en"]:
+            texts["en"][s] = ("ui", pkg)
+            sources[pkg]["en"] += 1
 
     # 2. manual pages
     mandirs = [("en", d) for d in sorted(glob.glob("/usr/share/man/man[1-8]"))]
@@ -203,19 +370,39 @@ def main():
             if lang:
                 mandirs += [(lang, x) for x in sorted(glob.glob(d + "/man[1-8]"))]
     for lang, d in mandirs:
-        chars = sum(len(s) for s, k in texts[lang].items() if k == "man")
+        chars = sum(len(s) for s, (k, _) in texts[lang].items() if k == "man")
         for page in sorted(glob.glob(d + "/*.gz")):
             if chars > MAX_TRAIN_CHARS:
                 break
-            n = 0
+            pkg = None
             for s in man_sentences(page):
                 if usable(s) and s not in texts[lang]:
-                    texts[lang][s] = "man"
+                    pkg = pkg or package_of(page)
+                    texts[lang][s] = ("man", pkg)
                     chars += len(s)
-                    n += 1
-            if n:
-                pkg = package_of(page)
-                sources[pkg][lang] += n
+                    sources[pkg][lang] += 1
+
+    # 3. CLDR: locale names and emoji names are text; emoji keywords are a word list.
+    cldr_pkg = package_of(os.path.join(CLDR, "main", "en.xml"))
+    keywords = defaultdict(set)
+    if os.path.isdir(CLDR):
+        cldr, kw = cldr_texts(known)
+        for lang, s in cldr:
+            if usable(s) and s not in texts[lang]:
+                texts[lang][s] = ("cldr", cldr_pkg)
+                sources[cldr_pkg][lang] += 1
+        for lang, w in kw:
+            keywords[lang].add(w.lower())
+
+    # 4. Word lists (training only).
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        lists, counts = word_lists(known, tmp)
+    for lang, ws in keywords.items():
+        lists[lang].update(ws)
+        counts[(cldr_pkg, lang)] += len(ws)
+    for (pkg, lang), n in counts.items():
+        sources[pkg][lang] += n
 
     # Translations leave some strings in English (untranslated manual page paragraphs,
     # catalogue entries copied from the msgid): drop a string from a language other than
@@ -233,33 +420,54 @@ def main():
         if lang == "en":
             continue
         dropped = 0
+        foreign = ["en"] + LEFT_IN.get(lang, [])
         for s in list(texts[lang]):
             words = [w for w in WORD.findall(s.lower()) if len(w) > 1]
-            if len(words) < 2:
+            if len(words) < (1 if lang in LEFT_IN else 2):
                 continue
-            english = 0
-            for w in words:
-                f_en = wordfreq.word_frequency(w, "en")
-                f_own = wordfreq.word_frequency(w, lang) if lang in available else 0.0
-                if f_en > 1e-6 and f_en > 4 * f_own:
-                    english += 1
-            if english / len(words) >= 0.5:
+            if sum(1 for w in words if foreign_word(wordfreq, w, lang, foreign, available)) / len(words) >= 0.5:
                 del texts[lang][s]
                 dropped += 1
         if dropped:
-            print(f"{lang}: dropped {dropped} strings that are mostly English", file=sys.stderr)
+            print(f"{lang}: dropped {dropped} strings that are mostly {' or '.join(foreign)}", file=sys.stderr)
+    # The same for word lists (OCR lists and emoji keywords pick up English words too).
+    for lang in sorted(lists):
+        if lang == "en":
+            continue
+        foreign = ["en"] + LEFT_IN.get(lang, [])
+        before = len(lists[lang])
+        lists[lang] = {w for w in lists[lang] if not foreign_word(wordfreq, w, lang, foreign, available)}
+        if before - len(lists[lang]):
+            print(f"{lang}: dropped {before - len(lists[lang])} listed words of {' or '.join(foreign)}", file=sys.stderr)
 
-    for split in ("train", "dev", "test"):
+    for lang, script in USUAL_SCRIPT.items():
+        for s in [s for s in texts.get(lang, {}) if not in_script(s, script)]:
+            del texts[lang][s]
+    for split in ("train", "dev", "test", "unseen", "wordlists"):
         os.makedirs(os.path.join(outdir, split), exist_ok=True)
     summary = []
+    held_out = []
     for lang in sorted(texts):
+        by_source = defaultdict(int)
+        for _, pkg in texts[lang].values():
+            by_source[pkg] += 1
+        unseen = unseen_sources(lang, by_source)
+        held_out += [(lang, pkg, by_source[pkg]) for pkg in sorted(unseen)]
         parts = defaultdict(list)
-        for s, kind in sorted(texts[lang].items()):
-            parts[split_of(s)].append(f"{kind}\t{s}")
+        for s, (kind, pkg) in sorted(texts[lang].items()):
+            parts["unseen" if pkg in unseen else split_of(s)].append(f"{kind}\t{s}")
         for split, lines in parts.items():
             with open(os.path.join(outdir, split, lang + ".txt"), "w", encoding="utf-8") as fh:
                 fh.write("\n".join(lines[:MAX_STRINGS]) + "\n")
         summary.append((lang, len(texts[lang]), sum(len(s) for s in texts[lang])))
+    for lang, ws in sorted(lists.items()):
+        ws = sorted(w for w in ws if sum(1 for c in w if c.isalpha()) >= 2)
+        with open(os.path.join(outdir, "wordlists", lang + ".txt"), "w", encoding="utf-8") as fh:
+            fh.write("\n".join(ws) + "\n")
+        print(f"{lang}\tword list of {len(ws)} words", file=sys.stderr)
+    with open(os.path.join(outdir, "unseen-sources.tsv"), "w") as fh:
+        for lang, pkg, n in held_out:
+            fh.write(f"{lang}\t{pkg}\t{n}\n")
     with open(os.path.join(outdir, "sources.tsv"), "w") as fh:
         for pkg in sorted(sources):
             for lang in sorted(sources[pkg]):

@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""Write bench/langid-test.tsv from the held-out test split written by extract.py.
+"""Write a test set (bench/langid-test.tsv, bench/langid-unseen.tsv) from a held-out split
+written by extract.py: `test` (strings never seen by training, from sources it did see) or
+`unseen` (whole sources training never saw).
 
 Each line: LANG <TAB> short|long <TAB> TEXT. Short texts have 10–40 code points, long ones
 60–400. A string is kept only if at least 80 % of its letters are in the script that
@@ -15,6 +17,7 @@ import unicodedata
 from collections import Counter
 
 corpus, out = sys.argv[1], sys.argv[2]
+split = sys.argv[3] if len(sys.argv) > 3 else "test"
 PER_BUCKET = 200
 MIN_BUCKET = 30
 
@@ -33,7 +36,7 @@ def script_of(c):
 
 
 rows = []
-for path in sorted(glob.glob(os.path.join(corpus, "test", "*.txt"))):
+for path in sorted(glob.glob(os.path.join(corpus, split, "*.txt"))):
     lang = os.path.basename(path)[:-4]
     texts = [l.rstrip("\n").split("\t", 1)[1] for l in open(path, encoding="utf-8") if "\t" in l]
     letters = Counter(script_of(c) for t in texts for c in t if c.isalpha())

@@ -22,7 +22,7 @@ File format (little endian):
   u32 n; n × (u32 from, u32 to)             simple lower-case map
   u32 groups
   per group: str id; u8 k; k × str script; u8 maxOrder; u8 bits; f32 scale;
-             u16 L; L × str tag; f32 × L reserved (written as 0, ignored); (1 << bits) × L bytes table
+             u16 L; L × str tag; f32 × L bias (prior cost in nats); (1 << bits) × L bytes table
   (str = u8 length + UTF-8 bytes)
 
 Usage: train.py CORPUS_DIR OUT_MODEL [--report FILE]
@@ -55,7 +55,35 @@ CLIP = 255
 ALPHA = 0.05              # additive smoothing (pseudo-count per bucket)
 MIN_TRAIN_LETTERS = 12_000
 WORDFREQ_TOP = 60_000
+WORDFREQ_MASS = 5e5       # n-gram counts a frequency list weighs (or as much as the text, if more)
 MAX_TRAIN_CHARS = 3_000_000
+MIN_WORD_LIST = 2_000     # words: a shorter dictionary is not enough for a class of its own
+# A dictionary's weight: none where the language has a frequency list or 20,000 words of text
+# (on the dev set, dictionaries beside text blurred close neighbours: hr, bs and sr-Latn share
+# most of their dictionary words), and as much as the text where there is little else.
+WORD_LIST_SHARE = 0.0
+WORD_LIST_SHARE_ALONE = 1.0
+WORD_LIST_TEXT_WORDS = 20_000  # words of text that make a dictionary secondary
+WORD_LIST_MAX_GAIN = 20        # at most this many counts per listed word's n-gram
+MIN_LETTERS_WITH_LIST = 3_000  # letters of text a class needs beside a word list
+
+
+_CYR = "абвгдђежзијклљмнњопрстћуфхцчџш"
+_LAT = ["a", "b", "v", "g", "d", "đ", "e", "ž", "z", "i", "j", "k", "l", "lj", "m", "n", "nj", "o", "p", "r", "s", "t",
+        "ć", "u", "f", "h", "c", "č", "dž", "š"]
+SERBIAN_LATIN = {ord(c): l for c, l in zip(_CYR, _LAT)}
+SERBIAN_LATIN.update({ord(c.upper()): l.capitalize() for c, l in zip(_CYR, _LAT)})
+
+
+def english_word(wordfreq, w, own):
+    f_en = wordfreq.word_frequency(w, "en")
+    if f_en <= 1e-6:
+        return False
+    try:
+        f_own = wordfreq.word_frequency(w, own) if own else 0.0
+    except Exception:  # Japanese and Chinese need tokenizers we lack: keep the word
+        return False
+    return f_en > 4 * f_own
 PRIME = np.uint64(0x100000001B3)
 MIX = np.uint64(0x9E3779B97F4A7C15)
 SEED = 0xCBF29CE484222325
@@ -178,6 +206,83 @@ def wordfreq_lists():
     return langs, wordfreq
 
 
+# The detector's costs (Sources/ParlaCore/Detection/LanguageDetector.swift): a word's emission
+# is its table units × EMISSION_WEIGHT / (scale × max order) nats; a language's prior is
+# OTHER_COST nats, SCRIPT_DEFAULT_COST for the script's default language, plus its bias.
+EMISSION_WEIGHT = 0.5
+OTHER_COST = 3.0
+SCRIPT_DEFAULT_COST = 1.0
+BIAS_STEPS = np.arange(-1.0, 1.01, 0.25)  # small: a prior must not overrule clear evidence
+BIAS_GAIN = 0.002         # a step is taken only if it adds this much macro accuracy (0.2 points)
+BIAS_MAX_STRINGS = 300    # dev strings per language and length used for tuning
+
+
+def priors(tags, default, bias):
+    base = np.array([SCRIPT_DEFAULT_COST if t.split("-")[0] == default else OTHER_COST for t in tags])
+    return base + np.asarray(bias)
+
+
+def tune_bias(corpus, tok, max_order, bits, tags, q, default):
+    """Per-language prior costs (nats) that maximise the dev set's macro accuracy over the
+    group's languages and both lengths, by coordinate descent over a grid. Naive Bayes favours
+    a language with more (or more uniform) training text on the words neighbours share; a
+    small prior evens that out on short texts and does nothing to long ones."""
+    L = len(tags)
+    if L < 2:
+        return [0.0] * L
+    rows, gold, weight = [], [], []
+    qf = q.astype(np.float64)
+    for i, lang in enumerate(tags):
+        seen = {"short": 0, "long": 0}
+        items = []
+        for s in read_split(corpus, "dev", lang):
+            n = len(s)
+            b = "short" if 10 <= n <= 40 else "long" if n >= 60 else None
+            if b is None or seen[b] >= BIAS_MAX_STRINGS:
+                continue
+            idx = [x for w in tok.words(s) for x in features(w, max_order, bits)]
+            if not idx:
+                continue
+            seen[b] += 1
+            items.append((qf[idx].sum(axis=0) * EMISSION_WEIGHT / (SCALE * max_order), b))
+        for e, b in items:
+            rows.append(e)
+            gold.append(i)
+            weight.append(1.0 / seen[b])  # every language and length counts the same
+    if not rows:
+        return [0.0] * L
+    E = np.array(rows)
+    gold = np.array(gold)
+    weight = np.array(weight)
+    bias = np.zeros(L)
+    total = float(weight.sum())
+
+    def accuracy(b):
+        pred = np.argmin(E + priors(tags, default, b), axis=1)
+        return float((weight * (pred == gold)).sum())
+
+    best = accuracy(bias)
+    for _ in range(3):
+        improved = False
+        for i in range(L):
+            if tags[i].split("-")[0] == default:
+                continue  # the script's default keeps its place: ties go to it, by design
+            before = keep = bias[i]
+            keep_a = best
+            for step in BIAS_STEPS:
+                bias[i] = step
+                a = accuracy(bias)
+                if a > keep_a:
+                    keep, keep_a = step, a
+            if keep_a > best + BIAS_GAIN * total:
+                bias[i], best, improved = keep, keep_a, True
+            else:
+                bias[i] = before
+        if not improved:
+            break
+    return [float(x) for x in bias]
+
+
 def write_str(fh, s):
     b = s.encode("utf-8")
     fh.write(struct.pack("<B", len(b)) + b)
@@ -198,9 +303,16 @@ def main():
             catalog.add(tag.split("-")[0].lower())
     catalog.discard("cmn")
     catalog.add("zh")
+    catalog.add("sr-Latn")
     wf_langs, wordfreq = wordfreq_lists()
+    word_lists = {}
+    for path in glob.glob(os.path.join(args.corpus, "wordlists", "*.txt")):
+        with open(path, encoding="utf-8") as fh:
+            ws = fh.read().split()
+        if len(ws) >= MIN_WORD_LIST:
+            word_lists[os.path.basename(path)[:-4]] = ws
 
-    langs = sorted({os.path.basename(p)[:-4] for p in glob.glob(os.path.join(args.corpus, "train", "*.txt"))} | set(wf_langs))
+    langs = sorted({os.path.basename(p)[:-4] for p in glob.glob(os.path.join(args.corpus, "train", "*.txt"))} | set(wf_langs) | set(word_lists))
     langs = [l for l in langs if l in catalog]
     tokenizers = {g: Tokenizer(ranges, scripts, lmap) for g, (scripts, _, _) in GROUPS.items()}
     group_letter_sets = {g: t.letters for g, t in tokenizers.items()}
@@ -224,7 +336,7 @@ def main():
             freqs = wordfreq.get_frequency_dict(wf_langs[lang], wordlist="best")
             top = sorted(freqs.items(), key=lambda kv: -kv[1])[:WORDFREQ_TOP]
             words = top
-        sample = joined if joined else " ".join(w for w, _ in (words or [])[:5000])
+        sample = joined if joined else " ".join(w for w, _ in (words or [])[:5000]) or " ".join(word_lists.get(lang, [])[:5000])
         counts = {g: len(rx.findall(sample)) for g, rx in group_letter_sets.items()}
         g, n = max(counts.items(), key=lambda kv: kv[1])
         # Letters of scripts outside the modelled groups (Greek, Hangul, Thai, ...): such a
@@ -234,12 +346,22 @@ def main():
         if other > n:
             print(f"skip {lang}: written mostly in a script without a model", file=sys.stderr)
             continue
-        if n == 0 or (letters < MIN_TRAIN_LETTERS and words is None):
+        if n == 0 or (letters < MIN_TRAIN_LETTERS and words is None and lang not in word_lists):
             print(f"skip {lang}: {letters} letters in {g}, no word list", file=sys.stderr)
+            continue
+        if letters < MIN_TRAIN_LETTERS and words is None and letters < MIN_LETTERS_WITH_LIST:
+            # A dictionary alone (OCR word lists carry stray English and German words) makes a
+            # class nobody can test: better to say the language is not detected.
+            print(f"skip {lang}: {letters} letters of text in {g}, too few beside a word list", file=sys.stderr)
             continue
         members[g].append(lang)
         train_text[lang] = joined
         wf_words[lang] = words
+
+    # Serbian is written in both alphabets, and the Cyrillic one maps letter for letter onto the
+    # Latin one: the (larger) Cyrillic text, transliterated, trains Serbian in Latin script too.
+    if "sr" in train_text and "sr-Latn" in train_text:
+        train_text["sr-Latn"] += "\n" + train_text["sr"].translate(SERBIAN_LATIN)
 
     model_groups = []
     for g, (scripts, max_order, bits) in GROUPS.items():
@@ -248,6 +370,7 @@ def main():
             continue
         tok = tokenizers[g]
         logp = np.zeros((len(tags), max_order, 1 << bits), dtype=np.float64)
+        counts_of = []
         for i, lang in enumerate(tags):
             words = tok.words(train_text[lang])
             c_text = ngram_counts(words, [1.0] * len(words), max_order, bits)
@@ -262,12 +385,31 @@ def main():
                 c_wf = ngram_counts(wl, ww, max_order, bits)
                 for n in range(max_order):
                     t_text = c_text[n].sum()
-                    target = max(t_text, 2e6)
+                    target = max(t_text, WORDFREQ_MASS)
                     if c_wf[n].sum() > 0:
                         c[n] += c_wf[n] / c_wf[n].sum() * target
+            alone = not wf_words[lang] and len(words) < WORD_LIST_TEXT_WORDS
+            if lang in word_lists and (alone or WORD_LIST_SHARE > 0):
+                # A dictionary has no frequencies: every word counts once.
+                listed = word_lists[lang]
+                if lang != "en":
+                    # Drop the English words OCR lists and keyword lists pick up.
+                    own = wf_langs.get(lang)
+                    listed = [w for w in listed if not english_word(wordfreq, w, own)]
+                wl = [w for x in listed for w in tok.words(x)]
+                c_wl = ngram_counts(wl, [1.0] * len(wl), max_order, bits)
+                share = WORD_LIST_SHARE_ALONE if alone else WORD_LIST_SHARE
+                for n in range(max_order):
+                    # ... but a short list is not blown up to the weight of a long one.
+                    target = min(max(c_text[n].sum(), 2e6) * share, c_wl[n].sum() * WORD_LIST_MAX_GAIN)
+                    if c_wl[n].sum() > 0:
+                        c[n] += c_wl[n] / c_wl[n].sum() * target
+            counts_of.append(c)
+            extra = (" + wordfreq" if wf_words[lang] else "") + (f" + {len(word_lists[lang])} listed words" if lang in word_lists else "")
+            print(f"{g} {lang}: {len(words)} words of text{extra}", file=sys.stderr)
+        for i, c in enumerate(counts_of):
             for n in range(max_order):
                 logp[i, n] = np.log((c[n] + ALPHA) / (c[n].sum() + ALPHA * (1 << bits)))
-            print(f"{g} {lang}: {len(words)} words of text{' + wordfreq' if wf_words[lang] else ''}", file=sys.stderr)
         # All orders share one table, so a bucket may hold n-grams of several orders: its
         # probability is the mean of the per-order probabilities.
         total = np.logaddexp.reduce(logp, axis=1) - np.log(max_order)  # (L, B)
@@ -276,13 +418,24 @@ def main():
         q = np.minimum(np.rint(pen * SCALE), CLIP).astype(np.uint8)
         model_groups.append((g, scripts, max_order, bits, tags, q))
 
+    # Per-language prior costs, tuned on the dev set (see tune_bias).
+    defaults = json.load(open(os.path.join(REPO, "voices/defaults.json"))).get("scripts", {})
+    tuned = []
+    for g, scripts, max_order, bits, tags, q in model_groups:
+        bias = tune_bias(args.corpus, tokenizers[g], max_order, bits, tags, q, defaults.get(g))
+        for t, b in zip(tags, bias):
+            if b:
+                print(f"bias {g} {t}: {b:+.2f} nats", file=sys.stderr)
+        tuned.append((g, scripts, max_order, bits, tags, q, bias))
+    model_groups = tuned
+
     with open(args.out + ".tmp", "wb") as fh:
         fh.write(b"PLID" + struct.pack("<I", 1))
         pairs = sorted(lmap.items())
         fh.write(struct.pack("<I", len(pairs)))
         fh.write(b"".join(struct.pack("<II", a, b) for a, b in pairs))
         fh.write(struct.pack("<I", len(model_groups)))
-        for g, scripts, max_order, bits, tags, q in model_groups:
+        for g, scripts, max_order, bits, tags, q, bias in model_groups:
             write_str(fh, g)
             fh.write(struct.pack("<B", len(scripts)))
             for s in scripts:
@@ -291,16 +444,17 @@ def main():
             fh.write(struct.pack("<H", len(tags)))
             for t in tags:
                 write_str(fh, t)
-            fh.write(struct.pack(f"<{len(tags)}f", *([0.0] * len(tags))))
+            fh.write(struct.pack(f"<{len(tags)}f", *bias))
             fh.write(q.tobytes())
     os.replace(args.out + ".tmp", args.out)
     print(f"wrote {args.out}: {os.path.getsize(args.out) / 1e6:.1f} MB", file=sys.stderr)
 
     # Dev-set accuracy (whole strings, short and long).
     report = []
-    for g, scripts, max_order, bits, tags, q in model_groups:
+    for g, scripts, max_order, bits, tags, q, bias in model_groups:
         tok = tokenizers[g]
         qf = q.astype(np.float32)
+        prior = priors(tags, defaults.get(g), bias) * SCALE * max_order / EMISSION_WEIGHT  # in table units
         for i, lang in enumerate(tags):
             dev = read_split(args.corpus, "dev", lang)
             res = {"short": [0, 0], "long": [0, 0]}
@@ -312,7 +466,7 @@ def main():
                 idx = [b for w in tok.words(s) for b in features(w, max_order, bits)]
                 if not idx:
                     continue
-                pred = int(np.argmin(qf[idx].sum(axis=0)))
+                pred = int(np.argmin(qf[idx].sum(axis=0) + prior))
                 res[bucket][0] += pred == i
                 res[bucket][1] += 1
             report.append((g, lang, res))

@@ -430,10 +430,10 @@ public struct LanguageDetector: Sendable {
     private func priors(_ group: LanguageModel.Group) -> [Float] {
         let scriptDefault = scriptDefaults[group.id]?.language
         let preferred = preferences.languages.map(\.language)
-        return group.codes.map { code in
+        return zip(group.codes, group.bias).map { code, bias in
             if let candidates, !candidates.contains(code) { return .infinity }
             if let rank = preferred.firstIndex(of: code) { return Float(rank) * Self.preferenceStep }
-            return code == scriptDefault ? Self.scriptDefaultCost : Self.otherLanguageCost
+            return (code == scriptDefault ? Self.scriptDefaultCost : Self.otherLanguageCost) + bias
         }
     }
 

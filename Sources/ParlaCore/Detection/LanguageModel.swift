@@ -24,6 +24,10 @@ public final class LanguageModel: @unchecked Sendable {
         let bits: Int
         /// Table units per nat.
         let scale: Float
+        /// Each language's prior cost in nats, added to the detector's own (tuned on the dev
+        /// set so that close neighbours with unequal training text are not always decided the
+        /// same way); 0 in models from before it existed.
+        let bias: [Float]
         /// Byte offset of the table in the model's storage.
         let tableOffset: Int
     }
@@ -109,14 +113,19 @@ public final class LanguageModel: @unchecked Sendable {
                 guard let tag = r.string(), let t = LanguageTag(tag) else { throw fail("bad language tag in \(id)") }
                 languages.append(t)
             }
-            for _ in 0..<count { _ = r.f32() }  // reserved per-language field (0)
+            var bias: [Float] = []
+            for _ in 0..<count {
+                // A prior cost in nats; anything but a small finite number is a broken model.
+                guard let b = r.f32(), b.isFinite, abs(b) <= 16 else { throw fail("bad language bias in \(id)") }
+                bias.append(b)
+            }
             let size = (1 << Int(bits)) * Int(count)
             let offset = r.offset
             guard r.skip(size) else { throw fail("truncated table for \(id)") }
             groups.append(
                 Group(
                     id: id, scripts: scripts, languages: languages, codes: languages.map(\.language), maxOrder: Int(maxOrder),
-                    bits: Int(bits), scale: scale, tableOffset: offset))
+                    bits: Int(bits), scale: scale, bias: bias, tableOffset: offset))
         }
         return Parsed(groups: groups, groupOfScript: groupOfScript, lowerBMP: bmp, lowerAstral: astral)
     }
