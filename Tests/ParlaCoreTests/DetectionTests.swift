@@ -182,6 +182,40 @@ struct DetectionTests {
         #expect(languages("Der Zug nach Berlin fährt um acht Uhr vom Hauptbahnhof ab.") == ["de"])
     }
 
+    /// The detector does not pretend: text of a language the model has no class for gets a
+    /// low confidence (Haitian Creole, Guarani and Oromo are written in Latin letters, and each
+    /// is labelled with some Latin-script language), while text of its own languages keeps a
+    /// high one. The labels are not changed.
+    @Test func textOfALanguageWithoutAClassGetsALowConfidence() throws {
+        for text in [
+            "Mwen renmen ou anpil, epi mwen vle ale lakay mwen kounye a.",
+            "Che ha'e peteĩ mbo'ehára ha amba'apo Paraguáipe.",
+            "Afaan Oromoo afaan hojii naannoo Oromiyaa ti.",
+        ] {
+            let segments = sharedDetector.detect(text).filter { $0.language != nil }
+            #expect(segments.count == 1)
+            #expect(try #require(segments.first).confidence < 0.5, "\(text): \(segments)")
+        }
+        for text in [
+            "Hello, how are you today? I hope the weather is nice where you are.",
+            "Bonjour, comment allez-vous aujourd'hui ? J'espère que tout va bien.",
+            "Habari za asubuhi, jina langu ni Juma na ninaishi Dar es Salaam.",
+            "Мин татарча сөйләшәм, ә минем әнием Казанда яши.",
+        ] {
+            let segments = sharedDetector.detect(text).filter { $0.language != nil }
+            #expect(segments.count == 1)
+            #expect(try #require(segments.first).confidence > 0.9, "\(text): \(segments)")
+        }
+    }
+
+    @Test func ngramCountMatchesTraining() {
+        // "ab" framed is [2, a, b, 3]: unigrams a, b; bigrams 2a, ab, b3; trigrams 2ab, ab3;
+        // four-grams 2ab3; none longer.
+        #expect(LanguageDetector.ngramCount(letters: 2, maxOrder: 5) == 2 + 3 + 2 + 1)
+        #expect(LanguageDetector.ngramCount(letters: 1, maxOrder: 3) == 1 + 2 + 1)
+        #expect(LanguageDetector.ngramCount(letters: 10, maxOrder: 1) == 10)
+    }
+
     @Test func preferencesBreakTies() {
         for tag in ["de", "nl", "en"] {
             var d = sharedDetector

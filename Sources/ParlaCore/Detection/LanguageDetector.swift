@@ -75,6 +75,12 @@ public struct LanguageDetector: Sendable {
     static let temperature: Float = 1
     /// Scale of a word's n-gram evidence, after dividing by the n-gram order.
     static let emissionWeight: Float = 0.5
+    /// The fit limit, in nats per n-gram per nat of ln(1 + languages in the group): a base, a part
+    /// that shrinks with the square root of the n-gram count, and how fast confidence falls
+    /// beyond it (see ``fit(emission:ngrams:group:)``).
+    static let fitBase: Float = 0.38
+    static let fitSlope: Float = 0.625
+    static let fitWidth: Float = 0.25
 
     public init(
         model: LanguageModel, scriptDefaults: [String: LanguageTag] = [:], preferences: LanguagePreferences = .init([]),
@@ -415,14 +421,38 @@ public struct LanguageDetector: Sendable {
             }
             var z: Float = 0
             for l in 0..<L where gl.prior[l].isFinite { z += Float.exp(-(totals[l] - totals[label]) / Self.temperature) }
+            var ngrams = 0
+            for x in first..<w { ngrams += Self.ngramCount(letters: gl.words[x].count, maxOrder: group.maxOrder) }
+            let fit = Self.fit(emission: totals[label], ngrams: ngrams, group: group)
             out.append(
                 RawSegment(
-                    range: segStart..<end, language: group.languages[label], confidence: Double(1 / max(z, 1)), script: script,
+                    range: segStart..<end, language: group.languages[label], confidence: Double(fit / max(z, 1)), script: script,
                     letters: letters))
             segStart = end
             first = w
         }
         return out
+    }
+
+    /// How many n-grams a word of `letters` scalars gives (as `train.py` counts them: every
+    /// window of 1…maxOrder of the framed word, but a lone frame mark).
+    static func ngramCount(letters k: Int, maxOrder: Int) -> Int {
+        var count = k
+        if maxOrder >= 2 { for n in 2...maxOrder { count += max(0, k + 2 - n + 1) } }
+        return count
+    }
+
+    /// How well a stretch fits the language it was given, from 1 (as well as that language's
+    /// own text does) down towards 0: the model's penalties are relative to the group's most
+    /// likely language for each n-gram, so text of a language the group has no class for pays
+    /// far more per n-gram than any of its own languages. The limit grows with the number of
+    /// competing languages and shrinks with length, set so that 0.4–3 % of the dev set's
+    /// correctly labelled strings exceed it, depending on the group.
+    static func fit(emission: Float, ngrams: Int, group: LanguageModel.Group) -> Float {
+        guard ngrams > 0, emission.isFinite else { return 1 }
+        let perNgram = emission * Float(group.maxOrder) / Self.emissionWeight / Float(ngrams)  // nats
+        let limit = Float.log(Float(group.languages.count + 1)) * (Self.fitBase + Self.fitSlope / Float(ngrams).squareRoot())
+        return perNgram <= limit ? 1 : Float.exp(-(perNgram - limit) / Self.fitWidth)
     }
 
     /// Prior cost (nats) of each language of `group`: preferred languages cost least, then the
