@@ -220,31 +220,29 @@ def cldr_label(stem, known):
     return parts[0] if parts[0] in known else None
 
 
-def cldr_texts(known):
-    """(lang, text, kind) from CLDR's locale data and emoji names, and (lang, word) keywords."""
+def cldr_files(kind, known):
+    """(lang, XML root) of each CLDR file of `kind` (main, annotations) in a known language."""
     import xml.etree.ElementTree as ET
-    texts, words = [], []
-    for path in sorted(glob.glob(os.path.join(CLDR, "main", "*.xml"))):
+    for path in sorted(glob.glob(os.path.join(CLDR, kind, "*.xml"))):
         lang = cldr_label(os.path.basename(path)[:-4], known)
         if not lang:
             continue
         try:
-            root = ET.parse(path).getroot()
+            yield lang, ET.parse(path).getroot()
         except ET.ParseError:
             continue
+
+
+def cldr_texts(known):
+    """(lang, text) from CLDR's locale data and emoji names, and (lang, word) keywords."""
+    texts, words = [], []
+    for lang, root in cldr_files("main", known):
         for el in root.iter():
             if el.tag in CLDR_TEXT and el.text and not el.attrib.get("alt") == "variant":
                 t = " ".join(PLACEHOLDER.sub(" ", el.text).split())
                 if t:
                     texts.append((lang, t))
-    for path in sorted(glob.glob(os.path.join(CLDR, "annotations", "*.xml"))):
-        lang = cldr_label(os.path.basename(path)[:-4], known)
-        if not lang:
-            continue
-        try:
-            root = ET.parse(path).getroot()
-        except ET.ParseError:
-            continue
+    for lang, root in cldr_files("annotations", known):
         for el in root.iter("annotation"):
             if not el.text:
                 continue
