@@ -208,6 +208,23 @@ struct DetectionTests {
         }
     }
 
+    /// A letter or two of another script inside a word belongs to the word: Chuvash typed
+    /// with the Latin ă, ĕ and ç inside Cyrillic words is one stretch of one language (it fell
+    /// into 13 segments alternating two voices), while a longer stretch of another script
+    /// keeps its own segment.
+    @Test func aStrayLetterOfAnotherScriptStaysInItsWord() throws {
+        let chuvash = "Эпĕ чăвашла калаçатăп, манăн анне Шупашкарта пурăнать."
+        let segments = sharedDetector.detect(chuvash)
+        #expect(segments.count == 1, "\(segments)")
+        #expect(segments.first?.script == "Cyrl")
+        #expect(try #require(segments.first).confidence < 0.5, "no class for Chuvash: \(segments)")
+        #expect(sharedDetector.detect("Microsoftовский продукт").map(\.script) == ["Latn", "Cyrl"])
+        let scripts = LanguageDetector.scripts(of: Array("калаçатăп".unicodeScalars.map(\.value)))
+        #expect(Set(scripts.map(\.code)) == ["Cyrl"])
+        // Two letters next to one of another script: nothing to say which is the stray.
+        #expect(LanguageDetector.scripts(of: Array("μm".unicodeScalars.map(\.value))).map(\.code) == ["Grek", "Latn"])
+    }
+
     @Test func ngramCountMatchesTraining() {
         // "ab" framed is [2, a, b, 3]: unigrams a, b; bigrams 2a, ab, b3; trigrams 2ab, ab3;
         // four-grams 2ab3; none longer.

@@ -139,14 +139,62 @@ public struct LanguageDetector: Sendable {
         var letters: Int
     }
 
+    /// The script of each scalar, except that a stretch of one or two letters of another
+    /// script inside a word takes the word's script (the one most of its letters are in), when
+    /// the letters on both sides of it (at least two) are in that script. Chuvash is often typed with the Latin ă, ĕ and ç inside
+    /// Cyrillic words ("калаçатăп"); as separate runs, each such word fell into three segments
+    /// and three voices. A longer stretch ("Microsoftовский") keeps its own script.
+    static func scripts(of v: [UInt32]) -> [UnicodeScript] {
+        var scripts = v.map(UnicodeScript.of)
+        var i = 0
+        while i < scripts.count {
+            guard !scripts[i].isNeutral else { i += 1; continue }
+            // A word: letters with the marks that follow them.
+            var end = i + 1
+            var mixed = false
+            while end < scripts.count, scripts[end] == .inherited || !scripts[end].isNeutral {
+                if scripts[end] != scripts[i] && scripts[end] != .inherited { mixed = true }
+                end += 1
+            }
+            guard mixed else {
+                i = end
+                continue
+            }
+            // Its runs of one script (a mark belongs to the letter before it).
+            var runs: [(script: UnicodeScript, range: Range<Int>, letters: Int)] = []
+            for k in i..<end where scripts[k] != .inherited {
+                if let last = runs.last, last.script == scripts[k] {
+                    runs[runs.count - 1].range = last.range.lowerBound..<(k + 1)
+                    runs[runs.count - 1].letters += 1
+                } else {
+                    runs.append((scripts[k], k..<(k + 1), 1))
+                }
+            }
+            if runs.count > 1 {
+                // The word's script: the one most of its letters are in.
+                var count: [UnicodeScript: Int] = [:]
+                for run in runs { count[run.script, default: 0] += run.letters }
+                let main = count.max { $0.value < $1.value || ($0.value == $1.value && $0.key.rawValue > $1.key.rawValue) }?.key
+                for r in runs.indices where runs[r].letters <= 2 && runs[r].script != main {
+                    let sides = [r > 0 ? runs[r - 1] : nil, r + 1 < runs.count ? runs[r + 1] : nil].compactMap { $0 }
+                    guard let main, sides.allSatisfy({ $0.script == main }), sides.reduce(0, { $0 + $1.letters }) >= 2 else { continue }
+                    for k in runs[r].range where scripts[k] == runs[r].script { scripts[k] = main }
+                }
+            }
+            i = end
+        }
+        return scripts
+    }
+
     func segments(_ v: [UInt32]) -> [RawSegment] {
         let n = v.count
         guard n > 0 else { return [] }
+        let scripts = Self.scripts(of: v)
         var keys = [Int32](repeating: -1, count: n)
         var runs: [Run] = []
         var lastKey: Int32 = -1
         for i in 0..<n {
-            let s = UnicodeScript.of(v[i])
+            let s = scripts[i]
             var k: Int32
             if s == .inherited {
                 k = -2
@@ -190,7 +238,7 @@ public struct LanguageDetector: Sendable {
         }
         var labelled: [Int: GroupLabels] = [:]
         for run in runs where run.key >= 1000 && labelled[Int(run.key - 1000)] == nil {
-            labelled[Int(run.key - 1000)] = labelGroup(v, runs: runs, group: Int(run.key - 1000))
+            labelled[Int(run.key - 1000)] = labelGroup(v, scripts, runs: runs, group: Int(run.key - 1000))
         }
         var out: [RawSegment] = []
         for (r, run) in runs.enumerated() {
@@ -283,7 +331,7 @@ public struct LanguageDetector: Sendable {
 
     /// Finds the words of all runs of group `g` and labels them with one Viterbi pass, so that
     /// context carries across interruptions by other scripts ("Я люблю iPhone и Android").
-    private func labelGroup(_ v: [UInt32], runs: [Run], group g: Int) -> GroupLabels {
+    private func labelGroup(_ v: [UInt32], _ scripts: [UnicodeScript], runs: [Run], group g: Int) -> GroupLabels {
         let group = model.groups[g]
         let L = group.languages.count
         var out = GroupLabels()
@@ -294,11 +342,11 @@ public struct LanguageDetector: Sendable {
             defer { out.wordsOfRun[r] = firstWord..<out.words.count }
             var i = run.start
             while i < run.end {
-                let s = UnicodeScript.of(v[i])
+                let s = scripts[i]
                 guard !s.isNeutral, model.groupIndex(of: s) == g else { i += 1; continue }
                 var j = i + 1
                 while j < run.end {
-                    let t = UnicodeScript.of(v[j])
+                    let t = scripts[j]
                     if t == .inherited || (!t.isNeutral && model.groupIndex(of: t) == g) { j += 1 } else { break }
                 }
                 out.words.append(i..<j)
