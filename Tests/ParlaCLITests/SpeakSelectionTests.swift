@@ -518,7 +518,9 @@ struct SpeakSelectionTests {
         try sway.addKeyboard()
         let app = try AccessibleApp(display: nil, wayland: sway, text: "Hello world. Καλημέρα κόσμε.", selecting: 13..<28)
         let env: [String: String?] = ["WAYLAND_DISPLAY": sway.socket, "DBUS_SESSION_BUS_ADDRESS": app.busAddress]
-        let found = try await waitUntilPrinted("Καλημέρα κόσμε.", s, [], environment: env)
+        // Waits on the accessibility bus alone: GTK also sets PRIMARY, which wl-paste can read
+        // a moment before the selection is reported over AT-SPI (seen once in CI).
+        let found = try await waitUntilPrinted("Καλημέρα κόσμε.", s, ["--sources", "accessibility"], environment: env)
         #expect(found.error.contains("Source: accessibility (AT-SPI)"), "\(found.error)")
         let spoken = try await s.run([], environment: env)
         #expect(spoken.status == 0, "\(spoken.error)")
