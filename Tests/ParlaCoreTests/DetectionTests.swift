@@ -225,6 +225,19 @@ struct DetectionTests {
         #expect(LanguageDetector.scripts(of: Array("μm".unicodeScalars.map(\.value))).map(\.code) == ["Grek", "Latn"])
     }
 
+    /// Web addresses are in no language: a short sentence around one keeps its language, and an
+    /// address alone has none (speech then uses the default language).
+    @Test func webAddressesAreNoEvidence() {
+        #expect(sharedDetector.mainLanguage(of: "Tài liệu đầy đủ có tại: <https://www.gnu.org/software/coreutils/head>") == "vi")
+        #expect(sharedDetector.mainLanguage(of: "Besuchen Sie www.example.de für mehr.") == "de")
+        #expect(sharedDetector.mainLanguage(of: "https://www.gnu.org/software/coreutils/") == nil)
+        let text = "Voir https://example.com/page pour les détails."
+        let v = text.unicodeScalars.map(\.value)
+        #expect(LanguageDetector.urls(in: v) == [5..<29])
+        // Only at the start of a word, and in any case.
+        #expect(LanguageDetector.urls(in: "awww.x HTTP://A.B".unicodeScalars.map(\.value)) == [7..<17])
+    }
+
     @Test func ngramCountMatchesTraining() {
         // "ab" framed is [2, a, b, 3]: unigrams a, b; bigrams 2a, ab, b3; trigrams 2ab, ab3;
         // four-grams 2ab3; none longer.

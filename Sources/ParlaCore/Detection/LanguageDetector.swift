@@ -146,6 +146,7 @@ public struct LanguageDetector: Sendable {
     /// and three voices. A longer stretch ("Microsoftовский") keeps its own script.
     static func scripts(of v: [UInt32]) -> [UnicodeScript] {
         var scripts = v.map(UnicodeScript.of)
+        for url in urls(in: v) { for k in url { scripts[k] = .common } }
         var i = 0
         while i < scripts.count {
             guard !scripts[i].isNeutral else { i += 1; continue }
@@ -184,6 +185,43 @@ public struct LanguageDetector: Sendable {
             i = end
         }
         return scripts
+    }
+
+    /// The web addresses in `v` (from `http://`, `https://`, `ftp://` or `www.` at the start of
+    /// a word, to the next space, quote or angle bracket): they are in no language, and their
+    /// letters ("www gnu org software coreutils") outweighed a short sentence around them, so
+    /// "Tài liệu đầy đủ có tại: <https://www.gnu.org/software/coreutils/head>" came out
+    /// Norwegian. Their letters count as neutral characters.
+    static func urls(in v: [UInt32]) -> [Range<Int>] {
+        let starts: [[UInt32]] = ["http://", "https://", "ftp://", "www."].map { $0.unicodeScalars.map(\.value) }
+        var out: [Range<Int>] = []
+        var i = 0
+        while i < v.count {
+            // Only at the start of a word: "awww." is not an address.
+            let atWordStart = i == 0 || (UnicodeScript.of(v[i - 1]) == .common && !(0x30...0x39).contains(v[i - 1]))
+            guard atWordStart, v[i] == 0x68 || v[i] == 0x66 || v[i] == 0x77 || v[i] == 0x48 || v[i] == 0x46 || v[i] == 0x57,
+                let start = starts.first(where: { p in
+                    p.count <= v.count - i && p.indices.allSatisfy { k in Self.asciiLower(v[i + k]) == p[k] }
+                })
+            else {
+                i += 1
+                continue
+            }
+            var end = i + start.count
+            while end < v.count, !Self.endsAddress(v[end]) { end += 1 }
+            out.append(i..<end)
+            i = end
+        }
+        return out
+    }
+
+    private static func asciiLower(_ c: UInt32) -> UInt32 { (0x41...0x5A).contains(c) ? c + 0x20 : c }
+
+    private static func endsAddress(_ c: UInt32) -> Bool {
+        switch c {
+        case 0x20, 0x09, 0x0A, 0x0D, 0x22, 0x27, 0x3C, 0x3E, 0xA0, 0x3000, 0x201C, 0x201D, 0x2018, 0x2019, 0xAB, 0xBB: return true
+        default: return false
+        }
     }
 
     func segments(_ v: [UInt32]) -> [RawSegment] {
