@@ -193,14 +193,15 @@ public struct LanguageDetector: Sendable {
     /// "Tài liệu đầy đủ có tại: <https://www.gnu.org/software/coreutils/head>" came out
     /// Norwegian. Their letters count as neutral characters.
     static func urls(in v: [UInt32]) -> [Range<Int>] {
-        let starts: [[UInt32]] = ["http://", "https://", "ftp://", "www."].map { $0.unicodeScalars.map(\.value) }
         var out: [Range<Int>] = []
         var i = 0
         while i < v.count {
-            // Only at the start of a word: "awww." is not an address.
-            let atWordStart = i == 0 || (UnicodeScript.of(v[i - 1]) == .common && !(0x30...0x39).contains(v[i - 1]))
-            guard atWordStart, v[i] == 0x68 || v[i] == 0x66 || v[i] == 0x77 || v[i] == 0x48 || v[i] == 0x46 || v[i] == 0x57,
-                let start = starts.first(where: { p in
+            // h, f or w first (the cheap test, as this looks at every scalar), and only at the
+            // start of a word: "awww." is not an address.
+            let first = Self.asciiLower(v[i])
+            guard first == 0x68 || first == 0x66 || first == 0x77,
+                i == 0 || (UnicodeScript.of(v[i - 1]) == .common && !(0x30...0x39).contains(v[i - 1])),
+                let start = Self.addressStarts.first(where: { p in
                     p.count <= v.count - i && p.indices.allSatisfy { k in Self.asciiLower(v[i + k]) == p[k] }
                 })
             else {
@@ -214,6 +215,8 @@ public struct LanguageDetector: Sendable {
         }
         return out
     }
+
+    private static let addressStarts: [[UInt32]] = ["http://", "https://", "ftp://", "www."].map { $0.unicodeScalars.map(\.value) }
 
     private static func asciiLower(_ c: UInt32) -> UInt32 { (0x41...0x5A).contains(c) ? c + 0x20 : c }
 
