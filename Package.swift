@@ -8,6 +8,17 @@ let swiftSettings: [SwiftSetting] = [
     .enableUpcomingFeature("MemberImportVisibility"),
 ]
 
+/// libdbus-1's headers (`pkg-config --cflags dbus-1`; nothing links the library: it is loaded
+/// on first use, see CDBusLazy).
+#if arch(arm64)
+    let multiarch = "aarch64-linux-gnu"
+#else
+    let multiarch = "x86_64-linux-gnu"
+#endif
+let dbusHeaders: [CSetting] = [
+    .unsafeFlags(["-I/usr/include/dbus-1.0", "-I/usr/lib/\(multiarch)/dbus-1.0/include"])
+]
+
 let package = Package(
     name: "Parla",
     platforms: [.macOS(.v15)],
@@ -18,6 +29,8 @@ let package = Package(
         .executable(name: "parla", targets: ["parla"]),
         .executable(name: "speak-selection", targets: ["speak-selection"]),
         .executable(name: "parla-engine", targets: ["parla-engine"]),
+        // The engine host's stand-in for pcaudiolib (audio_null.c): espeak-ng without libpulse.
+        .library(name: "pcaudio", type: .dynamic, targets: ["CParlaAudioNull"]),
         // The speech-dispatcher output module (Orca, Firefox, spd-say speak through Parla).
         .executable(name: "sd_parla", targets: ["sd_parla"]),
         // Benchmarks (scripts/bench-live, bench-selection, bench-start); never installed.
@@ -36,29 +49,32 @@ let package = Package(
     ],
     targets: [
         // MARK: C libraries
-        .systemLibrary(
-            name: "CESpeakNG",
-            pkgConfig: "espeak-ng",
-            providers: [.apt(["libespeak-ng-dev"])]
-        ),
-        .systemLibrary(
-            name: "CPulseAudio",
-            pkgConfig: "libpulse",
-            providers: [.apt(["libpulse-dev"])]
-        ),
-        .systemLibrary(
-            name: "CDBus",
-            pkgConfig: "dbus-1",
-            providers: [.apt(["libdbus-1-dev"])]
-        ),
+        // Headers only: nothing links these libraries (see the lazy bindings below).
+        .systemLibrary(name: "CESpeakNG", providers: [.apt(["libespeak-ng-dev"])]),
+        .systemLibrary(name: "CPulseAudio", providers: [.apt(["libpulse-dev"])]),
+
+        // Lazy bindings (scripts/generate-lazy-libraries.py): each library is opened on the
+        // first call into it, so a process maps only what it uses (`parla say -o` never
+        // maps libpulse; only the engine host maps libespeak-ng).
+        .target(name: "CPulseAudioLazy", dependencies: ["CPulseAudio"]),
+        .target(name: "CESpeakNGLazy", dependencies: ["CESpeakNG"]),
+        .target(name: "CDBusLazy", cSettings: dbusHeaders),
+
+        .target(
+            name: "CParlaAudioNull",
+            linkerSettings: [.unsafeFlags(["-Xlinker", "-soname=libpcaudio.so.0"])]),
 
         // MARK: Library
         .target(name: "CParlaWorker", dependencies: ["CParlaEngineHost"]),
-        .target(name: "CParlaEngineHost", dependencies: ["CESpeakNG"]),
+        .target(
+            name: "CParlaEngineHost", dependencies: ["CESpeakNGLazy"],
+            // libespeak-ng is loaded with dlopen, after the link: the program must still offer
+            // it this replacement for pcaudiolib's audio output (engine_host.c).
+            linkerSettings: [.unsafeFlags(["-Xlinker", "--export-dynamic-symbol=create_audio_device_object"])]),
         // Restores the streams Parla ducked if Parla's process dies (a helper process; see Ducking.swift).
-        .target(name: "CParlaDuckGuard", dependencies: ["CPulseAudio"]),
+        .target(name: "CParlaDuckGuard", dependencies: ["CPulseAudioLazy"]),
         // The selection of the focused application over the AT-SPI accessibility bus (speak-selection).
-        .target(name: "CParlaATSPI", dependencies: ["CDBus"]),
+        .target(name: "CParlaATSPI", dependencies: ["CDBusLazy"], cSettings: dbusHeaders),
         // Only in the parla and speak-selection programs: starts the engine host before main.
         .target(name: "CParlaPrestart", dependencies: ["CParlaEngineHost"]),
         // The pure model: utterances, voices, plans, timelines, scheduling, detection. No system calls.
@@ -68,9 +84,9 @@ let package = Package(
         .target(
             name: "ParlaIO", dependencies: ["ParlaCore", .product(name: "SystemPackage", package: "swift-system")],
             swiftSettings: swiftSettings),
-        .target(name: "ParlaESpeak", dependencies: ["ParlaCore", "ParlaIO", "CESpeakNG", "CParlaEngineHost"], swiftSettings: swiftSettings),
-        .target(name: "ParlaPulseAudio", dependencies: ["ParlaCore", "ParlaIO", "CPulseAudio", "CParlaDuckGuard"], swiftSettings: swiftSettings),
-        .target(name: "ParlaTesting", dependencies: ["ParlaCore", "ParlaIO", "ParlaPulseAudio", "CPulseAudio"], swiftSettings: swiftSettings),
+        .target(name: "ParlaESpeak", dependencies: ["ParlaCore", "ParlaIO", "CESpeakNGLazy", "CParlaEngineHost"], swiftSettings: swiftSettings),
+        .target(name: "ParlaPulseAudio", dependencies: ["ParlaCore", "ParlaIO", "CPulseAudioLazy", "CParlaDuckGuard"], swiftSettings: swiftSettings),
+        .target(name: "ParlaTesting", dependencies: ["ParlaCore", "ParlaIO", "ParlaPulseAudio", "CPulseAudioLazy"], swiftSettings: swiftSettings),
         // Batch rendering: the renderer and its orchestration of worker processes, the worker
         // protocol and loop, the results log, and the batch input formats.
         .target(name: "ParlaBatch", dependencies: ["ParlaCore", "ParlaIO", "ParlaESpeak", "CParlaWorker"], swiftSettings: swiftSettings),

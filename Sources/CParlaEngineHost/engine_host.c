@@ -16,6 +16,7 @@
 #include "parla_engine_host.h"
 #include <errno.h>
 #include <espeak-ng/speak_lib.h>
+#include <stdio.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdint.h>
@@ -34,13 +35,19 @@ enum { EVENT_WORD = 1, EVENT_SENTENCE = 2 };
 // espeak-ng creates an audio device at initialisation even for synchronous output, which
 // connects to the sound server (a stream on PulseAudio, a wake-up of a suspended sink, a hang
 // of up to 30 s when the server accepts connections but plays nothing). Defining the
-// pcaudiolib constructor here, in the program, makes espeak-ng's call resolve to this one:
-// no audio device, no connection. Parla plays through its own PulseAudio stream.
+// pcaudiolib constructor here, in the program (and exporting it: Package.swift), makes
+// espeak-ng's call resolve to this one, whether the program links libespeak-ng or loads it
+// on first use (CESpeakNGLazy): no audio device, no connection. Parla plays through its own
+// PulseAudio stream.
 struct audio_object;
 struct audio_object *create_audio_device_object(const char *device, const char *application_name, const char *description) {
     (void)device; (void)application_name; (void)description;
     return NULL;
 }
+
+// In CESpeakNGLazy, when libespeak-ng is loaded on first use; absent from the small
+// parla-engine program, which links it.
+const char *parla_espeak_load_error(void) __attribute__((weak));
 
 // Output, gathered per audio block.
 static unsigned char *out;
@@ -306,6 +313,13 @@ int parla_engine_host_main(void) {
     int rate = espeak_Initialize(AUDIO_OUTPUT_SYNCHRONOUS, 100, NULL, 0x8000 /* espeakINITIALIZE_DONT_EXIT */);
     if (rate <= 0) {
         const char *why = "espeak-ng could not be initialised (is the espeak-ng-data package installed? Run scripts/setup)";
+        char loading[600];
+        // Set when libespeak-ng is loaded on first use (CESpeakNGLazy) and could not be.
+        const char *load_error = parla_espeak_load_error ? parla_espeak_load_error() : NULL;
+        if (load_error) {
+            snprintf(loading, sizeof loading, "libespeak-ng could not be loaded: %s", load_error);
+            why = loading;
+        }
         put_header(MSG_READY, 8 + (uint32_t)strlen(why));
         put_u32(PARLA_ENGINE_PROTOCOL);
         put_u32(0);

@@ -5,16 +5,41 @@
 // because it can crash on some texts; see EngineHost.swift.
 #define _GNU_SOURCE
 #include "parla_engine_host.h"
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 void parla_die_with_parent(void) { prctl(PR_SET_PDEATHSIG, SIGKILL); }
+
+// Called before libespeak-ng is loaded (CESpeakNGLazy): loads Parla's stand-in for pcaudiolib
+// (CParlaAudioNull, whose soname is libpcaudio.so.0) if it is installed with this program, so
+// that libespeak-ng's need for libpcaudio.so.0 is met by it and the loader maps neither the
+// real library nor libpulse and the ~25 libraries behind it. Looked for in
+// ../libexec/parla/ (installed), then beside the program (the installed engine host, or a
+// build directory). Without it, the real library is loaded, and never used.
+void parla_espeak_before_load(void) {
+    char directory[4096];
+    ssize_t n = readlink("/proc/self/exe", directory, sizeof directory - 1);
+    if (n <= 0) return;
+    directory[n] = 0;
+    char *slash = strrchr(directory, '/');
+    if (!slash) return;
+    *slash = 0;
+    static const char *const places[] = {"/../libexec/parla/libpcaudio.so.0", "/libpcaudio.so.0", "/libpcaudio.so"};
+    for (size_t i = 0; i < sizeof places / sizeof places[0]; i++) {
+        char path[4200];
+        snprintf(path, sizeof path, "%s%s", directory, places[i]);
+        if (access(path, R_OK) == 0 && dlopen(path, RTLD_NOW | RTLD_GLOBAL)) return;
+    }
+}
 
 int parla_pipe_cloexec(int fds[2]) { return pipe2(fds, O_CLOEXEC); }
 

@@ -1,4 +1,5 @@
 internal import CESpeakNG
+internal import CESpeakNGLazy
 import ParlaCore
 import Synchronization
 
@@ -218,6 +219,7 @@ final class ESpeakCore: RunEngine {
         let options: Int32 = 0x8000  // espeakINITIALIZE_DONT_EXIT: report errors instead of exiting
         let rate = espeak_Initialize(AUDIO_OUTPUT_SYNCHRONOUS, 100, nil, options)
         guard rate > 0 else {
+            if let why = parla_espeak_load_error() { throw .engineFailure("libespeak-ng could not be loaded: \(String(cString: why))") }
             throw .engineFailure("espeak-ng could not be initialised (is the espeak-ng-data package installed? Run scripts/setup)")
         }
         espeak_SetSynthCallback(synthCallback)

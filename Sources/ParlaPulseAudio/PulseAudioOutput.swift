@@ -1,4 +1,5 @@
 internal import CPulseAudio
+internal import CPulseAudioLazy
 import ParlaCore
 import ParlaIO
 import Synchronization
@@ -61,16 +62,31 @@ public final class PulseAudioOutput: @unchecked Sendable {
     /// Lowers other streams while this output's play (``AudioOutputOptions/ducking``).
     let ducker: Ducker?
 
+    /// Why there is no main loop (libpulse is not installed), or nil.
+    private let unavailable: String?
+
     /// Creates an output; nothing is connected until ``connect()`` or the first stream.
     public init(options: AudioOutputOptions = AudioOutputOptions()) {
         self.options = options
-        let loop: OpaquePointer = pa_threaded_mainloop_new()
+        // libpulse is loaded here, on first use (CPulseAudioLazy). Without it, a placeholder
+        // stands in for the loop, nothing ever touches it, and connect() says what to install.
+        let loop: OpaquePointer
+        if let made = pa_threaded_mainloop_new() {
+            loop = made
+            unavailable = nil
+            pa_threaded_mainloop_start(loop)
+        } else {
+            loop = OpaquePointer(parla_pulse_placeholder())
+            unavailable = parla_pulse_load_error().map { String(cString: $0) } ?? "libpulse could not create its main loop"
+        }
         mainloop = loop
-        ducker = options.ducking.map { Ducker(options: $0, role: options.role, server: options.server, mainloop: loop) }
-        pa_threaded_mainloop_start(mainloop)
+        ducker =
+            unavailable != nil
+            ? nil : options.ducking.map { Ducker(options: $0, role: options.role, server: options.server, mainloop: loop) }
     }
 
     deinit {
+        guard unavailable == nil else { return }
         pa_threaded_mainloop_stop(mainloop)
         if let context {
             pa_context_disconnect(context)
@@ -83,8 +99,8 @@ public final class PulseAudioOutput: @unchecked Sendable {
     /// or when ducking is off).
     package var duckingMode: DuckingMode { lock(); defer { unlock() }; return ducker?.mode ?? .unknown }
 
-    package func lock() { pa_threaded_mainloop_lock(mainloop) }
-    package func unlock() { pa_threaded_mainloop_unlock(mainloop) }
+    package func lock() { if unavailable == nil { pa_threaded_mainloop_lock(mainloop) } }
+    package func unlock() { if unavailable == nil { pa_threaded_mainloop_unlock(mainloop) } }
 
     /// Runs `body` with the main loop locked.
     package func locked<T>(_ body: () throws(ParlaError) -> T) throws(ParlaError) -> T {
@@ -170,6 +186,7 @@ public final class PulseAudioOutput: @unchecked Sendable {
 
     /// The connected context; connects (again) if needed. Lock held.
     package func readyContext() throws(ParlaError) -> OpaquePointer {
+        if let unavailable { throw .audioServerUnavailable(reason: unavailable) }
         if let context {
             if pa_context_get_state(context) == PA_CONTEXT_READY { return context }
             pa_context_set_state_callback(context, nil, nil)

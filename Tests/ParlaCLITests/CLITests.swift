@@ -235,4 +235,32 @@ struct CLITests {
             if client >= 0 { close(client) }
         }
     }
+
+    /// Parla's programs link neither libpulse, libespeak-ng nor libdbus-1 but load each on
+    /// first use (scripts/generate-lazy-libraries.py), and the engine host meets
+    /// libespeak-ng's need for pcaudiolib with Parla's stand-in (CParlaAudioNull): writing a
+    /// file maps no sound library at all, in this process, its engine host or its workers.
+    @Test func fileCommandsLoadNoSoundLibrary() throws {
+        let dir = try makeTemporaryDirectory()
+        let tsv = dir.appendingPathComponent("in.tsv")
+        try "a\tHello world\nb\tfr\tBonjour\n".write(to: tsv, atomically: true, encoding: .utf8)
+        // LD_DEBUG=files has the dynamic loader of every process report what it maps, on
+        // standard error (PARLA_ENGINE_DEBUG keeps the engine host's).
+        let env: [String: String?] = ["LD_DEBUG": "files", "PARLA_ENGINE_DEBUG": "1"]
+        for args in [
+            ["say", "-o", dir.appendingPathComponent("h.wav").path, "Hello, Καλημέρα"],
+            ["render", tsv.path, "-o", dir.appendingPathComponent("out").path],
+            ["detect", "Hello, Καλημέρα"],
+            ["--version"],
+        ] {
+            let r = try parla(args, environment: env)
+            #expect(r.status == 0, "\(args[0]): \(r.error.suffix(2000))")
+            let mapped = r.error.split(separator: "\n").filter { $0.contains("generating link map") }
+            for library in ["libpulse", "libasound", "libsndfile", "libdbus-1", "libX11"] {
+                #expect(!mapped.contains { $0.contains(library) }, "parla \(args[0]) mapped \(library)")
+            }
+            let engine = mapped.contains { $0.contains("libespeak-ng.so") }
+            #expect(engine == (args[0] == "say" || args[0] == "render"), "parla \(args[0]): libespeak-ng mapped: \(engine)")
+        }
+    }
 }

@@ -1,1 +1,0 @@
-#include <dbus/dbus.h>
