@@ -76,7 +76,7 @@ let package = Package(
         // The selection of the focused application over the AT-SPI accessibility bus (speak-selection).
         .target(name: "CParlaATSPI", dependencies: ["CDBusLazy"], cSettings: dbusHeaders),
         // Only in the parla and speak-selection programs: starts the engine host before main.
-        .target(name: "CParlaPrestart", dependencies: ["CParlaEngineHost", "CPulseAudioLazy"]),
+        .target(name: "CParlaPrestart", dependencies: ["CParlaEngineHost"]),
         // The pure model: utterances, voices, plans, timelines, scheduling, detection. No system calls.
         .target(name: "ParlaCore", dependencies: [.product(name: "RealModule", package: "swift-numerics")], swiftSettings: swiftSettings),
         // Files, descriptors, threads and the clock: atomic files, WAV/timings/caption writers,

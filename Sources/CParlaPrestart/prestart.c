@@ -1,16 +1,10 @@
 // Linked only into the `parla` and `speak-selection` programs: before main, and before the
 // Swift runtime and the command line parser get going, a command that is going to speak
 // forks its engine host, which loads espeak-ng and its first voice on the other core in the
-// meantime (and one that plays loads libpulse on a thread). EngineHost takes the host over
-// (parla_take_prestarted_host) instead of starting one when it first needs it. Other
-// commands, render workers and engine hosts start nothing.
+// meantime. EngineHost takes the host over (parla_take_prestarted_host) instead of starting
+// one when it first needs it. Other commands, render workers and engine hosts start nothing.
 #include "parla_prestart.h"
 #include "parla_engine_host.h"
-#include "parla_lazy_pulse.h"
-#include <pthread.h>
-#include <sys/resource.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,37 +33,7 @@ static int wants_engine(int argc, char **argv) {
     return 1;
 }
 
-// Whether the command plays sound: all of them that want the engine, except `say -o FILE`.
-static int plays(int argc, char **argv) {
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--") == 0) break;
-        if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0 || strncmp(a, "--output=", 9) == 0) return 0;
-    }
-    return 1;
-}
-
-static void *load_pulse(void *unused) {
-    (void)unused;
-    // Behind the engine host, which is what the first sound waits for (two cores).
-    setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 10);
-    parla_pulse_load();
-    return NULL;
-}
-
 __attribute__((constructor)) static void parla_prestart(int argc, char **argv) {
     if (!wants_engine(argc, argv)) return;
     parla_prestart_host();  // if it cannot, EngineHost starts one when it first needs it
-    // libpulse (and the ~25 libraries behind it) is loaded on first use (CPulseAudioLazy):
-    // for a command that plays, that use comes once the text is planned, so it is loaded
-    // now, on a thread of its own, while the Swift runtime and the command line get ready.
-    // (After the fork: the engine host never maps it.)
-    if (plays(argc, argv)) {
-        pthread_t thread;
-        pthread_attr_t attributes;
-        if (pthread_attr_init(&attributes) != 0) return;
-        pthread_attr_setdetachstate(&attributes, PTHREAD_CREATE_DETACHED);
-        if (pthread_create(&thread, &attributes, load_pulse, NULL) != 0) parla_pulse_load();
-        pthread_attr_destroy(&attributes);
-    }
 }

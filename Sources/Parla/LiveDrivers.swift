@@ -12,9 +12,20 @@ package protocol SpeechEngine: Sendable {
     /// - Throws: ``ParlaCore/ParlaError/cancelled`` once `stop` is raised.
     func synthesize(_ plan: SpeechPlan, stop: StopFlag, emit: @escaping @Sendable (SynthesisEvent) -> Void) async throws(ParlaError)
         -> Int
+    /// The sample rate ``start()`` will most likely return, known before it has: live speech
+    /// opens its stream at this rate while the engine loads. Nil: no guess (the stream opens
+    /// once the engine has started).
+    var likelySampleRate: Int? { get }
 }
 
-extension ESpeakEngine: SpeechEngine {}
+extension SpeechEngine {
+    package var likelySampleRate: Int? { nil }
+}
+
+extension ESpeakEngine: SpeechEngine {
+    /// espeak-ng's own voices all speak at 22,050 Hz.
+    package nonisolated var likelySampleRate: Int? { 22050 }
+}
 
 /// What live speech needs of a sound server: PulseAudio or PipeWire's pulse server
 /// (``PulseAudioOutput``), or a test's fake whose played position the test sets.

@@ -337,7 +337,7 @@ final class LiveSpeech: @unchecked Sendable {
     // MARK: Synthesis (one task per started utterance)
 
     private func run(_ pb: Playback, _ utterance: Utterance, plan planned: SpeechPlan?, from resumeOffset: Int?) async {
-        do {
+        do throws(ParlaError) {
             var plan: SpeechPlan
             if let planned {
                 plan = planned
@@ -347,10 +347,35 @@ final class LiveSpeech: @unchecked Sendable {
                 state.withLock { s in s.requests[pb.id]?.plan = made }  // planned once, even if it resumes
             }
             if let resumeOffset, resumeOffset > 0 { plan = plan.resuming(from: resumeOffset) }
-            let rate = try await engine.start()
             let output = self.output, name = String(plan.text.prefix(60))
-            let stream = try await onThreadOfItsOwn("parla.open-stream") { () throws(ParlaError) in
-                try output.makeStream(sampleRate: rate, name: name)
+            @Sendable func open(at rate: Int) async throws(ParlaError) -> any AudioStream {
+                try await onThreadOfItsOwn("parla.open-stream") { () throws(ParlaError) in
+                    try output.makeStream(sampleRate: rate, name: name)
+                }
+            }
+            // The stream opens while the engine loads, at the rate it will most likely have:
+            // the server's round trips are then off the first sound's path.
+            let guess = engine.likelySampleRate
+            let early = guess.map { rate in
+                Task { () -> Result<any AudioStream, ParlaError> in
+                    do throws(ParlaError) { return .success(try await open(at: rate)) } catch { return .failure(error) }
+                }
+            }
+            let rate: Int
+            do throws(ParlaError) {
+                rate = try await engine.start()
+            } catch {
+                if case .success(let stream)? = await early?.value { stream.close() }
+                throw error
+            }
+            let stream: any AudioStream
+            switch await early?.value {
+            case .success(let opened)? where rate == guess: stream = opened
+            case .failure(let error)? where rate == guess: throw error
+            case .success(let opened)?:
+                opened.close()
+                stream = try await open(at: rate)
+            default: stream = try await open(at: rate)
             }
             let made = plan
             let first = state.withLock { s -> SynthesisPass? in

@@ -17,7 +17,8 @@ extension SpeechSynthesizer {
     var live: LiveSpeech {
         liveSpeechStorage.withLock { stored in
             if let stored { return stored }
-            let made = LiveSpeech(output: PulseAudioOutput(options: audioOutput), engine: engine) { [weak self] u throws(ParlaError) in
+            let output = givenOutput ?? PulseAudioOutput(options: audioOutput)
+            let made = LiveSpeech(output: output, engine: engine) { [weak self] u throws(ParlaError) in
                 guard let self else { throw .cancelled }
                 return try self.plan(u)
             }

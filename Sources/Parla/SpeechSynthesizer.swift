@@ -4,6 +4,7 @@
 @_exported import ParlaBatch
 import FoundationEssentials
 import ParlaESpeak
+import ParlaPulseAudio
 import Synchronization
 
 /// Speaks utterances aloud, or to files, buffers or streams, in the language of every span.
@@ -27,6 +28,9 @@ public final class SpeechSynthesizer: Sendable {
     /// Where live speech plays (device, latency, stream role).
     public let audioOutput: AudioOutputOptions
     let liveSpeechStorage = Mutex<LiveSpeech?>(nil)
+    /// The output live speech plays through, when the creator made it (and may already be
+    /// connecting it); otherwise live speech makes one on first use.
+    let givenOutput: PulseAudioOutput?
     /// The engine that speaks (``ESpeakEngine/shared`` unless a test gives it its own).
     let engine: ESpeakEngine
 
@@ -49,13 +53,17 @@ public final class SpeechSynthesizer: Sendable {
             audioOutput: audioOutput, engine: .shared)
     }
 
-    /// A synthesizer on `engine` (tests give it an engine of its own).
+    /// A synthesizer on `engine` (tests give it an engine of its own), playing through
+    /// `output` if given (made with `audioOutput`: `parla say` connects it before the catalog
+    /// and the text are read).
     package init(
         catalog: VoiceCatalog? = nil, defaultLanguage: LanguageTag = "en", detectsLanguages: Bool = true,
-        detector: LanguageDetector? = nil, audioOutput: AudioOutputOptions = AudioOutputOptions(), engine: ESpeakEngine
+        detector: LanguageDetector? = nil, audioOutput: AudioOutputOptions = AudioOutputOptions(), engine: ESpeakEngine,
+        output: PulseAudioOutput? = nil
     ) {
         self.engine = engine
-        self.audioOutput = audioOutput
+        self.audioOutput = output?.options ?? audioOutput
+        self.givenOutput = output
         self.explicitCatalog = catalog
         self.defaultLanguage = defaultLanguage
         self.detectsLanguages = detectsLanguages

@@ -3,6 +3,8 @@ import Dispatch
 import FoundationEssentials
 import Parla
 import ParlaESpeak
+import ParlaIO
+import ParlaPulseAudio
 #if canImport(Glibc)
     import Glibc
 #endif
@@ -152,8 +154,13 @@ struct Say: AsyncParsableCommand {
     }
 
     func run() async throws {
-        // The engine loads in its own process while this one reads the catalog and the text.
+        // The engine loads in its own process while this one reads the catalog and the text,
+        // and live speech connects to the sound server meanwhile (on a thread: it blocks).
         Task { await ESpeakEngine.shared.prepare() }
+        let audioOutput = AudioOutputOptions(
+            device: device, targetLatency: .milliseconds(latency),
+            ducking: duck || duckBy != nil ? DuckingOptions(attenuation: duckBy ?? 15) : nil)
+        let making = output == nil ? Task { await Self.connectingOutput(audioOutput) } : nil
         let catalog = try catalogOptions.load()
         let input = try readInput()
         var utterance = ssml ? try Utterance(ssml: input) : Utterance(string: input)
@@ -170,18 +177,15 @@ struct Say: AsyncParsableCommand {
         if !noDetect && language == nil {
             detector = try makeDetector(catalog: catalog, prefer: prefer, only: nil)
         }
+        let liveOutput = await making?.value
         let synth = SpeechSynthesizer(
             catalog: catalog,
             defaultLanguage: try prefer.map { try parseTagList($0, option: "--prefer")[0] } ?? "en",
-            detectsLanguages: detector != nil, detector: detector,
-            audioOutput: AudioOutputOptions(
-                device: device, targetLatency: .milliseconds(latency),
-                ducking: duck || duckBy != nil ? DuckingOptions(attenuation: duckBy ?? 15) : nil))
-        // Live: connect to the sound server while the text is planned.
-        let ready = output == nil ? Task { try await synth.prepareToSpeak() } : nil
-        _ = try synth.plan(utterance)  // report bad input before any file is created
+            detectsLanguages: detector != nil, detector: detector, audioOutput: audioOutput, engine: .shared,
+            output: liveOutput)
+        let plan = try synth.plan(utterance)  // report bad input before any file is created
         guard let output else {
-            try await play(utterance, with: synth, ready: ready)
+            try await play(utterance, plannedAs: plan, with: synth)
             return
         }
         let request = utterance
@@ -200,12 +204,29 @@ struct Say: AsyncParsableCommand {
                 + (timings.map { "; timings in \($0)" } ?? ""))
     }
 
+    /// The live output, made on a thread of its own (making it loads libpulse, about 2.5 ms:
+    /// see CPulseAudioLazy) and connected there while the text is read and planned; returned
+    /// as soon as it exists.
+    private static func connectingOutput(_ options: AudioOutputOptions) async -> PulseAudioOutput {
+        await withCheckedContinuation { continuation in
+            startThread(name: "parla.connect") {
+                let made = PulseAudioOutput(options: options)
+                continuation.resume(returning: made)
+                // A failure here is the utterance's too: it is reported when it fails.
+                try? made.connect()
+            }
+        }
+    }
+
     /// Plays `utterance` live, printing events or the highlighted text, until it ends.
-    private func play(_ utterance: Utterance, with synth: SpeechSynthesizer, ready: Task<Void, any Error>?) async throws {
+    private func play(_ utterance: Utterance, plannedAs plan: SpeechPlan, with synth: SpeechSynthesizer) async throws {
         let signals = Interrupt.onSignal { synth.stop(at: .immediate) }
         defer { signals.forEach { $0.cancel() } }
-        if let ready { try await ready.value } else { try await synth.prepareToSpeak() }
-        try await playToEnd(utterance, with: synth, highlight: highlight, eventsJSON: events == .json, keys: highlight)
+        // Speaking starts at once: the engine and the connection begun in run() are under
+        // way, the utterance opens its stream while the engine gets ready, and a failure of
+        // either is the utterance's, reported as it fails.
+        try await playToEnd(
+            utterance, plannedAs: plan, with: synth, highlight: highlight, eventsJSON: events == .json, keys: highlight)
     }
 
     /// One `--events json` line.
@@ -262,14 +283,17 @@ package func printError(_ message: String, terminator: String = "\n") {
 /// Speaks `utterance` live and waits for its end, showing the highlighted text or printing
 /// `--events json` lines; the caller has installed `Interrupt.onSignal` to stop `synth`.
 /// - Throws: `ExitCode(130)` when a signal cut it off, the error it failed with.
-func playToEnd(_ utterance: Utterance, with synth: SpeechSynthesizer, highlight: Bool, eventsJSON: Bool, keys: Bool = false) async throws {
+func playToEnd(
+    _ utterance: Utterance, plannedAs plan: SpeechPlan? = nil, with synth: SpeechSynthesizer, highlight: Bool, eventsJSON: Bool,
+    keys: Bool = false
+) async throws {
     if let code = Interrupt.signalled { throw ExitCode(code) }
     let events = synth.events()
     let control = keys ? KeyControl(synth: synth) : nil
     defer {
         if let line = control?.finish() { printError(line) }
     }
-    let id = synth.speak(utterance)
+    let id = plan.map { synth.speak(utterance, plannedAs: $0) } ?? synth.speak(utterance)
     if Interrupt.signalled != nil { synth.stop(at: .immediate) }  // a signal just before speak
     var view = highlight ? HighlightView(text: utterance.inputText, width: HighlightView.terminalWidth()) : nil
     for await event in events where event.utterance == id {

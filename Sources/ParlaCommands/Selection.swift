@@ -180,7 +180,7 @@ struct SelectionRun {
         // Shown while the speech starts, not before it.
         let notification = options.notify || settings.notify ? Task { await Selection.notify(text) } : nil
         try await ready.value
-        try await playToEnd(utterance, with: synth, highlight: isatty(1) != 0, eventsJSON: false)
+        try await playToEnd(utterance, plannedAs: plan, with: synth, highlight: isatty(1) != 0, eventsJSON: false)
         await notification?.value
     }
 

@@ -59,6 +59,10 @@ public final class PulseAudioOutput: @unchecked Sendable {
     public let options: AudioOutputOptions
     package let mainloop: OpaquePointer
     private var context: OpaquePointer?
+    /// Whether a thread is connecting (lock held): another waits for it rather than connecting
+    /// too, and takes its failure as its own.
+    private var connecting = false
+    private var connectFailure: ParlaError?
     /// Lowers other streams while this output's play (``AudioOutputOptions/ducking``).
     let ducker: Ducker?
 
@@ -187,6 +191,17 @@ public final class PulseAudioOutput: @unchecked Sendable {
     /// The connected context; connects (again) if needed. Lock held.
     package func readyContext() throws(ParlaError) -> OpaquePointer {
         if let unavailable { throw .audioServerUnavailable(reason: unavailable) }
+        // Another thread is connecting (`parla say` connects while it reads the text, and the
+        // utterance's stream waits for that): its outcome is this one's.
+        if connecting {
+            let deadline = monotonicNanoseconds() &+ timeoutNanoseconds
+            while connecting {
+                guard wait(until: deadline) || !connecting else {
+                    throw .audioServerStalled("took the connection but did not complete it within \(formatSeconds(timeoutNanoseconds))")
+                }
+            }
+            if let connectFailure { throw connectFailure }
+        }
         if let context {
             if pa_context_get_state(context) == PA_CONTEXT_READY { return context }
             pa_context_set_state_callback(context, nil, nil)
@@ -207,10 +222,17 @@ public final class PulseAudioOutput: @unchecked Sendable {
             { _, userdata in
                 pa_threaded_mainloop_signal(OpaquePointer(userdata), 0)
             }, UnsafeMutableRawPointer(mainloop))
+        connecting = true
+        connectFailure = nil
+        defer {
+            connecting = false
+            pa_threaded_mainloop_signal(mainloop, 0)
+        }
         let flags = pa_context_flags_t(rawValue: PA_CONTEXT_NOAUTOSPAWN.rawValue)
         if pa_context_connect(ctx, options.server, flags, nil) < 0 {
             let reason = errorText(pa_context_errno(ctx))
             pa_context_unref(ctx)
+            connectFailure = .audioServerUnavailable(reason: reason)
             throw .audioServerUnavailable(reason: reason)
         }
         let deadline = monotonicNanoseconds() &+ timeoutNanoseconds
@@ -226,6 +248,7 @@ public final class PulseAudioOutput: @unchecked Sendable {
                 pa_context_set_state_callback(ctx, nil, nil)
                 pa_context_disconnect(ctx)
                 pa_context_unref(ctx)
+                connectFailure = error
                 throw error
             }
         }
