@@ -274,25 +274,92 @@ static int relay(int from) {
     return 1;
 }
 
-// Speaks utterance `id` in a child; reports MSG_CRASHED (the id and the signal, 0 for none)
-// if it died of a signal or failed.
-static void run_utterance(uint32_t id) {
-    int fds[2];
-    if (pipe(fds) != 0) {
-        put_header(MSG_CRASHED, 8);
-        put_u32(id);
-        put_u32(0);
-        flush_out();
+// The child for the next utterance, forked while the host waits for it (the fork is then off
+// the path of the first sound): it waits for a byte on `spare_go`, written once the host has
+// read the utterance's MSG_BEGIN, then speaks as a child forked then would. Its output is
+// `spare_out`. No spare: spare_pid is 0.
+static pid_t spare_pid;
+static int spare_go = -1, spare_out = -1;
+
+static void fork_spare(void) {
+    int go[2], output[2];
+    if (pipe(go) != 0) return;
+    if (pipe(output) != 0) {
+        close(go[0]);
+        close(go[1]);
         return;
     }
     pid_t child = fork();
     if (child == 0) {
         parla_die_with_parent();
-        close(fds[0]);
-        out_fd = fds[1];
+        close(go[1]);
+        close(output[0]);
+        unsigned char start;
+        ssize_t r;
+        do r = read(go[0], &start, 1);
+        while (r < 0 && errno == EINTR);
+        if (r != 1) _exit(0);  // the host has ended
+        close(go[0]);
+        out_fd = output[1];
         _exit(speak_utterance());
     }
-    close(fds[1]);
+    close(go[0]);
+    close(output[1]);
+    if (child < 0) {
+        close(go[1]);
+        close(output[0]);
+        return;
+    }
+    spare_pid = child;
+    spare_go = go[1];
+    spare_out = output[0];
+}
+
+// Hands the spare child the utterance: its process id, and its output in *from; 0 if there
+// is no spare, or it could not be started (it is then reaped).
+static pid_t take_spare(int *from) {
+    if (spare_pid <= 0) return 0;
+    pid_t child = spare_pid;
+    const unsigned char start = 1;
+    ssize_t w;
+    do w = write(spare_go, &start, 1);
+    while (w < 0 && errno == EINTR);
+    close(spare_go);
+    spare_pid = 0;
+    spare_go = -1;
+    if (w != 1) {
+        close(spare_out);
+        kill(child, SIGKILL);
+        while (waitpid(child, NULL, 0) < 0 && errno == EINTR) {}
+        return 0;
+    }
+    *from = spare_out;
+    spare_out = -1;
+    return child;
+}
+
+// Speaks utterance `id` in a child (the spare, else one forked now); reports MSG_CRASHED (the
+// id and the signal, 0 for none) if it died of a signal or failed.
+static void run_utterance(uint32_t id) {
+    int fds[2] = {-1, -1};
+    pid_t child = take_spare(&fds[0]);
+    if (child <= 0) {
+        if (pipe(fds) != 0) {
+            put_header(MSG_CRASHED, 8);
+            put_u32(id);
+            put_u32(0);
+            flush_out();
+            return;
+        }
+        child = fork();
+        if (child == 0) {
+            parla_die_with_parent();
+            close(fds[0]);
+            out_fd = fds[1];
+            _exit(speak_utterance());
+        }
+        close(fds[1]);
+    }
     int alive = child > 0 && relay(fds[0]);
     close(fds[0]);
     int status = 0;
@@ -338,6 +405,7 @@ int parla_engine_host_main(void) {
     put_u32(PARLA_ENGINE_PROTOCOL);
     put_u32((uint32_t)rate);
     flush_out();
+    fork_spare();
     for (;;) {
         unsigned char *payload = NULL;
         uint32_t n = 0;
@@ -345,6 +413,7 @@ int parla_engine_host_main(void) {
         if (type < 0) break;
         if (type == MSG_BEGIN) {
             run_utterance(n >= 4 ? get_u32(payload) : 0);
+            if (!out_lost) fork_spare();
         } else if (type == MSG_LIST_VOICES) {
             list_voices();
         } else if (type == MSG_SPEAK) {
