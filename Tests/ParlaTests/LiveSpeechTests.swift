@@ -2,6 +2,8 @@ import Foundation
 import Parla
 import ParlaESpeak
 import ParlaAudioTestSupport
+import ParlaIO
+import ParlaPulseAudio
 import Testing
 
 /// Collects every event of a synthesizer from the moment it is created.
@@ -436,6 +438,29 @@ struct LiveSpeechTests {
         server.resumeSessionManager()
         let again = await synth.speakAndWait(Utterance(string: "Back again"))
         guard case .finished = again.kind else { Issue.record("after resuming: \(again.kind)"); return }
+    }
+
+    /// `parla say` connects while it reads the text, and the utterance's stream asks for the
+    /// connection meanwhile: threads that connect at once share one connection (the others
+    /// wait for it) rather than each opening its own.
+    @Test(arguments: SoundServer.allCases)
+    func concurrentConnectsShareOneConnection(_ kind: SoundServer) async throws {
+        let server = try await TestAudioServer.start(kind)
+        let name = "Parla concurrent connect \(kind)"
+        let output = PulseAudioOutput(options: AudioOutputOptions(server: server.server, applicationName: name))
+        let results = await withTaskGroup(of: Bool.self) { group in
+            for i in 0..<4 {
+                group.addTask {
+                    (try? await onThreadOfItsOwn("connect \(i)") { () throws(ParlaError) in try output.connect() }) != nil
+                }
+            }
+            return await group.reduce(into: [Bool]()) { $0.append($1) }
+        }
+        #expect(results == [true, true, true, true])
+        let clients = try runProcess("/usr/bin/pactl", ["-s", server.server, "list", "clients"])
+        let ours = clients.output.components(separatedBy: "\n").filter { $0.contains("application.name = \"\(name)\"") }
+        #expect(ours.count == 1, "clients named \(name): \(ours.count)\n\(clients.output)")
+        _ = output
     }
 
     @Test(arguments: SoundServer.allCases)
