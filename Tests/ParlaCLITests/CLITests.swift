@@ -236,6 +236,28 @@ struct CLITests {
         }
     }
 
+    /// With libpulse missing (hidden here in a mount namespace of the test's own), files are
+    /// still written, and live speech fails naming the package to install. (Linked, its
+    /// absence stopped every command before it began.)
+    @Test func withoutLibpulseFilesAreStillWrittenAndSpeechSaysWhatToInstall() throws {
+        let candidates = ["/usr/lib/x86_64-linux-gnu/libpulse.so.0", "/usr/lib/aarch64-linux-gnu/libpulse.so.0"]
+        guard let link = candidates.first(where: { FileManager.default.fileExists(atPath: $0) }),
+            let library = realpath(link, nil).map({ path in defer { free(path) }; return String(cString: path) })
+        else {
+            Issue.record("libpulse.so.0 not found in \(candidates)")
+            return
+        }
+        let dir = try makeTemporaryDirectory()
+        let wav = dir.appendingPathComponent("h.wav").path
+        let parla = URL(fileURLWithPath: Self.binary).resolvingSymlinksInPath().path
+        let script = "mount --bind /dev/null '\(library)' && '\(parla)' say -o '\(wav)' Hello && exec '\(parla)' say Hello"
+        let r = try runProcess("/usr/bin/unshare", ["--map-root-user", "--mount", "/bin/sh", "-c", script], environment: ["LANG": "C.UTF-8"])
+        #expect(r.status == 1, "\(r.error)")
+        #expect(r.error.contains("Wrote \(wav)"), "\(r.error)")
+        #expect(try FileManager.default.attributesOfItem(atPath: wav)[.size] as! Int > 44)
+        #expect(r.error.contains("install the libpulse0 package"), "\(r.error)")
+    }
+
     /// Parla's programs link neither libpulse, libespeak-ng nor libdbus-1 but load each on
     /// first use (scripts/generate-lazy-libraries.py), and the engine host meets
     /// libespeak-ng's need for pcaudiolib with Parla's stand-in (CParlaAudioNull): writing a
