@@ -428,7 +428,7 @@ static int lookup(int timeout_ms, char **text, char *reason, size_t reason_size)
     Lookup l = {now_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 1), reason, reason_size, 0};
     if (reason && reason_size) reason[0] = 0;
     *text = NULL;
-    if (!parla_dbus_load()) {
+    if (!parla_dbus_load()) {  // loaded already by parla_atspi_selection
         if (reason && reason_size) snprintf(reason, reason_size, "libdbus-1 could not be loaded: %s", parla_dbus_load_error());
         return PARLA_ATSPI_UNAVAILABLE;
     }
@@ -552,6 +552,12 @@ int parla_atspi_selection(int timeout_ms, char **text, char *reason, size_t reas
     *text = NULL;
     if (reason && reason_size) reason[0] = 0;
     if (timeout_ms < 1) timeout_ms = 1;
+    // libdbus-1 is loaded on first use (CDBusLazy), here, before the deadline starts: loading
+    // is this machine's work, not the bus's (under load it took longer than the whole wait).
+    if (!parla_dbus_load()) {
+        if (reason && reason_size) snprintf(reason, reason_size, "libdbus-1 could not be loaded: %s", parla_dbus_load_error());
+        return PARLA_ATSPI_UNAVAILABLE;
+    }
     Job *job = calloc(1, sizeof *job);
     if (!job) return PARLA_ATSPI_FAILED;
     pthread_condattr_t attributes;
