@@ -428,10 +428,6 @@ static int lookup(int timeout_ms, char **text, char *reason, size_t reason_size)
     Lookup l = {now_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 1), reason, reason_size, 0};
     if (reason && reason_size) reason[0] = 0;
     *text = NULL;
-    if (!parla_dbus_load()) {  // loaded already by parla_atspi_selection
-        if (reason && reason_size) snprintf(reason, reason_size, "libdbus-1 could not be loaded: %s", parla_dbus_load_error());
-        return PARLA_ATSPI_UNAVAILABLE;
-    }
     int unavailable = 0;
     char *address = accessibility_bus(&l, &unavailable);
     if (!address) return unavailable ? PARLA_ATSPI_UNAVAILABLE : PARLA_ATSPI_FAILED;

@@ -339,29 +339,17 @@ static pid_t take_spare(int *from) {
 }
 
 // Speaks utterance `id` in a child (the spare, else one forked now); reports MSG_CRASHED (the
-// id and the signal, 0 for none) if it died of a signal or failed.
+// id and the signal, 0 for none) if it died of a signal or failed, or could not be started.
 static void run_utterance(uint32_t id) {
-    int fds[2] = {-1, -1};
-    pid_t child = take_spare(&fds[0]);
+    int from = -1;
+    pid_t child = take_spare(&from);
     if (child <= 0) {
-        if (pipe(fds) != 0) {
-            put_header(MSG_CRASHED, 8);
-            put_u32(id);
-            put_u32(0);
-            flush_out();
-            return;
-        }
-        child = fork();
-        if (child == 0) {
-            parla_die_with_parent();
-            close(fds[0]);
-            out_fd = fds[1];
-            _exit(speak_utterance());
-        }
-        close(fds[1]);
+        fork_spare();
+        child = take_spare(&from);
     }
-    int alive = child > 0 && relay(fds[0]);
-    close(fds[0]);
+    if (child <= 0) child = -1;  // no pipe or no fork: reported as a crash below
+    int alive = child > 0 && relay(from);
+    if (from >= 0) close(from);
     int status = 0;
     if (child > 0) {
         while (waitpid(child, &status, 0) < 0 && errno == EINTR) {}

@@ -230,10 +230,10 @@ public final class PulseAudioOutput: @unchecked Sendable {
         }
         let flags = pa_context_flags_t(rawValue: PA_CONTEXT_NOAUTOSPAWN.rawValue)
         if pa_context_connect(ctx, options.server, flags, nil) < 0 {
-            let reason = errorText(pa_context_errno(ctx))
+            let error = ParlaError.audioServerUnavailable(reason: errorText(pa_context_errno(ctx)))
             pa_context_unref(ctx)
-            connectFailure = .audioServerUnavailable(reason: reason)
-            throw .audioServerUnavailable(reason: reason)
+            connectFailure = error
+            throw error
         }
         let deadline = monotonicNanoseconds() &+ timeoutNanoseconds
         while true {
