@@ -146,6 +146,11 @@ let package = Package(
         .target(name: "ParlaTestSupport", dependencies: ["ParlaCore", "ParlaIO"], path: "Tests/ParlaTestSupport", swiftSettings: swiftSettings),
         .target(name: "ParlaAudioTestSupport", dependencies: ["ParlaTestSupport", "ParlaPulseAudio", "ParlaTesting"], path: "Tests/ParlaAudioTestSupport", swiftSettings: swiftSettings),
         .testTarget(name: "ParlaTests", dependencies: ["Parla", "ParlaBatch", "ParlaAudioTestSupport"], swiftSettings: swiftSettings),
-        .testTarget(name: "ParlaCLITests", dependencies: ["parla", "speak-selection", "sd_parla", "ParlaCore", "ParlaIO", "ParlaAudioTestSupport"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "ParlaCLITests",
+            dependencies: [
+                "parla", "speak-selection", "sd_parla", "ParlaCore", "ParlaIO", "ParlaAudioTestSupport", "ParlaCommands",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ], swiftSettings: swiftSettings),
     ]
 )

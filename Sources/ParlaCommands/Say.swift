@@ -134,6 +134,69 @@ struct Say: AsyncParsableCommand {
 
     @OptionGroup var catalogOptions: CatalogOptions
 
+    /// The arguments as a plain value (what `run` works from; see `SayArguments`).
+    var arguments: SayArguments {
+        SayArguments(
+            text: text, file: file, output: output, timings: timings, voice: voice, language: language, rate: rate, pitch: pitch,
+            volume: volume, punctuation: punctuation, ssml: ssml, noDetect: noDetect, prefer: prefer, device: device,
+            latency: latency, duck: duck, duckBy: duckBy, highlight: highlight, events: events,
+            voicesDirectory: catalogOptions.voicesDirectory)
+    }
+
+    func validate() throws { try arguments.validate() }
+
+    func run() async throws { try await arguments.run() }
+
+    /// One `--events json` line.
+    static func json(_ event: SpeechEvent) -> String {
+        var fields = [
+            "\"event\": \(JSONText.quoted(event.kind.name))", "\"t_ns\": \(event.time.nanoseconds)", "\"utterance\": \(event.utterance)",
+        ]
+        switch event.kind {
+        case .willSpeakWord(let r), .willSpeakSentence(let r), .resumed(from: let r):
+            fields += [
+                "\"start\": \(r.scalarRange.lowerBound)", "\"end\": \(r.scalarRange.upperBound)",
+                "\"text\": \(JSONText.quoted(r.text))", "\"audio_ms\": \(String(format1: r.audioMilliseconds))",
+            ]
+        case .mark(let name):
+            fields.append("\"name\": \(JSONText.quoted(name))")
+        case .failed(let error):
+            fields.append("\"error\": \(JSONText.quoted(error.description))")
+        default:
+            break
+        }
+        return "{" + fields.joined(separator: ", ") + "}\n"
+    }
+
+}
+
+/// What `parla say` was asked for, as a plain value. `Say` (swift-argument-parser) fills it
+/// in; so does `QuickStart`, which recognises the commonest command line without the
+/// parser's reflection (see `runAsRoot`).
+struct SayArguments: Equatable, Sendable {
+    var text: [String] = []
+    var file: String? = nil
+    var output: String? = nil
+    var timings: String? = nil
+    var voice: String? = nil
+    var language: String? = nil
+    var rate: Double? = nil
+    var pitch: Double? = nil
+    var volume: Double? = nil
+    var punctuation: PunctuationMode = .none
+    var ssml = false
+    var noDetect = false
+    var prefer: String? = nil
+    var device: String? = nil
+    var latency = 30
+    var duck = false
+    var duckBy: Double? = nil
+    var highlight = false
+    var events: Say.EventFormat? = nil
+    var voicesDirectory: String? = nil
+
+    var catalogOptions: CatalogOptions.Plain { CatalogOptions.Plain(voicesDirectory: voicesDirectory) }
+
     func validate() throws {
         if output != nil && (highlight || events != nil || device != nil || duck || duckBy != nil) {
             throw ValidationError(
@@ -156,11 +219,11 @@ struct Say: AsyncParsableCommand {
     func run() async throws {
         // The engine loads in its own process while this one reads the catalog and the text,
         // and live speech connects to the sound server meanwhile (on a thread: it blocks).
-        Task { await ESpeakEngine.shared.prepare() }
         let audioOutput = AudioOutputOptions(
             device: device, targetLatency: .milliseconds(latency),
             ducking: duck || duckBy != nil ? DuckingOptions(attenuation: duckBy ?? 15) : nil)
-        let making = output == nil ? Task { await Self.connectingOutput(audioOutput) } : nil
+        let making = output == nil ? ConnectingOutput(audioOutput) : nil
+        Task { await ESpeakEngine.shared.prepare() }
         let catalog = try catalogOptions.load()
         let input = try readInput()
         var utterance = ssml ? try Utterance(ssml: input) : Utterance(string: input)
@@ -204,20 +267,6 @@ struct Say: AsyncParsableCommand {
                 + (timings.map { "; timings in \($0)" } ?? ""))
     }
 
-    /// The live output, made on a thread of its own (making it loads libpulse, about 2.5 ms:
-    /// see CPulseAudioLazy) and connected there while the text is read and planned; returned
-    /// as soon as it exists.
-    private static func connectingOutput(_ options: AudioOutputOptions) async -> PulseAudioOutput {
-        await withCheckedContinuation { continuation in
-            startThread(name: "parla.connect") {
-                let made = PulseAudioOutput(options: options)
-                continuation.resume(returning: made)
-                // A failure here is the utterance's too: it is reported when it fails.
-                try? made.connect()
-            }
-        }
-    }
-
     /// Plays `utterance` live, printing events or the highlighted text, until it ends.
     private func play(_ utterance: Utterance, plannedAs plan: SpeechPlan, with synth: SpeechSynthesizer) async throws {
         let signals = Interrupt.onSignal { synth.stop(at: .immediate) }
@@ -229,27 +278,6 @@ struct Say: AsyncParsableCommand {
             utterance, plannedAs: plan, with: synth, highlight: highlight, eventsJSON: events == .json, keys: highlight)
     }
 
-    /// One `--events json` line.
-    static func json(_ event: SpeechEvent) -> String {
-        var fields = [
-            "\"event\": \(JSONText.quoted(event.kind.name))", "\"t_ns\": \(event.time.nanoseconds)", "\"utterance\": \(event.utterance)",
-        ]
-        switch event.kind {
-        case .willSpeakWord(let r), .willSpeakSentence(let r), .resumed(from: let r):
-            fields += [
-                "\"start\": \(r.scalarRange.lowerBound)", "\"end\": \(r.scalarRange.upperBound)",
-                "\"text\": \(JSONText.quoted(r.text))", "\"audio_ms\": \(String(format1: r.audioMilliseconds))",
-            ]
-        case .mark(let name):
-            fields.append("\"name\": \(JSONText.quoted(name))")
-        case .failed(let error):
-            fields.append("\"error\": \(JSONText.quoted(error.description))")
-        default:
-            break
-        }
-        return "{" + fields.joined(separator: ", ") + "}\n"
-    }
-
     private func readInput() throws -> String {
         if let file { return try TextInput.read(path: file) }
         if text == ["-"] || (text.isEmpty && isatty(0) == 0) { return try TextInput.readStandardInput() }
@@ -257,6 +285,41 @@ struct Say: AsyncParsableCommand {
             throw ValidationError("Nothing to say: give the text as an argument, with -f FILE, or on standard input.")
         }
         return text.joined(separator: " ")
+    }
+}
+
+/// The live output, made on a thread of its own (making it loads libpulse, about 2.5 ms: see
+/// CPulseAudioLazy) and connected there while the text is read and planned. The thread starts
+/// at once, not when a task of the cooperative pool gets to it (which took 2–4 ms at start-up,
+/// measured with perf probes, while the pool's threads were being made).
+final class ConnectingOutput: Sendable {
+    private let state = Mutex<(made: PulseAudioOutput?, waiting: CheckedContinuation<PulseAudioOutput, Never>?)>((nil, nil))
+
+    init(_ options: AudioOutputOptions) {
+        startThread(name: "parla.connect") { [self] in
+            let made = PulseAudioOutput(options: options)
+            let waiting = state.withLock { state in
+                state.made = made
+                defer { state.waiting = nil }
+                return state.waiting
+            }
+            waiting?.resume(returning: made)
+            // A failure here is the utterance's too: it is reported when it fails.
+            try? made.connect()
+        }
+    }
+
+    /// The output, as soon as it exists (it may still be connecting).
+    var value: PulseAudioOutput {
+        get async {
+            await withCheckedContinuation { continuation in
+                let made = state.withLock { state in
+                    if state.made == nil { state.waiting = continuation }
+                    return state.made
+                }
+                if let made { continuation.resume(returning: made) }
+            }
+        }
     }
 }
 

@@ -56,6 +56,13 @@ struct SelectionOptions: ParsableArguments {
 
     @OptionGroup var catalogOptions: CatalogOptions
 
+    /// The options as a plain value (what `SelectionRun` works from).
+    var arguments: SelectionArguments {
+        SelectionArguments(
+            queue: queue, stopOnly: stopOnly, notify: notify, print: print, config: config, device: device, sources: sources,
+            timeout: timeout, source: source, catalogOptions: CatalogOptions.Plain(voicesDirectory: catalogOptions.voicesDirectory))
+    }
+
     func validate() throws {
         if let timeout, !(1...10_000).contains(timeout) { throw ValidationError("--timeout \(timeout) ms is out of range: use 1–10000.") }
         if let sources { _ = try SelectionSettings.parseSources(sources).get() }
@@ -67,6 +74,21 @@ struct SelectionOptions: ParsableArguments {
     }
 }
 
+/// What `speak-selection` was asked for, as a plain value. `SelectionOptions` fills it in; so
+/// does `QuickStart` for the hotkey's command line, which has no arguments.
+struct SelectionArguments: Equatable, Sendable {
+    var queue = false
+    var stopOnly = false
+    var notify = false
+    var print = false
+    var config: String? = nil
+    var device: String? = nil
+    var sources: String? = nil
+    var timeout: Int? = nil
+    var source: String? = nil
+    var catalogOptions = CatalogOptions.Plain(voicesDirectory: nil)
+}
+
 /// `speak-selection`: the command people bind to a hotkey.
 public struct SpeakSelectionCommand: AsyncParsableCommand {
     public init() {}
@@ -76,7 +98,7 @@ public struct SpeakSelectionCommand: AsyncParsableCommand {
         discussion: SelectionRun.discussion,
         version: parlaVersion)
     @OptionGroup var options: SelectionOptions
-    public func run() async throws { try await SelectionRun(options: options).run() }
+    public func run() async throws { try await SelectionRun(options: options.arguments).run() }
 }
 
 /// `parla selection`: the same as `speak-selection`.
@@ -86,7 +108,7 @@ struct SelectionCommand: AsyncParsableCommand {
         abstract: "Speak the selected text; run it again to stop (the same as speak-selection).",
         discussion: SelectionRun.discussion)
     @OptionGroup var options: SelectionOptions
-    func run() async throws { try await SelectionRun(options: options).run() }
+    func run() async throws { try await SelectionRun(options: options.arguments).run() }
 }
 
 struct SelectionRun {
@@ -113,7 +135,7 @@ struct SelectionRun {
         (milliseconds each source may take).
         """
 
-    let options: SelectionOptions
+    let options: SelectionArguments
 
     func run() async throws {
         if options.print {

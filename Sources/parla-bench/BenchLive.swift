@@ -135,7 +135,7 @@ struct BenchLive: AsyncParsableCommand {
             print(name.padding(30) + cell(onsets[k]))
         }
         if let p = onsets.first, let e = onsets.last, !p.isEmpty, !e.isEmpty {
-            print("ratio parla / espeak-ng (medians): " + fmt(percentile(p, 0.5) / percentile(e, 0.5)) + "  (target ≤ 1)")
+            print("ratio parla / espeak-ng (medians): " + fmt2(percentile(p, 0.5) / percentile(e, 0.5)) + "  (target ≤ 1)")
         }
     }
 
@@ -352,6 +352,13 @@ struct BenchLive: AsyncParsableCommand {
     }
 
     func fmt(_ v: Double) -> String { String(format1: v) }
+    /// Two decimals (a ratio near 1).
+    func fmt2(_ v: Double) -> String {
+        guard v.isFinite else { return "\(v)" }
+        let hundredths = Int((v * 100).rounded())
+        let rest = abs(hundredths) % 100
+        return (hundredths < 0 ? "-" : "") + "\(abs(hundredths) / 100)." + (rest < 10 ? "0" : "") + "\(rest)"
+    }
 
     func percentile(_ values: [Double], _ p: Double) -> Double {
         let s = values.sorted()
