@@ -288,10 +288,11 @@ struct SayArguments: Equatable, Sendable {
     }
 }
 
-/// The live output, made on a thread of its own (making it loads libpulse, about 2.5 ms: see
-/// CPulseAudioLazy) and connected there while the text is read and planned. The thread starts
-/// at once, not when a task of the cooperative pool gets to it (which took 2–4 ms at start-up,
-/// measured with perf probes, while the pool's threads were being made).
+/// The live output, connected on a thread of its own (which loads libpulse, 1.5 ms on an idle
+/// core and 2.5–6 at start-up: see CPulseAudioLazy) while the text is read and planned and
+/// the engine starts. The thread starts at once, not when a task of the cooperative pool gets
+/// to it (which took 2–4 ms at start-up, measured with perf probes, while the pool's threads
+/// were being made); the output itself exists at once, so planning never waits for the library.
 final class ConnectingOutput: Sendable {
     private let state = Mutex<(made: PulseAudioOutput?, waiting: CheckedContinuation<PulseAudioOutput, Never>?)>((nil, nil))
 

@@ -164,9 +164,9 @@ protocol RunEngine: AnyObject {
 func synthesizePlan(
     _ plan: SpeechPlan, engine: some RunEngine, stop: StopFlag, marksWords: Bool, emit: @escaping (SynthesisEvent) -> Void
 ) throws(ParlaError) -> Int {
-    let rate = try engine.start()
-    try engine.beginUtterance()
+    try engine.beginUtterance()  // before waiting for the engine: the host starts the utterance as soon as it is ready
     defer { engine.endUtterance() }
+    let rate = try engine.start()
     var builder = TimelineBuilder(plan: plan, sampleRate: rate, emit: emit)
     builder.marksWords = marksWords
     builder.silence(plan.leadingSilence)

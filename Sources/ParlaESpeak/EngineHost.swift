@@ -87,14 +87,20 @@ final class EngineHost: RunEngine {
         return String(decoding: payload, as: UTF8.self).split(separator: "\n").map(String.init)
     }
 
+    /// Tells the host an utterance begins. It need not have loaded yet: it reads the message
+    /// once it has, so its next child is on the way while this side waits for `READY` (one
+    /// round trip less before the first sound). If the host could not load, ``start()``'s
+    /// error is the one thrown.
     func beginUtterance() throws(ParlaError) {
-        _ = try start()
+        try launch()
         utterance &+= 1
         utteranceCrashed = nil
         var w = MessageWriter()
         let id = utterance
         w.message(.begin) { $0.u32(id) }
-        guard w.write(to: toHost) else { throw failure(while: "starting an utterance") }
+        let sent = w.write(to: toHost)
+        if sampleRate == nil { _ = try start() }
+        guard sent else { throw failure(while: "starting an utterance") }
     }
 
     func endUtterance() {

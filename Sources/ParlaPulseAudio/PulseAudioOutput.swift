@@ -57,46 +57,65 @@ public struct AudioOutputOptions: Sendable, Hashable {
 public final class PulseAudioOutput: @unchecked Sendable {
     /// The options the output was created with.
     public let options: AudioOutputOptions
-    package let mainloop: OpaquePointer
+    /// The main loop, made (and libpulse loaded) on first use: by ``connect()`` or the first
+    /// stream, not by `init`, so that a program can make its output at once and let a thread of
+    /// its own pay for loading the library (`parla say` plans the text meanwhile).
+    package var mainloop: OpaquePointer { loop.mainloop }
+    private let loopStorage = Mutex<Loop?>(nil)
+    private struct Loop {
+        let mainloop: OpaquePointer
+        /// Why there is no main loop (libpulse is not installed), or nil.
+        let unavailable: String?
+        let ducker: Ducker?
+    }
     private var context: OpaquePointer?
     /// Whether a thread is connecting (lock held): another waits for it rather than connecting
     /// too, and takes its failure as its own.
     private var connecting = false
     private var connectFailure: ParlaError?
     /// Lowers other streams while this output's play (``AudioOutputOptions/ducking``).
-    let ducker: Ducker?
+    var ducker: Ducker? { loop.ducker }
 
     /// Why there is no main loop (libpulse is not installed), or nil.
-    private let unavailable: String?
+    private var unavailable: String? { loop.unavailable }
+
+    private var loop: Loop {
+        loopStorage.withLock { stored in
+            if let stored { return stored }
+            let made = Self.makeLoop(options)
+            stored = made
+            return made
+        }
+    }
 
     /// Creates an output; nothing is connected until ``connect()`` or the first stream.
     public init(options: AudioOutputOptions = AudioOutputOptions()) {
         self.options = options
-        // libpulse is loaded here, on first use (CPulseAudioLazy). Without it, a placeholder
-        // stands in for the loop, nothing ever touches it, and connect() says what to install.
-        let loop: OpaquePointer
-        if let made = pa_threaded_mainloop_new() {
-            loop = made
-            unavailable = nil
-            pa_threaded_mainloop_start(loop)
-        } else {
-            loop = OpaquePointer(parla_pulse_placeholder())
-            unavailable = parla_pulse_load_error().map { String(cString: $0) } ?? "libpulse could not create its main loop"
+    }
+
+    /// libpulse is loaded here, on first use (CPulseAudioLazy). Without it, a placeholder
+    /// stands in for the loop, nothing ever touches it, and connect() says what to install.
+    private static func makeLoop(_ options: AudioOutputOptions) -> Loop {
+        guard let made = pa_threaded_mainloop_new() else {
+            return Loop(
+                mainloop: OpaquePointer(parla_pulse_placeholder()),
+                unavailable: parla_pulse_load_error().map { String(cString: $0) } ?? "libpulse could not create its main loop",
+                ducker: nil)
         }
-        mainloop = loop
-        ducker =
-            unavailable != nil
-            ? nil : options.ducking.map { Ducker(options: $0, role: options.role, server: options.server, mainloop: loop) }
+        pa_threaded_mainloop_start(made)
+        return Loop(
+            mainloop: made, unavailable: nil,
+            ducker: options.ducking.map { Ducker(options: $0, role: options.role, server: options.server, mainloop: made) })
     }
 
     deinit {
-        guard unavailable == nil else { return }
-        pa_threaded_mainloop_stop(mainloop)
+        guard let loop = loopStorage.withLock({ $0 }), loop.unavailable == nil else { return }
+        pa_threaded_mainloop_stop(loop.mainloop)
         if let context {
             pa_context_disconnect(context)
             pa_context_unref(context)
         }
-        pa_threaded_mainloop_free(mainloop)
+        pa_threaded_mainloop_free(loop.mainloop)
     }
 
     /// How ducking works on this server (``DuckingMode/unknown`` until a stream has played,
