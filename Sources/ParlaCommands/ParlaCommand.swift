@@ -76,8 +76,8 @@ public func runAsRoot<Command: AsyncParsableCommand>(_: Command.Type) async {
     await ESpeakEngine.shutDownShared()
 }
 
-/// The command lines on the way to a first sound that matters most, `parla say TEXT…` and a
-/// hotkey's bare `speak-selection`, recognised without swift-argument-parser. Its first parse
+/// The command lines whose start-up matters most, `parla say TEXT…` (with or without
+/// `-o FILE`) and a hotkey's bare `speak-selection`, recognised without swift-argument-parser. Its first parse
 /// reflects over every option of the command: about 1.8 ms of CPU in the static binary, mostly
 /// protocol-conformance lookups, while the engine host and the sound server's connection are
 /// starting on the two cores. Every other command line goes to the parser, and a test checks
@@ -87,14 +87,14 @@ enum QuickStart: Equatable {
     case selection(SelectionArguments)
 
     /// `arguments` as the process got them (the program first); nil unless they are
-    /// `parla say` followed by words none of which starts with '-', or `speak-selection` (or
-    /// `parla selection`) alone.
+    /// `parla say` followed by words none of which starts with '-' (and at most one `-o FILE`),
+    /// or `speak-selection` (or `parla selection`) alone.
     init?(root: Any.Type, arguments: [String]) {
         guard arguments.count >= 1 else { return nil }
         let rest = arguments.dropFirst()
         if ObjectIdentifier(root) == ObjectIdentifier(ParlaCommand.self) {
-            if rest.first == "say", rest.count >= 2, rest.dropFirst().allSatisfy({ !$0.hasPrefix("-") }) {
-                self = .say(SayArguments(text: Array(rest.dropFirst())))
+            if rest.first == "say", let say = Self.say(Array(rest.dropFirst())) {
+                self = .say(say)
                 return
             }
             if Array(rest) == ["selection"] {
@@ -106,6 +106,26 @@ enum QuickStart: Equatable {
             return
         }
         return nil
+    }
+
+    /// `say`'s arguments if they are words none of which starts with '-', and at most one
+    /// `-o FILE` / `--output FILE` (FILE not starting with '-') among them; else nil.
+    private static func say(_ arguments: [String]) -> SayArguments? {
+        var result = SayArguments()
+        var i = 0
+        while i < arguments.count {
+            let word = arguments[i]
+            if word == "-o" || word == "--output" {
+                guard result.output == nil, i + 1 < arguments.count, !arguments[i + 1].hasPrefix("-") else { return nil }
+                result.output = arguments[i + 1]
+                i += 2
+                continue
+            }
+            guard !word.hasPrefix("-") else { return nil }
+            result.text.append(word)
+            i += 1
+        }
+        return result.text.isEmpty ? nil : result
     }
 
     func run() async throws {

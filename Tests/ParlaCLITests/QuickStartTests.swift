@@ -20,6 +20,7 @@ struct QuickStartTests {
     @Test(arguments: [
         ["say", "Hello"], ["say", "Hello", "world."], ["say", "help"], ["say", "say", "render"], ["say", ""],
         ["say", "Καλημέρα", "مرحبا", "👍🏽"], ["say", "a=b", "x:y"], ["say", "Hello -o x.wav"], ["selection"],
+        ["say", "-o", "x.wav", "Hi"], ["say", "Hi", "--output", "a b.wav"], ["say", "Hi", "-o", "x.wav", "there"],
     ])
     func recognisedLinesMeanWhatTheParserReads(line: [String]) throws {
         let quick = try #require(QuickStart(root: ParlaCommand.self, arguments: ["/usr/bin/parla"] + line))
@@ -33,7 +34,8 @@ struct QuickStartTests {
     }
 
     @Test(arguments: [
-        ["say"], ["say", "-o", "x.wav", "Hi"], ["say", "Hi", "--ssml"], ["say", "-"], ["say", "--", "-x"], ["say", "Hi", "-v", "en"],
+        ["say"], ["say", "-o", "x.wav"], ["say", "Hi", "-o"], ["say", "Hi", "-o", "-"], ["say", "-o", "a", "-o", "b", "Hi"],
+        ["say", "-ox.wav", "Hi"], ["say", "--output=x.wav", "Hi"], ["say", "Hi", "--ssml"], ["say", "-"], ["say", "--", "-x"], ["say", "Hi", "-v", "en"],
         ["say", "--help"], ["say", "Hi", "--version"], ["voices"], ["detect", "Hello"], ["selection", "--stop"], ["selection", "-"],
         ["Say", "Hello"], [],
     ])
@@ -45,11 +47,13 @@ struct QuickStartTests {
     /// Random command lines of words, some of them option-like: whatever is recognised means
     /// what the parser reads.
     @Test func randomLinesAgreeWithTheParser() throws {
-        let words = ["Hello", "world", "say", "help", "-", "--", "-o", "--ssml", "x.wav", "", "Καλημέρα", "=", "-v", "selection", "voices"]
+        let words = [
+            "Hello", "world", "say", "help", "-", "--", "-o", "--output", "--ssml", "x.wav", "", "Καλημέρα", "=", "-v", "selection", "voices",
+        ]
         var generator = SystemRandomNumberGenerator()
         var recognised = 0
-        for _ in 0..<500 {
-            let line = ["say"] + (0..<Int.random(in: 0...4, using: &generator)).map { _ in words.randomElement(using: &generator)! }
+        for _ in 0..<2000 {
+            let line = ["say"] + (0..<Int.random(in: 0...5, using: &generator)).map { _ in words.randomElement(using: &generator)! }
             guard let quick = QuickStart(root: ParlaCommand.self, arguments: ["parla"] + line) else { continue }
             recognised += 1
             #expect(quick == (try Self.parsed(parla: line)), "\(line)")
