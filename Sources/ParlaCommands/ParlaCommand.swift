@@ -77,11 +77,11 @@ public func runAsRoot<Command: AsyncParsableCommand>(_: Command.Type) async {
 }
 
 /// The command lines whose start-up matters most, `parla say TEXT…` (with or without
-/// `-o FILE`) and a hotkey's bare `speak-selection`, recognised without swift-argument-parser. Its first parse
-/// reflects over every option of the command: about 1.8 ms of CPU in the static binary, mostly
-/// protocol-conformance lookups, while the engine host and the sound server's connection are
-/// starting on the two cores. Every other command line goes to the parser, and a test checks
-/// that the parser reads the recognised ones the same way.
+/// `-o FILE`) and a hotkey's bare `speak-selection`, recognised without swift-argument-parser.
+/// Its first parse reflects over every option of the command: about 1.8 ms of CPU in the
+/// static binary, mostly protocol-conformance lookups, while the engine host and the sound
+/// server's connection are starting on the two cores. Every other command line goes to the
+/// parser, and a test checks that the parser reads the recognised ones the same way.
 enum QuickStart: Equatable {
     case say(SayArguments)
     case selection(SelectionArguments)

@@ -164,7 +164,8 @@ protocol RunEngine: AnyObject {
 func synthesizePlan(
     _ plan: SpeechPlan, engine: some RunEngine, stop: StopFlag, marksWords: Bool, emit: @escaping (SynthesisEvent) -> Void
 ) throws(ParlaError) -> Int {
-    try engine.beginUtterance()  // before waiting for the engine: the host starts the utterance as soon as it is ready
+    // Before waiting for the engine to load: the host starts the utterance as soon as it has.
+    try engine.beginUtterance()
     defer { engine.endUtterance() }
     let rate = try engine.start()
     var builder = TimelineBuilder(plan: plan, sampleRate: rate, emit: emit)
