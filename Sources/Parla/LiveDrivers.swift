@@ -5,26 +5,33 @@ import ParlaPulseAudio
 /// What live speech needs of a speech engine: espeak-ng (``ESpeakEngine``), or a test's fake
 /// that produces scripted audio and marks.
 package protocol SpeechEngine: Sendable {
-    /// Loads the engine (once) and returns its output sample rate.
-    func start() async throws(ParlaError) -> Int
     /// Speaks `plan`, passing audio and timed marks to `emit` as they are produced; returns
-    /// the number of samples produced.
+    /// the number of samples produced. Loads the engine first if it has not been, and tells
+    /// `started` its output sample rate before the first event; what `started` throws ends
+    /// synthesis with that error.
     /// - Throws: ``ParlaCore/ParlaError/cancelled`` once `stop` is raised.
-    func synthesize(_ plan: SpeechPlan, stop: StopFlag, emit: @escaping @Sendable (SynthesisEvent) -> Void) async throws(ParlaError)
-        -> Int
-    /// The sample rate ``start()`` will most likely return, known before it has: live speech
+    func synthesize(
+        _ plan: SpeechPlan, stop: StopFlag, started: @Sendable (Int) throws(ParlaError) -> Void,
+        emit: @escaping @Sendable (SynthesisEvent) -> Void
+    ) async throws(ParlaError) -> Int
+    /// The sample rate `started` will most likely be told, known before it is: live speech
     /// opens its stream at this rate while the engine loads. Nil: no guess (the stream opens
     /// once the engine has started).
     var likelySampleRate: Int? { get }
+    /// Where a task that has nothing left to do but speak runs best: the engine's own thread.
+    /// Nil: the cooperative pool.
+    var preferredTaskExecutor: (any TaskExecutor)? { get }
 }
 
 extension SpeechEngine {
     package var likelySampleRate: Int? { nil }
+    package var preferredTaskExecutor: (any TaskExecutor)? { nil }
 }
 
 extension ESpeakEngine: SpeechEngine {
     /// espeak-ng's own voices all speak at 22,050 Hz.
     package nonisolated var likelySampleRate: Int? { 22050 }
+    package nonisolated var preferredTaskExecutor: (any TaskExecutor)? { taskExecutor }
 }
 
 /// What live speech needs of a sound server: PulseAudio or PipeWire's pulse server

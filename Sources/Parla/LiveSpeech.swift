@@ -193,7 +193,12 @@ final class LiveSpeech: @unchecked Sendable {
             }
             guard s.prosody.rate != old.rate || s.prosody.pitch != old.pitch else { return }
             for pb in s.playing where !pb.ended && pb.plan != nil {
-                guard let stream = pb.stream else { continue }
+                guard let stream = pb.stream else {
+                    // Its first pass, made with the old settings, has no stream yet: it is cut
+                    // at its first word, whose audio is not written before the stream is there.
+                    pb.changeRequest = (monotonicNanoseconds(), 0)
+                    continue
+                }
                 pb.changeRequest = (monotonicNanoseconds(), stream.playedSamples() ?? 0)
                 // The earliest known word not yet handed to the server; else the next one made.
                 let unheard = pb.machine.words[pb.machine.nextWord...]
@@ -242,7 +247,11 @@ final class LiveSpeech: @unchecked Sendable {
                         drainGrace: output.targetLatency + .milliseconds(100)))
                 s.playing.append(pb)
                 s.paused = false
-                Task { await self.run(pb, request.utterance, plan: request.plan, from: resume?.text) }
+                // Planned already, it starts on the engine's thread: nothing is left but to
+                // speak it, and the cooperative pool may be slow to give it a thread.
+                Task(executorPreference: request.plan == nil ? nil : engine.preferredTaskExecutor) {
+                    await self.run(pb, request.utterance, plan: request.plan, from: resume?.text)
+                }
             case .interrupt(let id, let boundary):
                 guard let pb = s.playing.first(where: { $0.id == id }) else { continue }
                 let played = pb.stream?.playedSamples()
@@ -347,52 +356,21 @@ final class LiveSpeech: @unchecked Sendable {
                 state.withLock { s in s.requests[pb.id]?.plan = made }  // planned once, even if it resumes
             }
             if let resumeOffset, resumeOffset > 0 { plan = plan.resuming(from: resumeOffset) }
-            let output = self.output, name = String(plan.text.prefix(60))
-            @Sendable func open(at rate: Int) async throws(ParlaError) -> any AudioStream {
-                try await onThreadOfItsOwn("parla.open-stream") { () throws(ParlaError) in
-                    try output.makeStream(sampleRate: rate, name: name)
-                }
-            }
-            // The stream opens while the engine loads, at the rate it will most likely have:
-            // the server's round trips are then off the first sound's path.
-            let guess = engine.likelySampleRate
-            let early = guess.map { rate in
-                Task { () -> Result<any AudioStream, ParlaError> in
-                    do throws(ParlaError) { return .success(try await open(at: rate)) } catch { return .failure(error) }
-                }
-            }
-            let rate: Int
-            do throws(ParlaError) {
-                rate = try await engine.start()
-            } catch {
-                if case .success(let stream)? = await early?.value { stream.close() }
-                throw error
-            }
-            let stream: any AudioStream
-            switch await early?.value {
-            case .success(let opened)? where rate == guess: stream = opened
-            case .failure(let error)? where rate == guess: throw error
-            case .success(let opened)?:
-                opened.close()
-                stream = try await open(at: rate)
-            default: stream = try await open(at: rate)
-            }
+            // The stream opens at the rate the engine will most likely have while the engine
+            // loads and speaks the first words: the server's round trips are off the path of the
+            // first sound, and so is the engine's.
+            let opening = OpeningStream(output, likelySampleRate: engine.likelySampleRate, name: String(plan.text.prefix(60)))
             let made = plan
             let first = state.withLock { s -> SynthesisPass? in
-                pb.machine.sampleRate = rate
                 guard !pb.ended else { return nil }
-                pb.stream = stream
                 pb.plan = made
-                stream.setVolume(s.prosody.volume)
-                if pb.machine.isCorked { stream.setCorked(true) }
                 return makePass(pb, base: 0, input: pb.machine.resumedFrom?.input ?? 0, sentenceStart: nil, in: &s)
             }
             guard let first else {
-                stream.close()
+                opening.discard()
                 return
             }
-            wake.signal()
-            await synthesize(pb, first, stream: stream)
+            await synthesize(pb, first, opening: opening)
         } catch {
             let failure = error
             state.withLock { s in
@@ -462,11 +440,11 @@ final class LiveSpeech: @unchecked Sendable {
     /// Starts a new synthesis pass of `pb` where ``dropAudio(of:from:)`` left off. State lock held.
     private func restartSynthesis(_ pb: Playback, _ restart: Restart, in s: inout State) -> Bool {
         let w = restart.word
-        guard let stream = pb.stream,
+        guard pb.stream != nil,
             let pass = makePass(pb, base: w.startSample, input: w.range.lowerBound, sentenceStart: restart.sentenceStart, in: &s)
         else { return false }
         pass.skipsFirstSentence = restart.sentenceReported  // its first sentence mark would say part of it again
-        Task { await self.synthesize(pb, pass, stream: stream) }
+        Task { await self.synthesize(pb, pass, opening: nil) }
         return true
     }
 
@@ -477,38 +455,58 @@ final class LiveSpeech: @unchecked Sendable {
     }
 
     /// Runs one synthesis pass of `pb` into its stream, until its plan ends or it is stopped
-    /// (the playback ended, or a change of rate replaced it with a new pass).
-    private func synthesize(_ pb: Playback, _ pass: SynthesisPass, stream: any AudioStream) async {
-        let aheadLimit = aheadLimit(rate: stream.sampleRate)
+    /// (the playback ended, or a change of rate replaced it with a new pass). The first pass
+    /// takes the stream from `opening` once the engine has its sample rate; later ones
+    /// write to the stream it set.
+    private func synthesize(_ pb: Playback, _ pass: SynthesisPass, opening: OpeningStream?) async {
         do {
-            let total = try await engine.synthesize(pass.plan, stop: pass.stop) { event in
+            let total = try await engine.synthesize(
+                pass.plan, stop: pass.stop,
+                started: { rate throws(ParlaError) in
+                    guard let opening else { return }
+                    let stream = try opening.stream(at: rate, stop: pass.stop)
+                    let taken = self.state.withLock { s -> Bool in
+                        pb.machine.sampleRate = rate
+                        guard !pb.ended else { return false }
+                        pb.stream = stream
+                        stream.setVolume(s.prosody.volume)
+                        if pb.machine.isCorked { stream.setCorked(true) }
+                        return true
+                    }
+                    guard taken else {
+                        stream.close()
+                        throw .cancelled
+                    }
+                    self.wake.signal()
+                }
+            ) { event in
                 switch event {
                 case .audio(let buffer):
                     // Written under the state lock, so nothing of a replaced pass follows a cut.
-                    let written = self.state.withLock { _ -> Bool in
-                        guard !pass.stop.isRaised else { return false }
+                    let written = self.state.withLock { _ -> (any AudioStream)? in
+                        guard !pass.stop.isRaised, let stream = pb.stream else { return nil }
                         do { try stream.write(buffer.samples) } catch {
                             pass.stop.raise()
-                            return false
+                            return nil
                         }
-                        return true
+                        return stream
                     }
                     // Far enough ahead: the pass stops at the next sentence (see `.word`).
-                    if written, stream.samplesAhead() > aheadLimit {
+                    if let stream = written, stream.samplesAhead() > self.aheadLimit(rate: stream.sampleRate) {
                         self.state.withLock { _ in if pb.pass === pass { pb.parkRequested = true } }
                     }
                 case .word(var w):
                     w.startSample += pass.base
                     w.endSample += pass.base
                     self.state.withLock { s in
-                        guard !pass.stop.isRaised else { return }
+                        guard !pass.stop.isRaised, let stream = pb.stream else { return }
                         // A change of rate waits for a word whose audio the server has not had.
                         if pb.changeRequest != nil, self.cut(pb, at: w, in: &s) { return }
                         // Far enough ahead, at the start of a sentence (or anywhere, twice as
                         // far): the pass stops here and frees the engine, and the clock starts a
                         // new one from this word when the listener has caught up.
                         if pb.parkRequested, pb.pass === pass, w.startSample > pass.base,
-                            pb.machine.startsSentence(w) || stream.samplesAhead() > 2 * aheadLimit,
+                            pb.machine.startsSentence(w) || stream.samplesAhead() > 2 * self.aheadLimit(rate: stream.sampleRate),
                             let restart = self.dropAudio(of: pb, from: w)
                         {
                             pb.parked = restart
@@ -544,15 +542,16 @@ final class LiveSpeech: @unchecked Sendable {
                 guard pb.pass === pass, !pass.stop.isRaised, !pb.ended else { return }
                 pb.machine.synthesisFinished(totalSamples: pass.base + total)
                 pb.changeRequest = nil
-                stream.finishInput()
+                pb.stream?.finishInput()
             }
             wake.signal()
         } catch {
+            opening?.discard()  // if the engine failed before it was taken
             let failure = error
             state.withLock { s in
                 guard pb.pass === pass, !pb.ended else { return }  // replaced by a new pass, or ended
                 // A stream failure that stopped synthesis is reported with the stream's own error.
-                if failure == .cancelled, case .failed(let e) = stream.currentStatus {
+                if failure == .cancelled, case .failed(let e)? = pb.stream?.currentStatus {
                     end(pb, .failed(e), in: &s)
                 } else if failure != .cancelled {
                     end(pb, .failed(failure), in: &s)
@@ -676,5 +675,64 @@ private final class SynthesisPass: @unchecked Sendable {
         self.base = base
         self.input = input
         self.sentenceStart = sentenceStart
+    }
+}
+
+/// The stream of an utterance's first pass, opening on a thread of its own at the sample rate
+/// the engine will most likely have, while the engine loads and starts speaking.
+private final class OpeningStream: Sendable {
+    private let output: any AudioSink
+    private let name: String
+    private let likelyRate: Int?
+    /// What the thread opened, and whether the stream was taken or given up (then the thread
+    /// closes what it opens).
+    private let state = Mutex<(opened: Result<any AudioStream, ParlaError>?, claimed: Bool)>((nil, false))
+    private let done = DispatchSemaphore(value: 0)
+
+    init(_ output: any AudioSink, likelySampleRate: Int?, name: String) {
+        self.output = output
+        self.name = name
+        likelyRate = likelySampleRate
+        guard let rate = likelySampleRate else { return }
+        startThread(name: "parla.open-stream") { [self] in
+            let opened: Result<any AudioStream, ParlaError>
+            do throws(ParlaError) { opened = .success(try output.makeStream(sampleRate: rate, name: name)) } catch { opened = .failure(error) }
+            let unwanted = state.withLock { s -> (any AudioStream)? in
+                s.opened = opened
+                return s.claimed ? try? opened.get() : nil
+            }
+            unwanted?.close()
+            done.signal()
+        }
+    }
+
+    /// The stream at `rate` (blocking): the one opening, else (no guess, or a wrong one) one
+    /// opened now. Gives up with ``ParlaError/cancelled`` once `stop` is raised.
+    func stream(at rate: Int, stop: StopFlag) throws(ParlaError) -> any AudioStream {
+        if likelyRate != nil {
+            while done.wait(timeout: .now() + .milliseconds(5)) == .timedOut {
+                if stop.isRaised {
+                    discard()
+                    throw .cancelled
+                }
+            }
+            let opened = state.withLock { s in
+                s.claimed = true
+                return s.opened
+            }
+            if rate == likelyRate, let opened { return try opened.get() }
+            if case .success(let wrong)? = opened { wrong.close() }
+        }
+        return try output.makeStream(sampleRate: rate, name: name)
+    }
+
+    /// Closes the stream unless it was taken (once it has opened, if it has not yet).
+    func discard() {
+        let opened = state.withLock { s -> (any AudioStream)? in
+            guard !s.claimed else { return nil }
+            s.claimed = true
+            return try? s.opened?.get()
+        }
+        opened?.close()
     }
 }

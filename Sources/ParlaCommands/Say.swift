@@ -222,7 +222,7 @@ struct SayArguments: Equatable, Sendable {
         let audioOutput = AudioOutputOptions(
             device: device, targetLatency: .milliseconds(latency),
             ducking: duck || duckBy != nil ? DuckingOptions(attenuation: duckBy ?? 15) : nil)
-        let making = output == nil ? ConnectingOutput(audioOutput) : nil
+        let liveOutput = output == nil ? connectingOutput(audioOutput) : nil
         Task { await ESpeakEngine.shared.prepare() }
         let catalog = try catalogOptions.load()
         let input = try readInput()
@@ -240,7 +240,6 @@ struct SayArguments: Equatable, Sendable {
         if !noDetect && language == nil {
             detector = try makeDetector(catalog: catalog, prefer: prefer, only: nil)
         }
-        let liveOutput = await making?.value
         let synth = SpeechSynthesizer(
             catalog: catalog,
             defaultLanguage: try prefer.map { try parseTagList($0, option: "--prefer")[0] } ?? "en",
@@ -292,36 +291,14 @@ struct SayArguments: Equatable, Sendable {
 /// core and 2.5–6 at start-up: see CPulseAudioLazy) while the text is read and planned and
 /// the engine starts. The thread starts at once, not when a task of the cooperative pool gets
 /// to it (which took 2–4 ms at start-up, measured with perf probes, while the pool's threads
-/// were being made); the output itself exists at once, so planning never waits for the library.
-final class ConnectingOutput: Sendable {
-    private let state = Mutex<(made: PulseAudioOutput?, waiting: CheckedContinuation<PulseAudioOutput, Never>?)>((nil, nil))
-
-    init(_ options: AudioOutputOptions) {
-        startThread(name: "parla.connect") { [self] in
-            let made = PulseAudioOutput(options: options)
-            let waiting = state.withLock { state in
-                state.made = made
-                defer { state.waiting = nil }
-                return state.waiting
-            }
-            waiting?.resume(returning: made)
-            // A failure here is the utterance's too: it is reported when it fails.
-            try? made.connect()
-        }
+/// were being made). The output itself is made here: it loads nothing until it is used.
+func connectingOutput(_ options: AudioOutputOptions) -> PulseAudioOutput {
+    let output = PulseAudioOutput(options: options)
+    startThread(name: "parla.connect") {
+        // A failure here is the utterance's too: it is reported when it fails.
+        try? output.connect()
     }
-
-    /// The output, as soon as it exists (it may still be connecting).
-    var value: PulseAudioOutput {
-        get async {
-            await withCheckedContinuation { continuation in
-                let made = state.withLock { state in
-                    if state.made == nil { state.waiting = continuation }
-                    return state.made
-                }
-                if let made { continuation.resume(returning: made) }
-            }
-        }
-    }
+    return output
 }
 
 extension PunctuationMode: ExpressibleByArgument {}

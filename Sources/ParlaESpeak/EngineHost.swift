@@ -25,6 +25,8 @@ final class EngineHost: RunEngine {
     /// The utterance being spoken, and whether its child (in the host) has died.
     private var utterance: UInt32 = 0
     private var utteranceCrashed: UInt32?
+    /// The run sent with the utterance's BEGIN, until it is spoken (or dropped).
+    private var queued: UInt32?
     /// How long the host may stay silent while it speaks or loads before it is given up.
     static let timeout: Int32 = 15_000
 
@@ -87,23 +89,35 @@ final class EngineHost: RunEngine {
         return String(decoding: payload, as: UTF8.self).split(separator: "\n").map(String.init)
     }
 
-    /// Tells the host an utterance begins. It need not have loaded yet: it reads the message
-    /// once it has, so its next child is on the way while this side waits for `READY` (one
-    /// round trip less before the first sound). If the host could not load, ``start()``'s
-    /// error is the one thrown.
-    func beginUtterance() throws(ParlaError) {
+    /// Tells the host an utterance begins, and sends it `first`, the utterance's first run,
+    /// if given. It need not have loaded yet: it reads the messages once it has, so its child
+    /// speaks the first run while this side waits for `READY` (no round trip between the host
+    /// being ready and the first sound). ``speak(_:shouldStop:audio:event:)`` must then be
+    /// given that run first; if it is not, ``endUtterance()`` stops the run and drops what
+    /// it made. If the host could not load, ``start()``'s error is the one thrown.
+    func beginUtterance(first: RunRequest?) throws(ParlaError) {
         try launch()
         utterance &+= 1
         utteranceCrashed = nil
         var w = MessageWriter()
         let id = utterance
         w.message(.begin) { $0.u32(id) }
+        if let first {
+            seq &+= 1
+            queued = seq
+            w.speak(first, seq: seq)
+        }
         let sent = w.write(to: toHost)
         if sampleRate == nil { _ = try start() }
         guard sent else { throw failure(while: "starting an utterance") }
     }
 
     func endUtterance() {
+        if let run = queued {
+            // Sent with BEGIN and never asked for: stopped, and what it made is read and dropped.
+            queued = nil
+            do throws(ParlaError) { try receive(run: run, voice: "", shouldStop: { true }, audio: { _ in }, event: { _ in }) } catch {}
+        }
         guard toHost >= 0, utteranceCrashed == nil else { return }
         var w = MessageWriter()
         w.message(.finish) { _ in }
@@ -115,20 +129,26 @@ final class EngineHost: RunEngine {
         audio: (UnsafeBufferPointer<Int16>) -> Void, event: (RawEngineEvent) -> Void
     ) throws(ParlaError) {
         _ = try start()
-        seq &+= 1
-        let mine = seq
-        var w = MessageWriter()
-        w.message(.speak) { w in
-            w.u32(mine)
-            w.u32(run.flags)
-            for v in [run.rate, run.pitch, run.volume, run.punctuation] { w.i32(v) }
-            let voice = Array(run.voice.utf8.prefix(Int(UInt16.max)))
-            w.u8(UInt8(truncatingIfNeeded: voice.count))
-            w.u8(UInt8(truncatingIfNeeded: voice.count >> 8))
-            voice.withUnsafeBytes { w.raw($0) }
-            Array(run.text.utf8).withUnsafeBytes { w.raw($0) }
+        let mine: UInt32
+        if let run = queued {
+            mine = run  // sent with BEGIN
+            queued = nil
+        } else {
+            seq &+= 1
+            mine = seq
+            var w = MessageWriter()
+            w.speak(run, seq: mine)
+            guard w.write(to: toHost) else { throw failure(while: "speaking") }
         }
-        guard w.write(to: toHost) else { throw failure(while: "speaking") }
+        try receive(run: mine, voice: run.voice, shouldStop: shouldStop, audio: audio, event: event)
+    }
+
+    /// Reads what the host reports of run `mine` until its end, sending it a stop once
+    /// `shouldStop` says so (and dropping what comes after that).
+    private func receive(
+        run mine: UInt32, voice: String, shouldStop: () -> Bool,
+        audio: (UnsafeBufferPointer<Int16>) -> Void, event: (RawEngineEvent) -> Void
+    ) throws(ParlaError) {
         var stopSent = false
         while true {
             if !stopSent, shouldStop() {
@@ -163,7 +183,7 @@ final class EngineHost: RunEngine {
                 if stopSent || shouldStop() { throw .cancelled }
                 switch status {
                 case .ok: return
-                case .unknownVoice: throw .unknownEngineVoice(run.voice)
+                case .unknownVoice: throw .unknownEngineVoice(voice)
                 case .stopped: throw .cancelled
                 default: throw .engineFailure("espeak-ng could not speak this text")
                 }
@@ -265,6 +285,7 @@ final class EngineHost: RunEngine {
         toHost = -1
         fromHost = -1
         sampleRate = nil
+        queued = nil
         var status: Int32 = 0
         var reaped = waitpid(pid, &status, WNOHANG)
         for _ in 0..<100 where reaped == 0 {
@@ -287,4 +308,26 @@ final class EngineHost: RunEngine {
         }
         return "exited"
     }
+}
+
+extension MessageWriter {
+    /// A `SPEAK` message: run `seq`, its flags, prosody and voice, then its text.
+    mutating func speak(_ run: RunRequest, seq: UInt32) {
+        message(.speak) { w in
+            w.u32(seq)
+            w.u32(run.flags)
+            for v in [run.rate, run.pitch, run.volume, run.punctuation] { w.i32(v) }
+            let voice = Array(run.voice.utf8.prefix(Int(UInt16.max)))
+            w.u8(UInt8(truncatingIfNeeded: voice.count))
+            w.u8(UInt8(truncatingIfNeeded: voice.count >> 8))
+            voice.withUnsafeBytes { w.raw($0) }
+            Array(run.text.utf8).withUnsafeBytes { w.raw($0) }
+        }
+    }
+}
+
+extension ESpeakEngine {
+    /// The voice the engine host has loaded before its first utterance (a first run in it
+    /// starts sooner): Parla's voice for English.
+    package static var firstVoice: String { PARLA_ENGINE_FIRST_VOICE }
 }

@@ -11,8 +11,10 @@ import Synchronization
 /// A serial executor that runs every job on one dedicated thread it owns.
 ///
 /// espeak-ng keeps global state and blocks inside `espeak_Synth`; confining it to its own
-/// thread keeps those blocking calls off Swift's cooperative thread pool.
-final class ThreadExecutor: SerialExecutor, @unchecked Sendable {
+/// thread keeps those blocking calls off Swift's cooperative thread pool. It is a task
+/// executor too: a task that prefers it runs its nonisolated code on this thread, and so
+/// reaches the engine without waiting for a thread of the pool.
+final class ThreadExecutor: SerialExecutor, TaskExecutor, @unchecked Sendable {
     private let jobs = Mutex<[UnownedJob]>([])
     private let available = DispatchSemaphore(value: 0)
 
@@ -25,7 +27,7 @@ final class ThreadExecutor: SerialExecutor, @unchecked Sendable {
         while true {
             available.wait()
             let job = jobs.withLock { $0.removeFirst() }
-            job.runSynchronously(on: asUnownedSerialExecutor())
+            job.runSynchronously(isolatedTo: asUnownedSerialExecutor(), taskExecutor: asUnownedTaskExecutor())
         }
     }
 

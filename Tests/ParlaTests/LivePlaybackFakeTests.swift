@@ -268,11 +268,10 @@ final class FakeEngine: SpeechEngine {
         }
     }
 
-    func start() async throws(ParlaError) -> Int { Self.rate }
-
-    func synthesize(_ plan: SpeechPlan, stop: StopFlag, emit: @escaping @Sendable (SynthesisEvent) -> Void) async throws(ParlaError)
-        -> Int
-    {
+    func synthesize(
+        _ plan: SpeechPlan, stop: StopFlag, started: @Sendable (Int) throws(ParlaError) -> Void,
+        emit: @escaping @Sendable (SynthesisEvent) -> Void
+    ) async throws(ParlaError) -> Int {
         counts.withLock {
             $0.passes += 1
             $0.running += 1
@@ -289,6 +288,7 @@ final class FakeEngine: SpeechEngine {
                 }
             }
         }
+        try started(Self.rate)
         let scalars = Array(plan.text.unicodeScalars)
         let from = plan.runs.first?.range.lowerBound ?? 0
         var words: [Range<Int>] = []

@@ -305,6 +305,13 @@ struct SynthesisTests {
         #expect(missing.isEmpty, "voices missing from voices/: \(missing); run scripts/generate-voices.py")
     }
 
+    /// The engine host loads one voice before it is asked for any: Parla's English voice, so
+    /// that the most common first utterance need not load another.
+    @Test func engineHostLoadsTheEnglishVoiceFirst() throws {
+        let catalog = try VoiceCatalog.default()
+        #expect(try catalog.voice(for: LanguageTag("en")).engineVoiceName == ESpeakEngine.firstVoice)
+    }
+
     @Test func streamDeliversAudioAndMarksInOrder() async throws {
         var lastAudioEnd = 0
         var words: [WordMark] = []

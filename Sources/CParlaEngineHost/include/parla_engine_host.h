@@ -5,6 +5,10 @@
 #define PARLA_ENGINE_HOST_ENV "PARLA_ENGINE_HOST"
 /// The version of the messages between Parla and its engine host (EngineWire.swift).
 #define PARLA_ENGINE_PROTOCOL 2
+// The voice the host loads before its first utterance: Parla's voice for English, the
+// catalog's default for "en" (voices/defaults.json), spelled as Parla sends it: the host
+// compares names exactly (a test checks they agree).
+#define PARLA_ENGINE_FIRST_VOICE "en-US"
 /// The engine host's loop: loads espeak-ng, then speaks the runs read from standard input
 /// until it ends (engine_host.c). Returns the exit status.
 int parla_engine_host_main(void);

@@ -87,6 +87,19 @@ package struct TimelineBuilder {
         return input
     }
 
+    /// What ``beginRun(_:)`` hands the engine for run `index` of `plan`, and whether that run
+    /// ends a sentence (``runEndsSentence(_:)``), made without a builder: an engine can be
+    /// sent its first run before its sample rate, which a builder needs, is known.
+    public static func engineInput(of plan: SpeechPlan, run index: Int) -> (input: EngineInput, endsSentence: Bool) {
+        let run = plan.runs[index]
+        let scalars = plan.text.unicodeScalars
+        let lo = scalars.index(scalars.startIndex, offsetBy: run.range.lowerBound, limitedBy: scalars.endIndex) ?? scalars.endIndex
+        let hi = scalars.index(lo, offsetBy: run.range.count, limitedBy: scalars.endIndex) ?? scalars.endIndex
+        let text = String(String.UnicodeScalarView(scalars[lo..<hi]))
+        let input = EngineInput(text: Substring(text).unicodeScalars, range: run.range, spellOut: run.spellOut)
+        return (input, !run.range.isEmpty && endsSentence(scalars[lo..<hi]))
+    }
+
     /// Starts run `index` of the plan, spoken from `input`.
     public mutating func beginRun(_ index: Int, input: EngineInput) {
         let run = plan.runs[index]
