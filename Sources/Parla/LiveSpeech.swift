@@ -696,7 +696,11 @@ private final class OpeningStream: Sendable {
         guard let rate = likelySampleRate else { return }
         startThread(name: "parla.open-stream") { [self] in
             let opened: Result<any AudioStream, ParlaError>
-            do throws(ParlaError) { opened = .success(try output.makeStream(sampleRate: rate, name: name)) } catch { opened = .failure(error) }
+            do throws(ParlaError) {
+                opened = .success(try output.makeStream(sampleRate: rate, name: name))
+            } catch {
+                opened = .failure(error)
+            }
             let unwanted = state.withLock { s -> (any AudioStream)? in
                 s.opened = opened
                 return s.claimed ? try? opened.get() : nil
