@@ -119,18 +119,21 @@ public final class SpeechSynthesizer: Sendable {
         _ utterance: Utterance, toBufferCallback callback: @escaping @Sendable (SynthesisEvent) -> Void
     ) async throws -> SpeechTimeline {
         let plan = try plan(utterance)
-        let rate = try await engine.start()
-        let timeline = Mutex(SpeechTimeline(sampleRate: rate))
+        // Made once the engine has its sample rate: it loads and starts speaking meanwhile.
+        let timeline = Mutex<SpeechTimeline?>(nil)
         let stop = StopFlag()
         try await withTaskCancellationHandler {
-            _ = try await engine.synthesize(plan, stop: stop) { event in
-                timeline.withLock { $0.record(event) }
+            _ = try await engine.synthesize(
+                plan, stop: stop, started: { rate in timeline.withLock { $0 = SpeechTimeline(sampleRate: rate) } }
+            ) { event in
+                timeline.withLock { $0?.record(event) }
                 callback(event)
             }
         } onCancel: {
             stop.raise()
         }
-        return timeline.withLock { $0 }
+        guard let made = timeline.withLock({ $0 }) else { throw ParlaError.engineFailure("espeak-ng never said its sample rate") }
+        return made
     }
 
     /// Synthesizes `utterance` as an asynchronous stream of audio blocks and timed marks.
@@ -157,26 +160,31 @@ public final class SpeechSynthesizer: Sendable {
     @discardableResult
     public func write(_ utterance: Utterance, to url: URL, timingsURL: URL? = nil) async throws -> SpeechTimeline {
         let plan = try plan(utterance)  // fail on bad input before touching the file system
-        let rate = try await engine.start()
-        let wav = try WAVFileWriter(path: url.path, sampleRate: rate)
+        let wavFile = try AtomicFile(path: url.path)
         let timingsFile: AtomicFile?
         do {
             timingsFile = try timingsURL.map { url throws(ParlaError) in try AtomicFile(path: url.path) }
         } catch {
-            wav.discard()
+            wavFile.discard()
             throw error
         }
-        let sink = FileSink(wav: wav, timeline: SpeechTimeline(sampleRate: rate))
+        // The WAV header needs the sample rate: it is written once the engine has loaded, which
+        // it does while it starts on the first words.
+        let sink = FileSink(file: wavFile)
         let stop = StopFlag()
         do {
             try await withTaskCancellationHandler {
-                _ = try await engine.synthesize(plan, stop: stop) { event in sink.take(event, stop: stop) }
+                _ = try await engine.synthesize(
+                    plan, stop: stop, started: { rate throws(ParlaError) in try sink.start(sampleRate: rate) },
+                    emit: { event in sink.take(event, stop: stop) })
             } onCancel: {
                 stop.raise()
             }
             if let error = sink.error { throw error }
+            guard let wav = sink.wav, let timeline = sink.timeline else {
+                throw ParlaError.engineFailure("espeak-ng never said its sample rate")
+            }
             try wav.finish()
-            let timeline = sink.timeline
             if let timingsFile {
                 if let broken = timeline.invariantViolation(input: utterance.inputText) { throw ParlaError.invalidTimeline(broken) }
                 try timingsFile.write(Array(timeline.json().utf8))
@@ -184,7 +192,7 @@ public final class SpeechSynthesizer: Sendable {
             }
             return timeline
         } catch {
-            wav.discard()
+            wavFile.discard()
             timingsFile?.discard()
             if let error = sink.error { throw error }
             throw error
@@ -193,24 +201,30 @@ public final class SpeechSynthesizer: Sendable {
 }
 
 /// Collects a rendering on the engine thread: audio to the WAV file, marks to the timeline.
+/// Both start when the engine has its sample rate (``start(sampleRate:)``).
 private final class FileSink: @unchecked Sendable {
-    let wav: WAVFileWriter
-    var timeline: SpeechTimeline
+    let file: AtomicFile
+    private(set) var wav: WAVFileWriter?
+    private(set) var timeline: SpeechTimeline?
     var error: ParlaError?
 
-    init(wav: WAVFileWriter, timeline: SpeechTimeline) {
-        self.wav = wav
-        self.timeline = timeline
+    init(file: AtomicFile) {
+        self.file = file
+    }
+
+    func start(sampleRate: Int) throws(ParlaError) {
+        wav = try WAVFileWriter(file: file, sampleRate: sampleRate)
+        timeline = SpeechTimeline(sampleRate: sampleRate)
     }
 
     func take(_ event: SynthesisEvent, stop: StopFlag) {
-        guard error == nil else { return }
+        guard error == nil, let wav else { return }
         if case .audio(let b) = event {
             do { try wav.append(b.samples) } catch {
                 self.error = error
                 stop.raise()
             }
         }
-        timeline.record(event)
+        timeline?.record(event)
     }
 }

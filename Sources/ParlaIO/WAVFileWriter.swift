@@ -38,8 +38,15 @@ package final class WAVFileWriter {
     /// Starts a WAV file destined for `path` (written under a temporary name until ``finish()``;
     /// `durable`: flushed to disk before it takes its name, as Parla's atomic files are).
     /// - Throws: ``/ParlaCore/ParlaError/unwritableOutput(path:reason:)``.
-    package init(path: String, sampleRate: Int, durable: Bool = true) throws(ParlaError) {
-        self.file = try AtomicFile(path: path, durable: durable)
+    package convenience init(path: String, sampleRate: Int, durable: Bool = true) throws(ParlaError) {
+        try self.init(file: AtomicFile(path: path, durable: durable), sampleRate: sampleRate)
+    }
+
+    /// Starts a WAV file in `file`, made already (so that a path that cannot be written is
+    /// reported before the sample rate is known).
+    /// - Throws: ``/ParlaCore/ParlaError/unwritableOutput(path:reason:)``.
+    package init(file: AtomicFile, sampleRate: Int) throws(ParlaError) {
+        self.file = file
         self.sampleRate = sampleRate
         try file.write(WAVHeader.bytes(sampleRate: sampleRate, dataBytes: 0))
     }

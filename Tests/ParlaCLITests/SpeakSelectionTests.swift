@@ -262,9 +262,15 @@ struct SpeakSelectionTests {
         var tools = ["notify-send": "echo \"$@\" >> '\(dir.path)/notified'"]
         if let wlPaste { tools["wl-paste"] = wlPaste }
         for (name, body) in tools {
+            // Written with O_CLOEXEC: a process that another test spawns meanwhile must not
+            // keep it open for writing, or running it fails with "Text file busy" (seen once).
             let path = dir.appendingPathComponent(name).path
-            try "#!/bin/sh\n\(body)\n".write(toFile: path, atomically: true, encoding: .utf8)
-            chmod(path, 0o755)
+            let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o755)
+            guard fd >= 0 else { throw POSIXError(.init(rawValue: errno) ?? .EIO) }
+            let bytes = Array("#!/bin/sh\n\(body)\n".utf8)
+            let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            close(fd)
+            guard written == bytes.count else { throw POSIXError(.EIO) }
         }
         return dir
     }

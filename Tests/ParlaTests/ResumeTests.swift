@@ -8,7 +8,11 @@ import Testing
 /// was being heard, with its original offsets. Part of the serialized live suite: run beside
 /// it, under the rest of the test load, a queued utterance once failed to finish.
 extension LiveSpeechTests {
-    static let reading = "The first sentence is here. The second sentence has seven words. The third one ends it all."
+    /// Long enough after the second sentence (about 5 s) that an announcement made when its
+    /// "has" is heard still finds it speaking on a loaded machine: once, with only one short
+    /// sentence after it, the reading ended before the test's announcement was made.
+    static let reading =
+        "The first sentence is here. The second sentence has seven words. The third one is short. The fourth one gives the listener time. The fifth one ends it all."
 
     /// Scalar offset of `needle` in `text`.
     func scalarOffset(of needle: String, in text: String) -> Int {
