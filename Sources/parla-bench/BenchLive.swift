@@ -144,20 +144,22 @@ struct BenchLive: AsyncParsableCommand {
     /// Process start to first audible sample, and a second process's start to silence.
     func benchSelection(_ recorder: PulseAudioRecorder, binary: String) async throws {
         var rows: [(String, [Double], [Double])] = []
-        var first: [Double] = [], toggle: [Double] = []
+        var first: [Double] = [], toggle: [Double] = [], exits: [Double] = []
         _ = try await hotkey(recorder, start: [binary], stop: [binary])  // page the binary and voices in
         for run in 0..<runs {
-            guard let (a, b) = try await hotkey(recorder, start: [binary], stop: [binary]) else { continue }
+            guard let (a, b, gone) = try await hotkey(recorder, start: [binary], stop: [binary]) else { continue }
             first.append(a)
             toggle.append(b)
-            FileHandleErr.write("\(label) run \(run + 1)/\(runs): first sound \(fmt(a)) ms, toggle stop \(fmt(b)) ms\n")
+            exits.append(gone)
+            FileHandleErr.write(
+                "\(label) run \(run + 1)/\(runs): first sound \(fmt(a)) ms, toggle stop \(fmt(b)) ms, first process gone \(fmt(gone)) ms\n")
         }
         rows.append((label, first, toggle))
         if !parlaOnly && Processes.have("spd-say") {
             var sf: [Double] = [], ss: [Double] = []
             _ = try await hotkey(recorder, start: ["spd-say", Self.long], stop: ["spd-say", "-C"])  // starts its daemon
             for run in 0..<runs {
-                guard let (a, b) = try await hotkey(recorder, start: ["spd-say", Self.long], stop: ["spd-say", "-C"]) else { continue }
+                guard let (a, b, _) = try await hotkey(recorder, start: ["spd-say", Self.long], stop: ["spd-say", "-C"]) else { continue }
                 sf.append(a)
                 ss.append(b)
                 FileHandleErr.write("spd-say run \(run + 1)/\(runs): first sound \(fmt(a)) ms, stop \(fmt(b)) ms\n")
@@ -170,12 +172,17 @@ struct BenchLive: AsyncParsableCommand {
         for (name, a, b) in rows {
             print(name.padding(44) + cell(a).padding(18, left: true) + cell(b).padding(18, left: true))
         }
+        // The stop column ends at the last loud sample the monitor shows after the second
+        // press; a stop faster than its timing (a few ms) reads 0. When the first process is
+        // gone bounds it from above.
+        print("\(label): the speaking process had exited \(cell(exits)) ms after the second press")
         print(targets)
     }
 
     /// Starts `start`, measures until its first loud sample, lets it speak 300 ms, starts `stop`
-    /// and measures until the last loud sample. Both processes are waited for.
-    func hotkey(_ recorder: PulseAudioRecorder, start: [String], stop: [String]) async throws -> (Double, Double)? {
+    /// while it sounds, and measures until the last loud sample, and until `start`'s process
+    /// has exited. Both processes are waited for.
+    func hotkey(_ recorder: PulseAudioRecorder, start: [String], stop: [String]) async throws -> (Double, Double, Double)? {
         recorder.reset()
         let t0 = monotonicNanoseconds()
         let speaker = Processes.spawn(start)
@@ -185,14 +192,16 @@ struct BenchLive: AsyncParsableCommand {
             if heard == nil { try await Task.sleep(for: .milliseconds(2)) }
         }
         try await Task.sleep(for: .milliseconds(300))
+        try await waitUntilSounding(recorder)
         let t1 = monotonicNanoseconds()
         let stopper = Processes.spawn(stop)
-        _ = waitForExit(stopper)
         _ = waitForExit(speaker)
+        let gone = monotonicNanoseconds()
+        _ = waitForExit(stopper)
         try await Task.sleep(for: .milliseconds(300))
         guard let heard else { return nil }
         let last = recorder.loudSampleTimes(after: t0).last ?? t1
-        return (ms(heard - t0), last > t1 ? ms(last - t1) : 0)
+        return (ms(heard - t0), last > t1 ? ms(last - t1) : 0, ms(gone - t1))
     }
 
     // MARK: Parla
@@ -308,6 +317,7 @@ struct BenchLive: AsyncParsableCommand {
                 try await Task.sleep(for: .milliseconds(5))
             }
             try await Task.sleep(for: .milliseconds(400))
+            try await waitUntilSounding(recorder)
             let t0 = monotonicNanoseconds()
             if let stop {
                 _ = waitForExit(Processes.spawn(stop))
@@ -323,6 +333,16 @@ struct BenchLive: AsyncParsableCommand {
     }
 
     // MARK: Helpers
+
+    /// Returns once the monitor has had a loud sample in the last 15 ms (or after a second):
+    /// a stop pressed in a pause between words would find no sound left to stop, and measure 0.
+    func waitUntilSounding(_ recorder: PulseAudioRecorder) async throws {
+        let giveUp = monotonicNanoseconds() + 1_000_000_000
+        while monotonicNanoseconds() < giveUp {
+            if !recorder.loudSampleTimes(after: monotonicNanoseconds() - 15_000_000).isEmpty { return }
+            try await Task.sleep(for: .milliseconds(1))
+        }
+    }
 
     func ms(_ ns: UInt64) -> Double { Double(ns) / 1e6 }
 
