@@ -35,7 +35,7 @@ public actor ESpeakEngine {
 
     /// The engine's thread, for a task that has nothing to do but speak: it reaches the engine
     /// without waiting for a thread of the cooperative pool (0.3–3.8 ms at start-up).
-    public nonisolated var taskExecutor: any TaskExecutor { executor }
+    package nonisolated var taskExecutor: any TaskExecutor { executor }
 
     private let host = EngineHost()
 

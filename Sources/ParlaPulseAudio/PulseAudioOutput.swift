@@ -122,8 +122,14 @@ public final class PulseAudioOutput: @unchecked Sendable {
     /// or when ducking is off).
     package var duckingMode: DuckingMode { lock(); defer { unlock() }; return ducker?.mode ?? .unknown }
 
-    package func lock() { if unavailable == nil { pa_threaded_mainloop_lock(mainloop) } }
-    package func unlock() { if unavailable == nil { pa_threaded_mainloop_unlock(mainloop) } }
+    package func lock() {
+        let loop = loop  // once: each read takes the storage's lock
+        if loop.unavailable == nil { pa_threaded_mainloop_lock(loop.mainloop) }
+    }
+    package func unlock() {
+        let loop = loop
+        if loop.unavailable == nil { pa_threaded_mainloop_unlock(loop.mainloop) }
+    }
 
     /// Runs `body` with the main loop locked.
     package func locked<T>(_ body: () throws(ParlaError) -> T) throws(ParlaError) -> T {

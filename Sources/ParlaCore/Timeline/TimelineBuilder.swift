@@ -81,8 +81,7 @@ package struct TimelineBuilder {
     /// Starts run `index` of the plan and returns the text to hand to the engine for it.
     public mutating func beginRun(_ index: Int) -> EngineInput {
         let run = plan.runs[index]
-        let text = String(String.UnicodeScalarView(textScalars[run.range]))
-        let input = EngineInput(text: Substring(text).unicodeScalars, range: run.range, spellOut: run.spellOut)
+        let input = Self.engineInput(run, scalars: textScalars[run.range])
         beginRun(index, input: input)
         return input
     }
@@ -95,9 +94,13 @@ package struct TimelineBuilder {
         let scalars = plan.text.unicodeScalars
         let lo = scalars.index(scalars.startIndex, offsetBy: run.range.lowerBound, limitedBy: scalars.endIndex) ?? scalars.endIndex
         let hi = scalars.index(lo, offsetBy: run.range.count, limitedBy: scalars.endIndex) ?? scalars.endIndex
-        let text = String(String.UnicodeScalarView(scalars[lo..<hi]))
-        let input = EngineInput(text: Substring(text).unicodeScalars, range: run.range, spellOut: run.spellOut)
-        return (input, !run.range.isEmpty && endsSentence(scalars[lo..<hi]))
+        return (engineInput(run, scalars: scalars[lo..<hi]), !run.range.isEmpty && endsSentence(scalars[lo..<hi]))
+    }
+
+    /// The engine input of `run`, whose text is `scalars`.
+    private static func engineInput(_ run: SpeechPlan.Run, scalars: some Sequence<Unicode.Scalar>) -> EngineInput {
+        let text = String(String.UnicodeScalarView(scalars))
+        return EngineInput(text: Substring(text).unicodeScalars, range: run.range, spellOut: run.spellOut)
     }
 
     /// Starts run `index` of the plan, spoken from `input`.
