@@ -7,11 +7,13 @@
 #include <stdio.h>
 
 static struct {
+    __typeof__(espeak_Info) *espeak_Info;
     __typeof__(espeak_Initialize) *espeak_Initialize;
     __typeof__(espeak_ListVoices) *espeak_ListVoices;
     __typeof__(espeak_SetParameter) *espeak_SetParameter;
     __typeof__(espeak_SetPunctuationList) *espeak_SetPunctuationList;
     __typeof__(espeak_SetSynthCallback) *espeak_SetSynthCallback;
+    __typeof__(espeak_SetVoiceByFile) *espeak_SetVoiceByFile;
     __typeof__(espeak_SetVoiceByName) *espeak_SetVoiceByName;
     __typeof__(espeak_Synth) *espeak_Synth;
 } real;
@@ -31,11 +33,13 @@ static void load(void) {
         return;
     }
     const char *absent = NULL;
+    if (!(real.espeak_Info = (__typeof__(espeak_Info) *)dlsym(library, "espeak_Info")) && !absent) absent = "espeak_Info";
     if (!(real.espeak_Initialize = (__typeof__(espeak_Initialize) *)dlsym(library, "espeak_Initialize")) && !absent) absent = "espeak_Initialize";
     if (!(real.espeak_ListVoices = (__typeof__(espeak_ListVoices) *)dlsym(library, "espeak_ListVoices")) && !absent) absent = "espeak_ListVoices";
     if (!(real.espeak_SetParameter = (__typeof__(espeak_SetParameter) *)dlsym(library, "espeak_SetParameter")) && !absent) absent = "espeak_SetParameter";
     if (!(real.espeak_SetPunctuationList = (__typeof__(espeak_SetPunctuationList) *)dlsym(library, "espeak_SetPunctuationList")) && !absent) absent = "espeak_SetPunctuationList";
     if (!(real.espeak_SetSynthCallback = (__typeof__(espeak_SetSynthCallback) *)dlsym(library, "espeak_SetSynthCallback")) && !absent) absent = "espeak_SetSynthCallback";
+    if (!(real.espeak_SetVoiceByFile = (__typeof__(espeak_SetVoiceByFile) *)dlsym(library, "espeak_SetVoiceByFile")) && !absent) absent = "espeak_SetVoiceByFile";
     if (!(real.espeak_SetVoiceByName = (__typeof__(espeak_SetVoiceByName) *)dlsym(library, "espeak_SetVoiceByName")) && !absent) absent = "espeak_SetVoiceByName";
     if (!(real.espeak_Synth = (__typeof__(espeak_Synth) *)dlsym(library, "espeak_Synth")) && !absent) absent = "espeak_Synth";
     if (absent) {
@@ -55,6 +59,10 @@ const char *parla_espeak_load_error(void) {
 }
 
 #pragma GCC visibility push(hidden)
+const char *espeak_Info(const char **a0) {
+    if (!parla_espeak_load()) return NULL;
+    return real.espeak_Info(a0);
+}
 int espeak_Initialize(espeak_AUDIO_OUTPUT a0, int a1, const char *a2, int a3) {
     if (!parla_espeak_load()) return -1;
     return real.espeak_Initialize(a0, a1, a2, a3);
@@ -74,6 +82,10 @@ espeak_ERROR espeak_SetPunctuationList(const wchar_t *a0) {
 void espeak_SetSynthCallback(t_espeak_callback *a0) {
     if (!parla_espeak_load()) return;
     real.espeak_SetSynthCallback(a0);
+}
+espeak_ERROR espeak_SetVoiceByFile(const char *a0) {
+    if (!parla_espeak_load()) return EE_INTERNAL_ERROR;
+    return real.espeak_SetVoiceByFile(a0);
 }
 espeak_ERROR espeak_SetVoiceByName(const char *a0) {
     if (!parla_espeak_load()) return EE_INTERNAL_ERROR;

@@ -330,4 +330,6 @@ extension ESpeakEngine {
     /// The voice the engine host has loaded before its first utterance (a first run in it
     /// starts sooner): Parla's voice for English.
     package static var firstVoice: String { PARLA_ENGINE_FIRST_VOICE }
+    /// That voice's file under espeak-ng-data/lang, which the host loads it from.
+    package static var firstVoiceFile: String { PARLA_ENGINE_FIRST_VOICE_FILE }
 }

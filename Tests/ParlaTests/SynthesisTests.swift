@@ -310,6 +310,16 @@ struct SynthesisTests {
     @Test func engineHostLoadsTheEnglishVoiceFirst() throws {
         let catalog = try VoiceCatalog.default()
         #expect(try catalog.voice(for: LanguageTag("en")).engineVoiceName == ESpeakEngine.firstVoice)
+        // It loads the voice from its file (found by name, it reads every voice file first):
+        // the file must be where espeak-ng's data has it.
+        #expect(ESpeakEngine.firstVoiceFile.split(separator: "/").last.map(String.init) == ESpeakEngine.firstVoice)
+        let libraries = (try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib")) ?? []
+        let dataDirectories = (libraries.map { "/usr/lib/\($0)/espeak-ng-data" } + ["/usr/share/espeak-ng-data"])
+            .filter { FileManager.default.fileExists(atPath: $0 + "/phontab") }
+        #expect(!dataDirectories.isEmpty)
+        for directory in dataDirectories {
+            #expect(FileManager.default.fileExists(atPath: "\(directory)/lang/\(ESpeakEngine.firstVoiceFile)"), "\(directory)")
+        }
     }
 
     @Test func streamDeliversAudioAndMarksInOrder() async throws {
