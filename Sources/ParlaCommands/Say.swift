@@ -222,8 +222,12 @@ struct SayArguments: Equatable, Sendable {
         let audioOutput = AudioOutputOptions(
             device: device, targetLatency: .milliseconds(latency),
             ducking: duck || duckBy != nil ? DuckingOptions(attenuation: duckBy ?? 15) : nil)
+        // The engine's thread is made before the connection starts loading libpulse: a thread
+        // made while the loader maps libpulse and its 28 libraries waits for it (glibc's TLS
+        // lock), and perf sched traces showed the engine's first use waiting for it.
+        let engine = ESpeakEngine.shared
+        Task { await engine.prepare() }
         let liveOutput = output == nil ? connectingOutput(audioOutput) : nil
-        Task { await ESpeakEngine.shared.prepare() }
         let catalog = try catalogOptions.load()
         let input = try readInput()
         var utterance = ssml ? try Utterance(ssml: input) : Utterance(string: input)
