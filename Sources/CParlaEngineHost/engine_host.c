@@ -374,7 +374,7 @@ static int load_first_voice(void) {
     const char *data = NULL;
     espeak_Info(&data);
     char path[4096];
-    if (data && snprintf(path, sizeof path, "%s/lang/%s", data, PARLA_ENGINE_FIRST_VOICE_FILE) < (int)sizeof path) {
+    if (data && snprintf(path, sizeof path, "%s/lang/%s/%s", data, PARLA_ENGINE_FIRST_VOICE_FAMILY, PARLA_ENGINE_FIRST_VOICE) < (int)sizeof path) {
         int fd = open(path, O_RDONLY | O_CLOEXEC);
         if (fd >= 0) {
             char by_descriptor[32];

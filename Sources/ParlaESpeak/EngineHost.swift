@@ -331,5 +331,5 @@ extension ESpeakEngine {
     /// starts sooner): Parla's voice for English.
     package static var firstVoice: String { PARLA_ENGINE_FIRST_VOICE }
     /// That voice's file under espeak-ng-data/lang, which the host loads it from.
-    package static var firstVoiceFile: String { PARLA_ENGINE_FIRST_VOICE_FILE }
+    package static var firstVoiceFile: String { PARLA_ENGINE_FIRST_VOICE_FAMILY + "/" + PARLA_ENGINE_FIRST_VOICE }
 }

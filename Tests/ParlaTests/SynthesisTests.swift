@@ -312,7 +312,6 @@ struct SynthesisTests {
         #expect(try catalog.voice(for: LanguageTag("en")).engineVoiceName == ESpeakEngine.firstVoice)
         // It loads the voice from its file (found by name, it reads every voice file first):
         // the file must be where espeak-ng's data has it.
-        #expect(ESpeakEngine.firstVoiceFile.split(separator: "/").last.map(String.init) == ESpeakEngine.firstVoice)
         let libraries = (try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib")) ?? []
         let dataDirectories = (libraries.map { "/usr/lib/\($0)/espeak-ng-data" } + ["/usr/share/espeak-ng-data"])
             .filter { FileManager.default.fileExists(atPath: $0 + "/phontab") }

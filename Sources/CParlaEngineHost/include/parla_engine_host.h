@@ -9,8 +9,9 @@
 // catalog's default for "en" (voices/defaults.json), spelled as Parla sends it: the host
 // compares names exactly (a test checks they agree).
 #define PARLA_ENGINE_FIRST_VOICE "en-US"
-// Its file, under espeak-ng-data/lang (loaded by file: engine_host.c says why).
-#define PARLA_ENGINE_FIRST_VOICE_FILE "gmw/en-US"
+// The directory of its file under espeak-ng-data/lang (the host loads the voice from the
+// file: engine_host.c says why).
+#define PARLA_ENGINE_FIRST_VOICE_FAMILY "gmw"
 /// The engine host's loop: loads espeak-ng, then speaks the runs read from standard input
 /// until it ends (engine_host.c). Returns the exit status.
 int parla_engine_host_main(void);
