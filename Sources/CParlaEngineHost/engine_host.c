@@ -193,8 +193,17 @@ static int speak(const unsigned char *p, uint32_t n) {
     return status == EE_OK ? STATUS_OK : STATUS_FAILED;
 }
 
+// Whether the host has read espeak-ng's list of voices (2.4 ms), which a child needs to select
+// a voice by a name that is not a lower-case file path under espeak-ng-data/lang ("ar" is
+// sem/ar); without it, the child reads the list itself. Read once the host has been idle
+// after an utterance, not before READY: the first sound waits for READY, and a process that
+// ends after one utterance (`parla say -o`) should not pay for it. The children forked after
+// it inherit the list.
+static int voices_listed;
+
 static void list_voices(void) {
-    const espeak_VOICE **voices = espeak_ListVoices(NULL);
+    const espeak_VOICE **voices = espeak_ListVoices(NULL);  // read again at each call
+    voices_listed = 1;
     size_t total = 0;
     for (int i = 0; voices && voices[i]; i++) {
         const char *id = voices[i]->identifier;
@@ -386,14 +395,6 @@ static int load_first_voice(void) {
     }
     return espeak_SetVoiceByName(PARLA_ENGINE_FIRST_VOICE) == EE_OK;
 }
-
-// Whether the host has read espeak-ng's list of voices (2.4 ms), which a child needs to select
-// a voice by a name that is not a lower-case file path under espeak-ng-data/lang ("ar" is
-// sem/ar); without it, the child reads the list itself. Read once the host has been idle
-// after an utterance, not before READY: the first sound waits for READY, and a process that
-// ends after one utterance (`parla say -o`) should not pay for it. The children forked after
-// it inherit the list.
-static int voices_listed;
 
 // Whether nothing comes on standard input for `milliseconds`.
 static int idle(int milliseconds) {

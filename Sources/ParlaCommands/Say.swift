@@ -247,7 +247,7 @@ struct SayArguments: Equatable, Sendable {
         let synth = SpeechSynthesizer(
             catalog: catalog,
             defaultLanguage: try prefer.map { try parseTagList($0, option: "--prefer")[0] } ?? "en",
-            detectsLanguages: detector != nil, detector: detector, audioOutput: audioOutput, engine: .shared,
+            detectsLanguages: detector != nil, detector: detector, audioOutput: audioOutput, engine: engine,
             output: liveOutput)
         let plan = try synth.plan(utterance)  // report bad input before any file is created
         guard let output else {
