@@ -66,6 +66,9 @@ struct DetectCLITests {
             ("sr-Latn", "Ovo je rečenica na srpskom jeziku, a mesto gde živim je lepo i mirno."),
             ("ms", "Saya tidak boleh datang esok kerana saya perlu bekerja di pejabat."),
             ("id", "Saya tidak bisa datang besok karena saya harus bekerja di kantor."),
+            ("gn", "Che ha'e peteĩ mbo'ehára ha amba'apo Paraguáipe."),
+            ("om", "Afaan Oromoo afaan hojii naannoo Oromiyaa ti."),
+            ("tn", "Ke a leboga thata ka thuso ya gago, tsala ya me."),
         ]
         let r = try cli.parla(["detect", "--lines"], stdin: Data(cases.map(\.1).joined(separator: "\n").utf8))
         #expect(r.status == 0, "\(r.error)")

@@ -280,6 +280,10 @@ struct SynthesisTests {
         ("hi", "❤️क्षत्रिय ", 8),
         ("hy", "👍🏽 Բարեւ", 8),
         ("hi", "** ++ ==", 8),
+        // Myanmar: a clause of more than ~150 bytes (its section signs end none in espeak-ng).
+        ("my", "ဖိုင်ကို ရွှေ့ထားခြင်း၊ အမည်ပြောင်းထားခြင်း သို့မဟုတ် ဖျက်ထားခြင်း ရှိ/မရှိ စစ်ဆေးပါ။", 1),
+        ("my", String(repeating: "ဖျက်ထားခြင်း ", count: 12), 1),
+        ("my", String(repeating: "ဖျက်ထားခြင်း", count: 12), 1),
     ])
     func textsThatCrashTheEngineAreSpoken(language: String, text: String, times: Int) async throws {
         for _ in 0..<times {

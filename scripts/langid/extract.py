@@ -4,6 +4,10 @@
 Sources (see DATA.md for licences):
   * translated user-interface strings: every gettext catalogue (.mo) under
     /usr/share/locale (msgstr in the catalogue's language; msgid as English);
+  * LibreOffice's and Mozilla's translations (Debian's libreoffice-l10n-LANG,
+    firefox-esr-l10n-LANG and thunderbird-l10n-LANG, downloaded and unpacked by
+    scripts/langid/train, not installed): LibreOffice's gettext catalogues and the Fluent
+    (.ftl) and .properties files of Firefox's and Thunderbird's language packs;
   * translated manual pages: /usr/share/man/<lang>/ (Debian's manpages-xx packages)
     and the English pages in /usr/share/man/man*/;
   * Unicode CLDR (Debian's unicode-cldr-core): the display names, calendar words, unit
@@ -20,7 +24,8 @@ The rest by a hash of the text: 10 % test (never seen by training), 5 % dev (tun
 the rest train. The split depends only on the text and the package names, so reruns are
 stable.
 
-Usage: extract.py OUTDIR   (writes OUTDIR/{train,dev,test,unseen}/LANG.txt,
+Usage: extract.py OUTDIR [L10N_DIR]   (L10N_DIR: one unpacked package a folder, named after
+the package; writes OUTDIR/{train,dev,test,unseen}/LANG.txt,
 OUTDIR/wordlists/LANG.txt and OUTDIR/sources.tsv)
 """
 import gettext
@@ -41,7 +46,10 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 ALIASES = {"pt_BR": "pt", "pt_PT": "pt", "zh_CN": "zh", "zh_TW": "zh", "zh_HK": "zh", "zh_SG": "zh",
            "nb_NO": "nb", "no": "nb", "sr@Cyrl": "sr", "sr@latin": "sr-Latn", "sr_Latn": "sr-Latn", "ms_MY": "ms", "es_ES": "es", "fr_FR": "fr",
            "de_DE": "de", "it_IT": "it", "ca@valencia": None, "sr@ije": None,
-           "en_GB": None, "en_AU": None, "en_CA": None, "en_US": None, "en": None}
+           "en_GB": None, "en_AU": None, "en_CA": None, "en_US": None, "en_ZA": None, "en": None,
+           # LibreOffice's and Mozilla's names: Paraguayan Guarani, Kurmanji in Latin script,
+           # Chinese and Portuguese variants, Valencian (a Catalan variant spelled differently)
+           "gug": "gn", "kmr_Latn": "ku", "zh_cn": "zh", "zh_tw": "zh", "ca_valencia": None}
 
 MAX_TRAIN_CHARS = 4_000_000   # per language, per source kind
 MAX_STRINGS = 200_000
@@ -161,6 +169,76 @@ def foreign_word(wordfreq, w, lang, foreign, available):
     except Exception:  # a language whose tokenizer wordfreq lacks here
         return False
     return False
+
+
+FLUENT_MESSAGE = re.compile(r"^(-?[A-Za-z][\w-]*)[ \t]*=[ \t]*(.*)$")
+FLUENT_ATTRIBUTE = re.compile(r"^[ \t]+\.[\w-]+[ \t]*=[ \t]*(.*)$")
+PROPERTY = re.compile(r"^[ \t]*([^#!=:\s][^=:]*?)[ \t]*[=:][ \t]*(.*)$")
+MOZ_PLACEHOLDER = re.compile(r"%(\d+\$)?[SsDdu@]|#\d|\$\w+\$")
+
+
+def fluent_values(text):
+    """The text of each message and attribute of a Fluent file. Terms (-brand-name: names,
+    not sentences) and messages with select expressions (plural variants) are left out;
+    placeables ({ $count }, { -brand-short-name }) are removed by clean_ui."""
+    out, cur, term = [], None, False
+
+    def flush():
+        if cur is not None and not term:
+            value = " ".join(x for x in cur if x)
+            if "->" not in value:
+                out.append(value)
+
+    for line in text.splitlines():
+        m = FLUENT_MESSAGE.match(line)
+        a = FLUENT_ATTRIBUTE.match(line)
+        if m:
+            flush()
+            cur, term = [m.group(2).strip()], m.group(1).startswith("-")
+        elif a and cur is not None:
+            flush()
+            cur = [a.group(1).strip()]
+        elif line[:1] in (" ", "\t") and cur is not None and line.strip():
+            cur.append(line.strip())
+        else:
+            flush()
+            cur = None
+    flush()
+    return out
+
+
+def properties_values(text):
+    """The values of a .properties file (\\uXXXX escapes read, %S and #1 placeholders
+    removed, the plural forms of a "#1 file;#1 files" value taken one by one)."""
+    out = []
+    for line in text.splitlines():
+        m = PROPERTY.match(line)
+        if not m:
+            continue
+        v = re.sub(r"\\u([0-9a-fA-F]{4})", lambda x: chr(int(x.group(1), 16)), m.group(2))
+        v = v.replace("\\n", " ").replace("\\", "")
+        parts = v.split(";") if "#1" in v else [v]
+        out += [MOZ_PLACEHOLDER.sub(" ", p) for p in parts]
+    return out
+
+
+def langpack_strings(xpi):
+    """Cleaned strings of a Mozilla language pack (.xpi: a zip of Fluent and .properties files)."""
+    import zipfile
+    out = []
+    try:
+        z = zipfile.ZipFile(xpi)
+        for name in sorted(z.namelist()):
+            if name.endswith(".ftl"):
+                values = fluent_values(z.read(name).decode("utf-8", "replace"))
+            elif name.endswith(".properties"):
+                values = properties_values(z.read(name).decode("utf-8", "replace"))
+            else:
+                continue
+            out += [clean_ui(v) for v in values]
+    except (OSError, zipfile.BadZipFile):
+        return []
+    return out
 
 
 def split_of(text):
@@ -327,33 +405,47 @@ def unseen_sources(lang, by_source):
 
 def main():
     outdir = sys.argv[1]
+    l10n_roots = sorted(glob.glob(os.path.join(sys.argv[2], "*"))) if len(sys.argv) > 2 else []
+    l10n_roots = [r for r in l10n_roots if os.path.isdir(r) and os.path.basename(r) != "debs"]
     known = catalog_languages()
     texts = defaultdict(dict)        # lang -> {string: (kind, package)}
     sources = defaultdict(lambda: defaultdict(int))  # (package) -> lang -> strings
 
-    # 1. gettext catalogues
+    # 1. gettext catalogues (and LibreOffice's, which are gettext too)
     english = {}
-    for mo in sorted(glob.glob("/usr/share/locale/*/LC_MESSAGES/*.mo")):
-        dirname = mo.split("/")[4]
-        lang = label(dirname, known)
+
+    def add(lang, pkg, dst, src=None):
+        if src is not None and usable(src) and src not in english:
+            english[src] = pkg
+        if lang and dst != src and usable(dst) and dst not in texts[lang]:
+            texts[lang][dst] = ("ui", pkg)
+            sources[pkg][lang] += 1
+
+    def add_catalogue(mo, lang, pkg):
         try:
             with open(mo, "rb") as fh:
                 cat = gettext.GNUTranslations(fh)._catalog
         except Exception:
-            continue
-        pkg = package_of(mo)
+            return
         for key, msgstr in cat.items():
             msgid = key[0] if isinstance(key, tuple) else key
             if not msgid or not msgstr:
                 continue
             msgid = msgid.split("\x04")[-1]  # drop a msgctxt prefix
-            src, dst = clean_ui(msgid), clean_ui(msgstr)
-            if usable(src) and src not in english:
-                english[src] = pkg
-            if lang and dst != src and usable(dst):
-                if dst not in texts[lang]:
-                    texts[lang][dst] = ("ui", pkg)
-                    sources[pkg][lang] += 1
+            add(lang, pkg, clean_ui(msgstr), clean_ui(msgid))
+
+    for mo in sorted(glob.glob("/usr/share/locale/*/LC_MESSAGES/*.mo")):
+        add_catalogue(mo, label(mo.split("/")[4], known), package_of(mo))
+    for root in l10n_roots:
+        pkg = os.path.basename(root)
+        for mo in sorted(glob.glob(os.path.join(root, "usr/lib/libreoffice/program/resource/*/LC_MESSAGES/*.mo"))):
+            add_catalogue(mo, label(mo.split("/")[-3].replace("-", "_"), known), pkg)
+        for xpi in sorted(glob.glob(os.path.join(root, "usr/lib/*/**/langpack-*.xpi"), recursive=True)):
+            locale = os.path.basename(xpi)[len("langpack-"):].split("@")[0]
+            lang = label(locale.replace("-", "_"), known)
+            if lang:
+                for text in langpack_strings(xpi):
+                    add(lang, pkg, text)
     for s, pkg in english.items():
         if s not in texts["en"]:
             texts["en"][s] = ("ui", pkg)

@@ -62,10 +62,17 @@ public struct EngineInput: Sendable {
             appendText(plain, at: plainStart)
             appendMarkup((inSayAs ? close : "") + "</speak>")
         } else {
-            let scalars = Array(text)
+            let scalars = Array(text).map(Self.engineScalar)
             var breaks = Self.engineBreaks(scalars)[...]
+            var clauses = Self.myanmarClauseBreaks(scalars)[...]
             var from = 0
             for i in scalars.indices {
+                if clauses.first == i {
+                    clauses.removeFirst()
+                    appendText(String.UnicodeScalarView(scalars[from..<i]), at: range.lowerBound + from)
+                    appendMarkup(",")
+                    from = i
+                }
                 if breaks.first == i {
                     breaks.removeFirst()
                     appendText(String.UnicodeScalarView(scalars[from..<i]), at: range.lowerBound + from)
@@ -103,6 +110,58 @@ public struct EngineInput: Sendable {
         case 0xFE0E, 0xFE0F, 0x1F3FB...0x1F3FF: return true
         default: return false
         }
+    }
+
+    /// The scalar the engine is given for `s`: Myanmar's section signs (U+104A `၊`, a comma;
+    /// U+104B `။`, a full stop) as the ASCII punctuation espeak-ng 1.51 knows. It does not
+    /// end a clause at them, and a Myanmar clause of more than about 150 bytes overflows a
+    /// word buffer (`strcpy` of the rest of the clause: `*** buffer overflow detected ***`),
+    /// so a LibreOffice message of three short phrases killed the engine. One scalar for one,
+    /// so offsets are unchanged.
+    static func engineScalar(_ s: Unicode.Scalar) -> Unicode.Scalar {
+        switch s.value {
+        case 0x104A: ","
+        case 0x104B: "."
+        default: s
+        }
+    }
+
+    /// Where a comma goes into the engine's text (before these offsets, spaces) so that no
+    /// clause of Myanmar text is longer than 100 UTF-8 bytes: espeak-ng 1.51 overflows a
+    /// buffer on longer ones (six words of `ဖျက်ထားခြင်း`, 222 bytes, crash every time; four,
+    /// 148 bytes, do not). A clause ends at ASCII clause punctuation (after
+    /// ``engineScalar(_:)``) or a line break. The comma goes at the last space before the limit;
+    /// a clause with no space in it is cut before a scalar that is not a combining mark.
+    static func myanmarClauseBreaks(_ scalars: [Unicode.Scalar]) -> [Int] {
+        let limit = 100
+        var out: [Int] = []
+        var bytes = 0  // Myanmar bytes since the clause began (or the last cut)
+        var afterSpace = 0  // of which, after the last space
+        var lastSpace: Int?
+        for (i, s) in scalars.enumerated() {
+            if ",.;:!?\n".unicodeScalars.contains(s) {
+                (bytes, afterSpace, lastSpace) = (0, 0, nil)
+                continue
+            }
+            if s == " " {
+                (lastSpace, afterSpace) = (i, 0)
+                continue
+            }
+            guard (0x1000...0x109F).contains(s.value) || (0xA9E0...0xA9FF).contains(s.value) || (0xAA60...0xAA7F).contains(s.value)
+            else { continue }
+            let n = String(s).utf8.count
+            bytes += n
+            afterSpace += n
+            guard bytes > limit else { continue }
+            if let space = lastSpace, afterSpace < bytes {
+                out.append(space)
+                (bytes, lastSpace) = (afterSpace, nil)
+            } else if ![.nonspacingMark, .spacingMark, .enclosingMark].contains(s.properties.generalCategory) {
+                out.append(i)
+                (bytes, afterSpace, lastSpace) = (n, n, nil)
+            }
+        }
+        return out
     }
 
     /// Where a space goes into the engine's text (before these offsets) to keep espeak-ng 1.51
