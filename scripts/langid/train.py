@@ -138,6 +138,27 @@ class Tokenizer:
         return self.word.findall(text.translate(self.lmap))
 
 
+def hashed_windows(a, max_order, bits):
+    """For each order n, the buckets of every n-scalar window of `a` (scalars of words framed by
+    the markers 2 and 3, texts joined by the separator 1) and which of them are n-grams: a window
+    does not cross from one word (or text) into the next, and a unigram is a letter, not a
+    marker. Yields (n, buckets, counted)."""
+    cut = ((a[:-1] == 3) & (a[1:] == 2)) | (a[:-1] == 1) | (a[1:] == 1)
+    C = np.concatenate([[0], np.cumsum(cut.astype(np.int64))])
+    marker = (a == 2) | (a == 3)
+    for n in range(1, max_order + 1):
+        L = len(a) - n + 1
+        if L <= 0:
+            break
+        h = np.full(L, np.uint64(SEED), dtype=np.uint64)
+        for k in range(n):
+            h = (h ^ a[k:k + L]) * PRIME
+        counted = ((C[np.arange(L) + n - 1] - C[np.arange(L)]) == 0) & (a[:L] != 1)
+        if n == 1:
+            counted &= ~marker
+        yield n, ((h * MIX) >> np.uint64(64 - bits)).astype(np.int64), counted
+
+
 def ngram_counts(words, weights, max_order, bits):
     """Weighted counts of hashed n-grams per order: array (max_order, 1 << bits)."""
     out = np.zeros((max_order, 1 << bits), dtype=np.float64)
@@ -147,21 +168,8 @@ def ngram_counts(words, weights, max_order, bits):
     a = np.frombuffer(s.encode("utf-32-le"), dtype=np.uint32).astype(np.uint64)
     lengths = np.fromiter((len(w) + 2 for w in words), dtype=np.int64, count=len(words))
     w = np.repeat(np.asarray(weights, dtype=np.float64), lengths)
-    cross = ((a[:-1] == 3) & (a[1:] == 2)).astype(np.int64)
-    C = np.concatenate([[0], np.cumsum(cross)])
-    marker = (a == 2) | (a == 3)
-    for n in range(1, max_order + 1):
-        L = len(a) - n + 1
-        if L <= 0:
-            break
-        h = np.full(L, np.uint64(SEED), dtype=np.uint64)
-        for k in range(n):
-            h = (h ^ a[k:k + L]) * PRIME
-        valid = (C[np.arange(L) + n - 1] - C[np.arange(L)]) == 0
-        if n == 1:
-            valid &= ~marker
-        b = ((h * MIX) >> np.uint64(64 - bits)).astype(np.int64)
-        out[n - 1] += np.bincount(b[valid], weights=w[:L][valid], minlength=1 << bits)
+    for n, b, counted in hashed_windows(a, max_order, bits):
+        out[n - 1] += np.bincount(b[counted], weights=w[:len(b)][counted], minlength=1 << bits)
     return out
 
 
@@ -309,24 +317,10 @@ def batch_features(tok, texts, max_order, bits):
         owner.append(len(s))
     a = np.frombuffer("\x01".join(seq).encode("utf-32-le"), dtype=np.uint32).astype(np.uint64)
     text_id = np.repeat(np.arange(len(keep)), [n + 1 for n in owner])[:len(a)]
-    cross = ((a[:-1] == 3) & (a[1:] == 2)) | (a[:-1] == 1) | (a[1:] == 1)
-    C = np.concatenate([[0], np.cumsum(cross.astype(np.int64))])
-    marker = (a == 2) | (a == 3)
     parts_b, parts_t = [], []
-    for n in range(1, max_order + 1):
-        L = len(a) - n + 1
-        if L <= 0:
-            break
-        h = np.full(L, np.uint64(SEED), dtype=np.uint64)
-        for k in range(n):
-            h = (h ^ a[k:k + L]) * PRIME
-        valid = (C[np.arange(L) + n - 1] - C[np.arange(L)]) == 0
-        valid &= a[:L] != 1
-        if n == 1:
-            valid &= ~marker
-        b = ((h * MIX) >> np.uint64(64 - bits)).astype(np.int64)
-        parts_b.append(b[valid])
-        parts_t.append(text_id[:L][valid])
+    for _, b, counted in hashed_windows(a, max_order, bits):
+        parts_b.append(b[counted])
+        parts_t.append(text_id[:len(b)][counted])
     b = np.concatenate(parts_b)
     t = np.concatenate(parts_t)
     order = np.argsort(t, kind="stable")
