@@ -16,7 +16,8 @@ Sources (see DATA.md for licences):
     frequencies), Debian's hunspell dictionaries (stems), Tesseract's OCR word lists
     (tesseract-ocr-LANG) and CLDR's emoji keywords.
 
-Every string is cleaned, de-duplicated per language and assigned to a split. First by
+Every string is cleaned, de-duplicated per language, dropped when another language has the
+same string, and assigned to a split. First by
 source: for each language with three or more sources, whole sources (Debian packages,
 picked by a hash of package and language) holding 10–35 % of its strings go to
 `unseen/`, so the test set can tell how the model does on text of a kind it never saw.
@@ -533,6 +534,22 @@ def main():
     for lang, script in USUAL_SCRIPT.items():
         for s in [s for s in texts.get(lang, {}) if not in_script(s, script)]:
             del texts[lang][s]
+    # A string written the same in two languages (a country's name, a translation copied
+    # from a neighbour's, such as many of Mozilla's Bosnian strings from its Croatian ones)
+    # says nothing about which of them it is: it is dropped from both, for training and for
+    # the test sets alike (where no answer would be right).
+    languages_of = defaultdict(list)
+    for lang in texts:
+        for s in texts[lang]:
+            languages_of[s].append(lang)
+    shared = defaultdict(int)
+    for s, langs in languages_of.items():
+        if len(langs) > 1:
+            for lang in langs:
+                del texts[lang][s]
+                shared[lang] += 1
+    for lang, n in sorted(shared.items()):
+        print(f"{lang}: dropped {n} strings written the same in another language", file=sys.stderr)
     for split in ("train", "dev", "test", "unseen", "wordlists"):
         os.makedirs(os.path.join(outdir, split), exist_ok=True)
     summary = []
