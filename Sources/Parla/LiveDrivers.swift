@@ -8,10 +8,11 @@ package protocol SpeechEngine: Sendable {
     /// Speaks `plan`, passing audio and timed marks to `emit` as they are produced; returns
     /// the number of samples produced. Loads the engine first if it has not been, and tells
     /// `started` its output sample rate before the first event; what `started` throws ends
-    /// synthesis with that error.
+    /// synthesis with that error. With `skipsLeadingSilence`, the engine's silence before the
+    /// first sound is not passed on (``ParlaCore/TimelineBuilder/skipsLeadingSilence``).
     /// - Throws: ``ParlaCore/ParlaError/cancelled`` once `stop` is raised.
     func synthesize(
-        _ plan: SpeechPlan, stop: StopFlag, started: @Sendable (Int) throws(ParlaError) -> Void,
+        _ plan: SpeechPlan, stop: StopFlag, skipsLeadingSilence: Bool, started: @Sendable (Int) throws(ParlaError) -> Void,
         emit: @escaping @Sendable (SynthesisEvent) -> Void
     ) async throws(ParlaError) -> Int
     /// The sample rate `started` will most likely be told, known before it is: live speech

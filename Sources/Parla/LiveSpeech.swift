@@ -461,7 +461,7 @@ final class LiveSpeech: @unchecked Sendable {
     private func synthesize(_ pb: Playback, _ pass: SynthesisPass, opening: OpeningStream?) async {
         do {
             let total = try await engine.synthesize(
-                pass.plan, stop: pass.stop,
+                pass.plan, stop: pass.stop, skipsLeadingSilence: true,
                 started: { rate throws(ParlaError) in
                     guard let opening else { return }
                     let stream = try opening.stream(at: rate, stop: pass.stop)

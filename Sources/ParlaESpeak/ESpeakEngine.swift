@@ -92,15 +92,19 @@ public actor ESpeakEngine {
     /// produced. Returns the number of samples produced. `started` is told the sample rate on
     /// that thread once the engine has loaded, before the first event: the engine loads (on
     /// first use) and starts on the first words meanwhile. An error it throws ends synthesis.
+    /// With `skipsLeadingSilence` (live speech), the engine's silence before the first sound
+    /// is not passed on (``TimelineBuilder/skipsLeadingSilence``).
     /// - Throws: ``ParlaError/cancelled`` if `stop` was raised, ``ParlaError/engineFailure(_:)``
     ///   if espeak-ng cannot be loaded, rejects a voice or the text, or crashes on it; what
     ///   `started` throws.
     public func synthesize(
-        _ plan: SpeechPlan, stop: StopFlag, started: @Sendable (Int) throws(ParlaError) -> Void = { _ in },
-        emit: @escaping @Sendable (SynthesisEvent) -> Void
+        _ plan: SpeechPlan, stop: StopFlag, skipsLeadingSilence: Bool = false,
+        started: @Sendable (Int) throws(ParlaError) -> Void = { _ in }, emit: @escaping @Sendable (SynthesisEvent) -> Void
     ) throws(ParlaError) -> Int {
         if isShared { Self.sharedStarted.store(true, ordering: .releasing) }
-        return try synthesizePlan(plan, engine: host, stop: stop, marksWords: true, started: started, emit: emit)
+        return try synthesizePlan(
+            plan, engine: host, stop: stop, marksWords: true, skipsLeadingSilence: skipsLeadingSilence, started: started,
+            emit: emit)
     }
 }
 
@@ -174,7 +178,7 @@ protocol RunEngine: AnyObject {
 /// Speaks `plan` run by run with `engine`, turning what it reports into timed events.
 /// `started` is told the engine's sample rate once it has loaded, before the first event.
 func synthesizePlan(
-    _ plan: SpeechPlan, engine: some RunEngine, stop: StopFlag, marksWords: Bool,
+    _ plan: SpeechPlan, engine: some RunEngine, stop: StopFlag, marksWords: Bool, skipsLeadingSilence: Bool = false,
     started: (Int) throws(ParlaError) -> Void = { _ in }, emit: @escaping (SynthesisEvent) -> Void
 ) throws(ParlaError) -> Int {
     func request(_ index: Int, _ input: EngineInput, endsSentence: Bool) -> RunRequest {
@@ -201,6 +205,7 @@ func synthesizePlan(
     try started(rate)
     var builder = TimelineBuilder(plan: plan, sampleRate: rate, emit: emit)
     builder.marksWords = marksWords
+    builder.skipsLeadingSilence = skipsLeadingSilence
     builder.silence(plan.leadingSilence)
     for (index, run) in plan.runs.enumerated() {
         if stop.isRaised { throw .cancelled }
@@ -215,7 +220,7 @@ func synthesizePlan(
         try engine.speak(
             request(index, input, endsSentence: builder.runEndsSentence(index)), shouldStop: { stop.isRaised },
             audio: { samples in
-                builder.audio(Array(samples))
+                builder.engineAudio(Array(samples))
             },
             event: { e in
                 switch e.kind {
@@ -226,6 +231,7 @@ func synthesizePlan(
         if stop.isRaised { throw .cancelled }
         builder.endRun()
     }
+    builder.endEngineAudio()
     builder.silence(plan.trailingSilence)
     builder.finish()
     return builder.sampleCount

@@ -168,6 +168,49 @@ struct AlignmentTests {
         #expect(timeline.sentences.map(\.range) == [0..<9, 10..<12, 13..<15])
     }
 
+    /// Live speech drops the engine's zeros before the first sound. Events in them move to the
+    /// first sound, later ones move back by as much; zeros after the sound, a planned pause,
+    /// and an utterance that makes no sound at all keep their samples.
+    @Test func leadingSilenceIsSkippedWithItsEvents() throws {
+        let text = "one two"
+        let plan = try SpeechPlan(Utterance(string: text), catalog: testCatalog)
+        func build(pause: Bool, _ blocks: [[Int16]], words: [(afterBlock: Int, position: Int, sample: Int)]) -> (SpeechTimeline, [Int16]) {
+            var timeline = SpeechTimeline(sampleRate: 10_000)
+            var audio: [Int16] = []
+            var b = TimelineBuilder(plan: plan, sampleRate: 10_000) { e in
+                timeline.record(e)
+                if case .audio(let a) = e { audio += a.samples }
+            }
+            b.skipsLeadingSilence = true
+            if pause { b.silence(.milliseconds(5)) }
+            b.beginRun(0, input: EngineInput(text: Substring(text).unicodeScalars, range: 0..<7, spellOut: false))
+            for (i, block) in blocks.enumerated() {
+                b.engineAudio(block)
+                for w in words where w.afterBlock == i { b.word(position: w.position, length: 3, runSample: w.sample) }
+            }
+            b.endRun()
+            b.endEngineAudio()
+            b.finish()
+            return (timeline, audio)
+        }
+        let zeros = [Int16](repeating: 0, count: 300), loud = [Int16](repeating: 1000, count: 2000)
+        let blocks = [zeros, Array(zeros[..<200]) + loud, zeros]
+        let events = [(afterBlock: 0, position: 1, sample: 100), (afterBlock: 1, position: 5, sample: 1500)]
+        let (timeline, audio) = build(pause: false, blocks, words: events)
+        #expect(audio.count == 2300)
+        #expect(audio.first == 1000 && audio.last == 0)
+        #expect(timeline.words.map(\.startSample) == [0, 1000])
+        #expect(timeline.words.map(\.isEstimated) == [false, false])
+        #expect(timeline.invariantViolation(input: text) == nil)
+        // After a planned pause nothing is skipped: the engine's times count from the run's start.
+        let (paused, pausedAudio) = build(pause: true, blocks, words: events)
+        #expect(pausedAudio.count == 50 + 2800)
+        #expect(paused.words.map(\.startSample) == [150, 1550])
+        // No sound at all: the silence is given back.
+        let (_, silent) = build(pause: false, [zeros, zeros], words: [])
+        #expect(silent.count == 600)
+    }
+
     /// Hostile samples: before the run, past the audio, far past Int32; and a sentence before
     /// any word. Times stay inside the audio, and moved ones are marked estimated.
     @Test func samplesOutsideTheAudioAreClampedAndMarked() throws {

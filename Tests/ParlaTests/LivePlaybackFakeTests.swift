@@ -268,8 +268,9 @@ final class FakeEngine: SpeechEngine {
         }
     }
 
+    /// Its audio starts with a tone: there is no leading silence to skip.
     func synthesize(
-        _ plan: SpeechPlan, stop: StopFlag, started: @Sendable (Int) throws(ParlaError) -> Void,
+        _ plan: SpeechPlan, stop: StopFlag, skipsLeadingSilence: Bool, started: @Sendable (Int) throws(ParlaError) -> Void,
         emit: @escaping @Sendable (SynthesisEvent) -> Void
     ) async throws(ParlaError) -> Int {
         counts.withLock {

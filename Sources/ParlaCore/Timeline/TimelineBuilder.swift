@@ -50,6 +50,15 @@ package struct TimelineBuilder {
     /// silences that trim their ends: only segments are reported, each ending where the next
     /// one starts. Set it before the first event.
     public var marksWords = true
+    /// Whether the engine's silence before the utterance's first sound is dropped (live
+    /// speech: espeak-ng starts "Hello" with 12 ms of zeros, which would only delay what the
+    /// listener hears). Only the engine's own zero samples at the very start go; a planned
+    /// pause (``SpeechPlan/leadingSilence``) is kept, and so is everything after the first
+    /// sound. Events are moved with the audio. Set it before the first event.
+    public var skipsLeadingSilence = false
+    /// Engine samples dropped from the start of the current run, and from the utterance.
+    private var runSkipped = 0
+    private var skipped = 0
 
     /// Creates a builder for `plan` that passes each event to `emit` as soon as it is final.
     public init(plan: SpeechPlan, sampleRate: Int, emit: @escaping (SynthesisEvent) -> Void) {
@@ -69,8 +78,12 @@ package struct TimelineBuilder {
         let (s, atto) = duration.components
         let (whole, overflow) = Int(s).multipliedReportingOverflow(by: sampleRate)
         guard !overflow else { return }  // SpeechPlan accepts pauses of up to an hour
-        var n = whole + Int((Double(atto) / 1e18) * Double(sampleRate))
-        guard n > 0 else { return }
+        zeros(whole + Int((Double(atto) / 1e18) * Double(sampleRate)))
+    }
+
+    /// Appends `count` zero samples, in blocks of at most 4,096.
+    private mutating func zeros(_ count: Int) {
+        var n = count
         while n > 0 {
             let chunk = min(n, 4096)
             audio(Array(repeating: 0, count: chunk))
@@ -107,6 +120,7 @@ package struct TimelineBuilder {
     public mutating func beginRun(_ index: Int, input: EngineInput) {
         let run = plan.runs[index]
         runIndex = index
+        runSkipped = 0
         self.input = input
         if speechStartSample == nil { speechStartSample = sampleCount }
         var seg = max(segmentIndex, 0)
@@ -124,7 +138,25 @@ package struct TimelineBuilder {
         aligner = marksWords ? RunAligner(scalars: textScalars, range: run.range, startSample: sampleCount) : nil
     }
 
-    /// Adds a block of engine audio.
+    /// Adds a block of the engine's audio for the current run; without
+    /// ``skipsLeadingSilence``, the same as ``audio(_:)``.
+    public mutating func engineAudio(_ samples: [Int16]) {
+        guard skipsLeadingSilence, sampleCount == 0 else { return audio(samples) }
+        let sound = samples.firstIndex { $0 != 0 } ?? samples.count
+        runSkipped += sound
+        skipped += sound
+        if sound < samples.count { audio(Array(samples[sound...])) }
+    }
+
+    /// Ends the engine's audio: an utterance that made no sound at all gets back the silence
+    /// ``skipsLeadingSilence`` held back, so it still lasts as long as the engine made it.
+    public mutating func endEngineAudio() {
+        guard sampleCount == 0, skipped > 0 else { return }
+        zeros(skipped)
+        skipped = 0
+    }
+
+    /// Adds a block of audio.
     public mutating func audio(_ samples: [Int16]) {
         guard !samples.isEmpty else { return }
         if marksWords { silence.scan(samples, startingAt: sampleCount) }
@@ -191,7 +223,10 @@ package struct TimelineBuilder {
     /// The utterance sample of an engine event `runSample` samples into the run that started at
     /// `runStart`, moved into the audio made so far (the engine reports each event with the
     /// audio block it belongs to); whether it had to be moved.
-    private func clampedSample(_ runSample: Int, runStart: Int) -> (sample: Int, repaired: Bool) {
+    private func clampedSample(_ engineSample: Int, runStart: Int) -> (sample: Int, repaired: Bool) {
+        // In the silence skipped before the first sound: where the sound starts.
+        if engineSample >= 0, engineSample < runSkipped { return (runStart, false) }
+        let runSample = engineSample >= 0 ? engineSample - runSkipped : engineSample
         let (sum, overflow) = runStart.addingReportingOverflow(runSample)
         if overflow { return (runSample < 0 ? runStart : sampleCount, true) }
         if sum < runStart { return (runStart, true) }

@@ -140,6 +140,7 @@ public enum FuzzChecks {
         var timeline = SpeechTimeline(sampleRate: 22050)
         var builder = TimelineBuilder(plan: plan, sampleRate: 22050) { timeline.record($0) }
         builder.marksWords = input.int(below: 8) != 0
+        builder.skipsLeadingSilence = input.int(below: 3) == 0
         builder.silence(plan.leadingSilence)
         // The times the engine gave to words, as the builder may use them (moved into the run's audio).
         var wordTimes = Set<Int>()
@@ -151,13 +152,18 @@ public enum FuzzChecks {
             trace? += "run \(index) from sample \(runStart): engine text \(engineText.text.debugDescription)\n"
             var position = 1
             var runSample = 0
+            var runSkipped = 0  // the engine's zeros skipped before the utterance's first sound
             for _ in 0..<input.int(below: 24) {
                 switch input.int(below: 6) {
                 case 0, 1:
                     let n = input.int(below: 64) * 16
-                    let loud = input.bool()
-                    builder.audio((0..<n).map { i in loud ? Int16(truncatingIfNeeded: (i % 40) * 500 - 10000) : Int16(i % 7) })
-                    trace? += "  audio \(n) \(loud ? "loud" : "quiet")\n"
+                    let kind = input.int(below: 3)
+                    let block = (0..<n).map { i in
+                        kind == 0 ? Int16(truncatingIfNeeded: (i % 40) * 500 - 10000) : kind == 1 ? Int16(i % 7) : 0
+                    }
+                    if builder.skipsLeadingSilence, builder.sampleCount == 0 { runSkipped += block.prefix { $0 == 0 }.count }
+                    builder.engineAudio(block)
+                    trace? += "  audio \(n) \(["loud", "quiet", "silent"][kind])\n"
                     runSample += n
                 case 2, 3:
                     position = input.hostile(around: position + 1)
@@ -165,8 +171,14 @@ public enum FuzzChecks {
                     let length = input.hostile(around: 3)
                     builder.word(position: position, length: length, runSample: sample)
                     trace? += "  word at \(position) length \(length) sample \(sample)\n"
-                    let (sum, overflow) = runStart.addingReportingOverflow(sample)
-                    wordTimes.insert(overflow ? (sample < 0 ? runStart : builder.sampleCount) : min(max(sum, runStart), builder.sampleCount))
+                    if sample >= 0, sample < runSkipped {
+                        wordTimes.insert(runStart)
+                    } else {
+                        let moved = sample >= 0 ? sample - runSkipped : sample
+                        let (sum, overflow) = runStart.addingReportingOverflow(moved)
+                        wordTimes.insert(
+                            overflow ? (moved < 0 ? runStart : builder.sampleCount) : min(max(sum, runStart), builder.sampleCount))
+                    }
                 case 4:
                     let (at, sample) = (input.hostile(around: position), input.hostile(around: runSample))
                     builder.sentence(position: at, runSample: sample)
@@ -178,6 +190,7 @@ public enum FuzzChecks {
             }
             builder.endRun()
         }
+        builder.endEngineAudio()
         builder.finish()
         trace? += "words: \(timeline.words.map { "\($0.range)\($0.isEstimated ? "~" : "")@\($0.startSample)" })\n"
         trace? += "sentences: \(timeline.sentences.map { "\($0.range)@\($0.startSample)" })\n"
