@@ -332,6 +332,8 @@ while len(mixed) < 400:
 ours_seg = run(["--segments", "--only", ",".join(both)], "\n".join(t for t, _ in mixed).encode() + b"\n").splitlines()
 right = [0, 0]
 total = 0
+lost = defaultdict(int)       # Parla's wrong letters: in parts labelled wholly wrong, or in part
+confused = defaultdict(int)   # (right, given) -> Parla's wrong letters
 for (text, labels), line in zip(mixed, ours_seg):
     pred = [None] * len(text)
     for seg in json.loads(line):
@@ -342,14 +344,28 @@ for (text, labels), line in zip(mixed, ours_seg):
         tag = lingua_tag.get(r.language, "und")
         for i in range(r.start_index, r.end_index):
             lpred[i] = tag
+    part_letters = defaultdict(lambda: [0, 0])  # part's first index -> [letters, wrong]
+    start = 0
     for i, c in enumerate(text):
+        if labels[i] is None:
+            start = i + 1
         if labels[i] is None or not (c.isalpha() or unicodedata.category(c).startswith("M")):
             continue
         total += 1
         right[0] += pred[i] == labels[i]
         right[1] += lpred[i] == labels[i]
+        part_letters[start][0] += 1
+        if pred[i] != labels[i]:
+            part_letters[start][1] += 1
+            confused[(labels[i], pred[i] or "none")] += 1
+    for letters, wrong in part_letters.values():
+        if wrong:
+            lost["whole part" if wrong == letters else "part of a part"] += wrong
 print(f"mixed-script strings ({len(mixed)}, 2–3 languages of different scripts, {len(both)} languages Parla and lingua share):"
       f" letters labelled right: parla {right[0] / total * 100:.2f}%   lingua {right[1] / total * 100:.2f}%   (target ≥ 98%)")
+print("  Parla's wrong letters: " + ", ".join(f"{n} in a {k} labelled wrong" for k, n in sorted(lost.items()))
+      + "; most confused (right → given, letters): "
+      + ", ".join(f"{g}→{p} {n}" for (g, p), n in sorted(confused.items(), key=lambda kv: -kv[1])[:8]))
 
 # Throughput on one core, and the model.
 texts = [r[2] for r in rows]

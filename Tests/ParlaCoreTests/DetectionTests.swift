@@ -341,7 +341,7 @@ struct DetectionTests {
         let scripts = Int(b[i])
         i += 1
         for _ in 0..<scripts { skipString() }
-        i += 2 + 4  // max order, bits, scale
+        i += (u32(4) >= 2 ? 3 : 2) + 4  // max order, bits (and flags, from version 2), scale
         let languages = Int(b[i]) | Int(b[i + 1]) << 8
         i += 2
         for _ in 0..<languages { skipString() }

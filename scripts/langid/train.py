@@ -7,7 +7,9 @@ report of dev-set accuracy.
 
 The model: for each script group (Latin, Cyrillic, Arabic, Han+Kana, Devanagari,
 Bengali) a naive-Bayes table of hashed character n-grams (orders 1..N) of
-lower-cased words framed by boundary marks. Each table cell holds, per language,
+lower-cased words framed by boundary marks, and of whole words (a word longer than the
+longest n-gram is one more feature: the n-grams alone cannot tell "kerana" (ms) from
+"karena" (id) as surely as the words do). Each table cell holds, per language,
 how much less likely (in nats × scale, 0 = the most likely language) that bucket of
 n-grams is in the language than in the language where it is most likely.
 
@@ -16,12 +18,14 @@ Hashing (must match Sources/ParlaCore/Detection/LanguageModel.swift):
   every window of n = 1..N scalars that is not a lone 0x02/0x03:
     h = 0xcbf29ce484222325 ^ n;  for each scalar c: h = (h ^ c) * 0x100000001b3  (mod 2^64)
     bucket = ((h * 0x9E3779B97F4A7C15) mod 2^64) >> (64 - bits)
+  and, where the group's flags have bit 0 and the framed word is longer than N, the same
+  hash over the whole framed word.
 
 File format (little endian):
-  "PLID" u32 version(1)
+  "PLID" u32 version(2)
   u32 n; n × (u32 from, u32 to)             simple lower-case map
   u32 groups
-  per group: str id; u8 k; k × str script; u8 maxOrder; u8 bits; f32 scale;
+  per group: str id; u8 k; k × str script; u8 maxOrder; u8 bits; u8 flags; f32 scale;
              u16 L; L × str tag; f32 × L bias (prior cost in nats); (1 << bits) × L bytes table
   (str = u8 length + UTF-8 bytes)
 
@@ -42,13 +46,14 @@ import numpy as np
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 GROUPS = {
-    # id: (scripts, max n-gram order, bucket bits)
-    "Latn": (["Latn"], 5, 18),
-    "Cyrl": (["Cyrl"], 5, 16),
-    "Arab": (["Arab"], 5, 15),
-    "Hani": (["Hani", "Hira", "Kana"], 3, 16),
-    "Deva": (["Deva"], 5, 15),
-    "Beng": (["Beng"], 5, 14),
+    # id: (scripts, max n-gram order, bucket bits, whole words as features too). Not for Han
+    # and Kana: written without spaces, their "words" are whole phrases, which never recur.
+    "Latn": (["Latn"], 5, 18, True),
+    "Cyrl": (["Cyrl"], 5, 16, True),
+    "Arab": (["Arab"], 5, 15, True),
+    "Hani": (["Hani", "Hira", "Kana"], 3, 16, False),
+    "Deva": (["Deva"], 5, 15, True),
+    "Beng": (["Beng"], 5, 14, True),
 }
 SCALE = 16.0              # table units per nat
 CLIP = 255
@@ -124,15 +129,17 @@ def class_for(ranges, scripts):
 
 class Tokenizer:
     """Words of one script group: letters of the group's scripts plus combining marks and
-    ZWNJ/ZWJ following them (same rule as the Swift tokenizer)."""
+    ZWNJ/ZWJ following them (same rule as the Swift tokenizer); `whole_words`: whether the
+    group has whole words as features too."""
 
-    def __init__(self, ranges, scripts, lmap):
+    def __init__(self, ranges, scripts, lmap, whole_words):
         letters = class_for(ranges, scripts)
         # Inherited (combining marks) continue a word.
         marks = class_for(ranges, ["Zinh"]) + "\u200c\u200d"
         self.word = re.compile(f"[{letters}][{letters}{marks}]*")
         self.letters = re.compile(f"[{letters}]")
         self.lmap = lmap
+        self.whole_words = whole_words
 
     def words(self, text):
         return self.word.findall(text.translate(self.lmap))
@@ -159,11 +166,33 @@ def hashed_windows(a, max_order, bits):
         yield n, ((h * MIX) >> np.uint64(64 - bits)).astype(np.int64), counted
 
 
-def ngram_counts(words, weights, max_order, bits):
-    """Weighted counts of hashed n-grams per order: array (max_order, 1 << bits)."""
-    out = np.zeros((max_order, 1 << bits), dtype=np.float64)
+def word_bucket(word, bits):
+    """The bucket of a whole word (framed as its n-grams are)."""
+    h = SEED
+    M = (1 << 64) - 1
+    for c in [2] + [ord(c) for c in word] + [3]:
+        h = ((h ^ c) * 0x100000001B3) & M
+    return ((h * 0x9E3779B97F4A7C15) & M) >> (64 - bits)
+
+
+def rows(max_order, whole):
+    """Rows of counts per bucket: one per n-gram order, and one of whole words (`whole`)."""
+    return max_order + (1 if whole else 0)
+
+
+def ngram_counts(words, weights, max_order, bits, whole):
+    """Weighted counts of hashed n-grams per order, and of whole words longer than the longest
+    n-gram in the last row if `whole` (``rows``): array (rows, 1 << bits)."""
+    out = np.zeros((rows(max_order, whole), 1 << bits), dtype=np.float64)
     if not words:
         return out
+    if whole:
+        weight_of = defaultdict(float)
+        for word, weight in zip(words, weights):
+            if len(word) + 2 > max_order:
+                weight_of[word] += weight
+        for word, weight in weight_of.items():
+            out[max_order, word_bucket(word, bits)] += weight
     s = "\x02" + "\x03\x02".join(words) + "\x03"
     a = np.frombuffer(s.encode("utf-32-le"), dtype=np.uint32).astype(np.uint64)
     lengths = np.fromiter((len(w) + 2 for w in words), dtype=np.int64, count=len(words))
@@ -173,7 +202,7 @@ def ngram_counts(words, weights, max_order, bits):
     return out
 
 
-def features(word, max_order, bits):
+def features(word, max_order, bits, whole):
     """Bucket indices of one word (Python reference used for evaluation)."""
     seq = [2] + [ord(c) for c in word] + [3]
     out = []
@@ -187,6 +216,8 @@ def features(word, max_order, bits):
             for c in seq[start:end + 1]:
                 h = ((h ^ c) * 0x100000001B3) & M
             out.append(((h * 0x9E3779B97F4A7C15) & M) >> (64 - bits))
+    if whole and len(seq) > max_order:
+        out.append(word_bucket(word, bits))
     return out
 
 
@@ -248,7 +279,7 @@ def tune_bias(corpus, tok, max_order, bits, tags, q, default):
             b = "short" if 10 <= n <= 40 else "long" if n >= 60 else None
             if b is None or seen[b] >= BIAS_MAX_STRINGS:
                 continue
-            idx = [x for w in tok.words(s) for x in features(w, max_order, bits)]
+            idx = [x for w in tok.words(s) for x in features(w, max_order, bits, tok.whole_words)]
             if not idx:
                 continue
             seen[b] += 1
@@ -328,6 +359,9 @@ def batch_features(tok, texts, max_order, bits):
     bounds = np.searchsorted(t, np.arange(len(keep) + 1))
     for j, i in enumerate(keep):
         out[i] = b[bounds[j]:bounds[j + 1]]
+        if tok.whole_words:
+            whole = [word_bucket(w, bits) for w in words_of[i] if len(w) + 2 > max_order]
+            out[i] = np.concatenate([out[i], np.asarray(whole, dtype=np.int64)])
     return out
 
 
@@ -401,7 +435,7 @@ def main():
 
     langs = sorted({os.path.basename(p)[:-4] for p in glob.glob(os.path.join(args.corpus, "train", "*.txt"))} | set(wf_langs) | set(word_lists))
     langs = [l for l in langs if l in catalog]
-    tokenizers = {g: Tokenizer(ranges, scripts, lmap) for g, (scripts, _, _) in GROUPS.items()}
+    tokenizers = {g: Tokenizer(ranges, scripts, lmap, whole) for g, (scripts, _, _, whole) in GROUPS.items()}
     group_letter_sets = {g: t.letters for g, t in tokenizers.items()}
 
     # Assign each language to the group holding most of its letters.
@@ -452,16 +486,17 @@ def main():
 
     defaults = json.load(open(os.path.join(REPO, "voices/defaults.json"))).get("scripts", {})
     model_groups = []
-    for g, (scripts, max_order, bits) in GROUPS.items():
+    for g, (scripts, max_order, bits, whole) in GROUPS.items():
         tags = sorted(members[g])
         if len(tags) < 1:
             continue
         tok = tokenizers[g]
-        logp = np.zeros((len(tags), max_order, 1 << bits), dtype=np.float64)
+        R = rows(max_order, whole)
+        logp = np.zeros((len(tags), R, 1 << bits), dtype=np.float64)
         counts_of = []
         for i, lang in enumerate(tags):
             words = tok.words(train_text[lang])
-            c_text = ngram_counts(words, [1.0] * len(words), max_order, bits)
+            c_text = ngram_counts(words, [1.0] * len(words), max_order, bits, whole)
             c = c_text.copy()
             if wf_words[lang]:
                 wl, ww = [], []
@@ -470,8 +505,8 @@ def main():
                     if len(ws) == 1:
                         wl.append(ws[0])
                         ww.append(f)
-                c_wf = ngram_counts(wl, ww, max_order, bits)
-                for n in range(max_order):
+                c_wf = ngram_counts(wl, ww, max_order, bits, whole)
+                for n in range(R):
                     t_text = c_text[n].sum()
                     target = max(t_text, WORDFREQ_MASS)
                     if c_wf[n].sum() > 0:
@@ -485,9 +520,9 @@ def main():
                     own = wf_langs.get(lang)
                     listed = [w for w in listed if not english_word(wordfreq, w, own)]
                 wl = [w for x in listed for w in tok.words(x)]
-                c_wl = ngram_counts(wl, [1.0] * len(wl), max_order, bits)
+                c_wl = ngram_counts(wl, [1.0] * len(wl), max_order, bits, whole)
                 share = WORD_LIST_SHARE_ALONE if alone else WORD_LIST_SHARE
-                for n in range(max_order):
+                for n in range(R):
                     # ... but a short list is not blown up to the weight of a long one.
                     target = min(max(c_text[n].sum(), 2e6) * share, c_wl[n].sum() * WORD_LIST_MAX_GAIN)
                     if c_wl[n].sum() > 0:
@@ -496,11 +531,11 @@ def main():
             extra = (" + wordfreq" if wf_words[lang] else "") + (f" + {len(word_lists[lang])} listed words" if lang in word_lists else "")
             print(f"{g} {lang}: {len(words)} words of text{extra}", file=sys.stderr)
         for i, c in enumerate(counts_of):
-            for n in range(max_order):
+            for n in range(R):
                 logp[i, n] = np.log((c[n] + ALPHA) / (c[n].sum() + ALPHA * (1 << bits)))
-        # All orders share one table, so a bucket may hold n-grams of several orders: its
-        # probability is the mean of the per-order probabilities.
-        total = np.logaddexp.reduce(logp, axis=1) - np.log(max_order)  # (L, B)
+        # All orders (and whole words) share one table, so a bucket may hold n-grams of several
+        # orders: its probability is the mean of the per-order probabilities.
+        total = np.logaddexp.reduce(logp, axis=1) - np.log(R)  # (L, B)
         pen = -total.T
         pen -= pen.min(axis=1, keepdims=True)
         q = np.minimum(np.rint(pen * SCALE), CLIP).astype(np.uint8)
@@ -519,7 +554,7 @@ def main():
     model_groups = tuned
 
     with open(args.out + ".tmp", "wb") as fh:
-        fh.write(b"PLID" + struct.pack("<I", 1))
+        fh.write(b"PLID" + struct.pack("<I", 2))
         pairs = sorted(lmap.items())
         fh.write(struct.pack("<I", len(pairs)))
         fh.write(b"".join(struct.pack("<II", a, b) for a, b in pairs))
@@ -529,7 +564,7 @@ def main():
             fh.write(struct.pack("<B", len(scripts)))
             for s in scripts:
                 write_str(fh, s)
-            fh.write(struct.pack("<BBf", max_order, bits, SCALE))
+            fh.write(struct.pack("<BBBf", max_order, bits, 1 if tokenizers[g].whole_words else 0, SCALE))
             fh.write(struct.pack("<H", len(tags)))
             for t in tags:
                 write_str(fh, t)
@@ -552,7 +587,7 @@ def main():
                 bucket = "short" if 10 <= n <= 40 else "long" if n >= 60 else None
                 if bucket is None or res[bucket][1] >= 300:
                     continue
-                idx = [b for w in tok.words(s) for b in features(w, max_order, bits)]
+                idx = [b for w in tok.words(s) for b in features(w, max_order, bits, tok.whole_words)]
                 if not idx:
                     continue
                 pred = int(np.argmin(qf[idx].sum(axis=0) + prior))

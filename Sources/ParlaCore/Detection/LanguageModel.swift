@@ -8,7 +8,9 @@ import FoundationEssentials
 /// The hashing here must match `train.py` exactly: a word is framed as
 /// `[0x02] + lowercased scalars + [0x03]`; every window of 1…maxOrder scalars except a lone
 /// frame mark is hashed with 64-bit FNV-1a over the scalar values, and the bucket is the top
-/// `bits` bits of the hash times 0x9E3779B97F4A7C15.
+/// `bits` bits of the hash times 0x9E3779B97F4A7C15. In a group with ``Group/wholeWords``, a
+/// framed word longer than `maxOrder` is hashed whole too (words tell close neighbours apart
+/// more surely than their n-grams: Malay "kerana", Indonesian "karena").
 public final class LanguageModel: @unchecked Sendable {
     /// The languages of one script group and their n-gram table.
     public struct Group: Sendable {
@@ -22,6 +24,8 @@ public final class LanguageModel: @unchecked Sendable {
         let codes: [String]
         let maxOrder: Int
         let bits: Int
+        /// Whether whole words are features too (model version 2, flag bit 0).
+        let wholeWords: Bool
         /// Table units per nat.
         let scale: Float
         /// Each language's prior cost in nats, added to the detector's own (tuned on the dev
@@ -80,7 +84,7 @@ public final class LanguageModel: @unchecked Sendable {
         var r = Reader(bytes: bytes)
         func fail(_ why: String) -> ParlaError { .languageModelInvalid(path: path, reason: why) }
         guard r.bytes(4) == Array("PLID".utf8) else { throw fail("it is not a Parla language model (bad magic)") }
-        guard let version = r.u32(), version == 1 else { throw fail("unsupported version") }
+        guard let version = r.u32(), version == 1 || version == 2 else { throw fail("unsupported version") }
         guard let pairs = r.u32() else { throw fail("truncated") }
         var bmp = [UInt16](unsafeUninitializedCapacity: 0x10000) { buffer, count in
             for i in 0..<0x10000 { buffer[i] = UInt16(truncatingIfNeeded: i) }
@@ -105,7 +109,8 @@ public final class LanguageModel: @unchecked Sendable {
                 scripts.append(s)
                 groupOfScript[Int(s.rawValue)] = Int8(g)
             }
-            guard let maxOrder = r.u8(), let bits = r.u8(), let scale = r.f32(), let count = r.u16(),
+            guard let maxOrder = r.u8(), let bits = r.u8(), let flags = version >= 2 ? r.u8() : 0, let scale = r.f32(),
+                let count = r.u16(),
                 (1...8).contains(maxOrder), (8...24).contains(bits), scale > 0, scale.isFinite, (1...255).contains(count)
             else { throw fail("bad group header for \(id)") }
             var languages: [LanguageTag] = []
@@ -125,7 +130,7 @@ public final class LanguageModel: @unchecked Sendable {
             groups.append(
                 Group(
                     id: id, scripts: scripts, languages: languages, codes: languages.map(\.language), maxOrder: Int(maxOrder),
-                    bits: Int(bits), scale: scale, bias: bias, tableOffset: offset))
+                    bits: Int(bits), wholeWords: flags & 1 != 0, scale: scale, bias: bias, tableOffset: offset))
         }
         return Parsed(groups: groups, groupOfScript: groupOfScript, lowerBMP: bmp, lowerAstral: astral)
     }
@@ -143,7 +148,8 @@ public final class LanguageModel: @unchecked Sendable {
         return lowerAstral[v] ?? v
     }
 
-    /// Adds the penalties of one word's n-grams to `acc` (one entry per language of `group`).
+    /// Adds the penalties of one word's n-grams (and of the word itself, in a group with
+    /// ``Group/wholeWords``) to `acc` (one entry per language of `group`).
     /// `word` holds lowercased scalars framed by 0x02 and 0x03.
     func addPenalties(framedWord word: UnsafeBufferPointer<UInt32>, group: Group, into acc: UnsafeMutablePointer<UInt32>) {
         let count = group.languages.count
@@ -164,6 +170,12 @@ public final class LanguageModel: @unchecked Sendable {
                     let row = table + bucket * count
                     for l in 0..<count { acc[l] &+= UInt32(row[l]) }
                 }
+            }
+            if group.wholeWords && n > maxOrder {
+                var h: UInt64 = 0xCBF2_9CE4_8422_2325
+                for c in word { h = (h ^ UInt64(c)) &* 0x100_0000_01B3 }
+                let row = table + Int((h &* 0x9E37_79B9_7F4A_7C15) >> shift) * count
+                for l in 0..<count { acc[l] &+= UInt32(row[l]) }
             }
         }
     }
