@@ -329,6 +329,10 @@ def tune_bias(corpus, tok, max_order, bits, tags, q, default):
 # string the table gets wrong (or right by less than the margin), its n-grams cost the right
 # language LEARNING_RATE units less and the language it was mistaken for as much more.
 REFINE_EPOCHS = int(os.environ.get("PARLA_REFINE_EPOCHS", "0"))
+# How much of the refined table goes into the model; the rest is the naive-Bayes table. All
+# of it raises accuracy most, but the confidence suffers: the rows of common n-grams drift
+# in a random walk of updates, so text of the model's own languages fits it worse.
+REFINE_MIX = float(os.environ.get("PARLA_REFINE_MIX", "1.0"))
 REFINE_STRINGS = 6000          # training strings per language (short and long alike)
 REFINE_MARGIN = 160.0          # table units (one nat of the detector's cost)
 LEARNING_RATE = 1.0            # table units per n-gram and update
@@ -540,7 +544,10 @@ def main():
         pen -= pen.min(axis=1, keepdims=True)
         q = np.minimum(np.rint(pen * SCALE), CLIP).astype(np.uint8)
         if REFINE_EPOCHS and len(tags) > 1:
-            q = refine(args.corpus, tok, max_order, bits, tags, q, defaults.get(g), g)
+            r = refine(args.corpus, tok, max_order, bits, tags, q, defaults.get(g), g)
+            m = (1.0 - REFINE_MIX) * q.astype(np.float64) + REFINE_MIX * r.astype(np.float64)
+            m -= m.min(axis=1, keepdims=True)
+            q = np.minimum(np.rint(m), CLIP).astype(np.uint8)
         model_groups.append((g, scripts, max_order, bits, tags, q))
 
     # Per-language prior costs, tuned on the dev set (see tune_bias).
