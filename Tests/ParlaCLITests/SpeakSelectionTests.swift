@@ -92,7 +92,8 @@ struct SpeakSelectionTests {
             }
         }
 
-        /// Starts speak-selection without waiting for it.
+        /// Starts speak-selection without waiting for it; what it prints on standard error goes
+        /// to `launchLog(of:)`, for the message of a failed expectation.
         func launch(_ args: [String] = []) throws -> Process {
             let p = Process()
             p.executableURL = URL(fileURLWithPath: SpeakSelectionTests.binary)
@@ -102,9 +103,21 @@ struct SpeakSelectionTests {
             p.environment = env
             p.standardInput = FileHandle.nullDevice
             p.standardOutput = FileHandle.nullDevice
-            p.standardError = FileHandle.nullDevice
+            let log = home.appendingPathComponent("launched-\(UUID().uuidString).log")
+            FileManager.default.createFile(atPath: log.path, contents: nil)
+            p.standardError = try FileHandle(forWritingTo: log)
             try p.run()
+            try FileManager.default.moveItem(at: log, to: launchLogURL(p))  // open: it goes on being written
             return p
+        }
+
+        /// What a process started by `launch` has printed on standard error so far.
+        func launchLog(of p: Process) -> String {
+            (try? String(contentsOf: launchLogURL(p), encoding: .utf8)) ?? ""
+        }
+
+        private func launchLogURL(_ p: Process) -> URL {
+            home.appendingPathComponent("launched-\(p.processIdentifier).log")
         }
 
         /// Waits until the monitor has heard something after `time`.
@@ -142,7 +155,7 @@ struct SpeakSelectionTests {
         try s.display!.select(String(repeating: count, count: 8))
         let started = monotonicNanoseconds()
         let first = try s.launch()
-        #expect(try await s.waitForSound(after: started))
+        #expect(try await s.waitForSound(after: started), "\(s.launchLog(of: first))")
         let r = try await s.run()
         // Timed from the second process's exit (it exits right after signalling), not its
         // start, which a loaded test machine may delay; scripts/bench-selection measures from
@@ -164,7 +177,7 @@ struct SpeakSelectionTests {
         let s = try await Session.start()
         try s.display!.select("First sentence here.")
         let first = try s.launch()
-        #expect(try await s.waitForSound(after: 0))
+        #expect(try await s.waitForSound(after: 0), "\(s.launchLog(of: first))")
         try s.display!.select("Second one.")
         let r = try await s.run(["--queue"])
         let firstStatus = await exitStatus(first)
@@ -175,7 +188,7 @@ struct SpeakSelectionTests {
         try s.display!.select("One two three four five six seven eight nine ten eleven twelve.")
         let t = monotonicNanoseconds()
         let victim = try s.launch()
-        #expect(try await s.waitForSound(after: t))
+        #expect(try await s.waitForSound(after: t), "\(s.launchLog(of: victim))")
         kill(victim.processIdentifier, SIGKILL)
         _ = await exitStatus(victim)
         let stop = try await s.run(["--stop"])
@@ -478,13 +491,15 @@ struct SpeakSelectionTests {
         }
         #expect(bound == 0 && listen(listener, 8) == 0)
         let hung: [String: String?] = ["AT_SPI_BUS_ADDRESS": "unix:path=\(path)"]
-        let r = try await s.run(["--print", "--timeout", "300"], environment: hung)
+        // 1 s per source: the hung bus must cost no more than that, and xclip, started next,
+        // has as long (starting it can take more than 300 ms while the rest of the suite runs).
+        let r = try await s.run(["--print", "--timeout", "1000"], environment: hung)
         #expect(r.status == 0, "\(r.error)")
         #expect(r.output == "Hello there, from X.\n")
         #expect(r.error.contains("accessibility: failed(") && r.error.contains("did not answer"), "\(r.error)")
         #expect(r.error.contains("Source: primary (xclip)"), "\(r.error)")
         // Spoken, too.
-        let spoken = try await s.run(["--timeout", "300"], environment: hung)
+        let spoken = try await s.run(["--timeout", "1000"], environment: hung)
         #expect(spoken.status == 0 && spoken.error.contains("Languages: en"), "\(spoken.error)")
     }
 
