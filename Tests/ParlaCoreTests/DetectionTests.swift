@@ -326,26 +326,58 @@ struct DetectionTests {
         let path = dir.appendingPathComponent("nan-bias").path
         try bad.write(to: URL(fileURLWithPath: path))
         #expect(throws: ParlaError.self) { try LanguageModel(contentsOf: path) }
+        // So is a fit scale (model version 3) that is not a small positive number.
+        if let fitScale = firstFitScaleOffset(in: good) {
+            for value: [UInt8] in [[0x00, 0x00, 0xC0, 0x7F], [0, 0, 0, 0], [0x00, 0x00, 0x80, 0xBF]] {  // NaN, 0, -1
+                var bad = good
+                bad.replaceSubrange(fitScale..<fitScale + 4, with: value)
+                try bad.write(to: URL(fileURLWithPath: path))
+                #expect(throws: ParlaError.self) { try LanguageModel(contentsOf: path) }
+            }
+        }
+    }
+
+    /// Where the first group's fit scales are in a model file of version 3 or later (after
+    /// its biases); nil before.
+    private func firstFitScaleOffset(in d: Data) -> Int? {
+        guard d.count > 8, d[d.startIndex + 4] >= 3, let header = firstGroupNumbersOffset(in: d),
+            let bias = firstBiasOffset(in: d)
+        else { return nil }
+        let at = header + 3 + 4  // max order, bits, flags; scale; then the language count
+        let languages = Int(d[d.startIndex + at]) | Int(d[d.startIndex + at + 1]) << 8
+        return bias + 4 * languages
     }
 
     /// Where the first group's per-language biases start in a model file (see train.py's
-    /// format): magic and version, the lower-case map, the group count, then the group header.
+    /// format): after the group's numbers, its language count and tags.
     private func firstBiasOffset(in d: Data) -> Int? {
         let b = [UInt8](d)
+        guard var i = firstGroupNumbersOffset(in: d) else { return nil }
+        let version = b[4]
+        i += (version >= 2 ? 3 : 2) + 4  // max order, bits (and flags, from version 2), scale
+        guard i + 2 <= b.count else { return nil }
+        let languages = Int(b[i]) | Int(b[i + 1]) << 8
+        i += 2
+        for _ in 0..<languages { i += 1 + Int(b[i]) }
+        return i + 4 <= b.count ? i : nil
+    }
+
+    /// Where the first group's numbers (max order, bits, …) start: after the magic and
+    /// version, the lower-case map, the group count, the group's id and its scripts.
+    private func firstGroupNumbersOffset(in d: Data) -> Int? {
+        let b = [UInt8](d)
+        guard b.count > 12 else { return nil }
         func u32(_ i: Int) -> Int { Int(b[i]) | Int(b[i + 1]) << 8 | Int(b[i + 2]) << 16 | Int(b[i + 3]) << 24 }
         var i = 8
         i += 4 + 8 * u32(i)  // the lower-case map
         i += 4  // group count
-        func skipString() { i += 1 + Int(b[i]) }
-        skipString()  // group id
+        guard i < b.count else { return nil }
+        i += 1 + Int(b[i])  // group id
+        guard i < b.count else { return nil }
         let scripts = Int(b[i])
         i += 1
-        for _ in 0..<scripts { skipString() }
-        i += (u32(4) >= 2 ? 3 : 2) + 4  // max order, bits (and flags, from version 2), scale
-        let languages = Int(b[i]) | Int(b[i + 1]) << 8
-        i += 2
-        for _ in 0..<languages { skipString() }
-        return i + 4 <= b.count ? i : nil
+        for _ in 0..<scripts where i < b.count { i += 1 + Int(b[i]) }
+        return i < b.count ? i : nil
     }
 }
 

@@ -77,7 +77,7 @@ public struct LanguageDetector: Sendable {
     static let emissionWeight: Float = 0.5
     /// The fit limit, in nats per n-gram per nat of ln(1 + languages in the group): a base, a part
     /// that shrinks with the square root of the n-gram count, and how fast confidence falls
-    /// beyond it (see ``fit(emission:ngrams:group:)``).
+    /// beyond it (see ``fit(emission:ngrams:group:language:)``).
     static let fitBase: Float = 0.38
     static let fitSlope: Float = 0.625
     static let fitWidth: Float = 0.25
@@ -512,7 +512,7 @@ public struct LanguageDetector: Sendable {
             for l in 0..<L where gl.prior[l].isFinite { z += Float.exp(-(totals[l] - totals[label]) / Self.temperature) }
             var ngrams = 0
             for x in first..<w { ngrams += Self.ngramCount(letters: gl.words[x].count, maxOrder: group.maxOrder) }
-            let fit = Self.fit(emission: totals[label], ngrams: ngrams, group: group)
+            let fit = Self.fit(emission: totals[label], ngrams: ngrams, group: group, language: label)
             out.append(
                 RawSegment(
                     range: segStart..<end, language: group.languages[label], confidence: Double(fit / max(z, 1)), script: script,
@@ -536,11 +536,15 @@ public struct LanguageDetector: Sendable {
     /// likely language for each n-gram, so text of a language the group has no class for pays
     /// far more per n-gram than any of its own languages. The limit grows with the number of
     /// competing languages and shrinks with length, set so that 0.4–3 % of the dev set's
-    /// correctly labelled strings exceed it, depending on the group.
-    static func fit(emission: Float, ngrams: Int, group: LanguageModel.Group) -> Float {
+    /// correctly labelled strings exceed it, depending on the group; times the language's
+    /// ``LanguageModel/Group/fitScale`` (how much more its own text costs under its table
+    /// than under plain naive Bayes).
+    static func fit(emission: Float, ngrams: Int, group: LanguageModel.Group, language: Int) -> Float {
         guard ngrams > 0, emission.isFinite else { return 1 }
         let perNgram = emission * Float(group.maxOrder) / Self.emissionWeight / Float(ngrams)  // nats
-        let limit = Float.log(Float(group.languages.count + 1)) * (Self.fitBase + Self.fitSlope / Float(ngrams).squareRoot())
+        let limit =
+            Float.log(Float(group.languages.count + 1)) * (Self.fitBase + Self.fitSlope / Float(ngrams).squareRoot())
+            * group.fitScale[language]
         return perNgram <= limit ? 1 : Float.exp(-(perNgram - limit) / Self.fitWidth)
     }
 

@@ -28,6 +28,12 @@ public final class LanguageModel: @unchecked Sendable {
         let wholeWords: Bool
         /// Table units per nat.
         let scale: Float
+        /// Per language, how much more, per n-gram, its own text costs it under this table
+        /// than under plain naive Bayes (model version 3; 1 before): a table refined
+        /// discriminatively spreads its rows, most for the languages with the least text, and
+        /// the detector's fit limit (``LanguageDetector/fit(emission:ngrams:group:language:)``)
+        /// grows by this factor.
+        let fitScale: [Float]
         /// Each language's prior cost in nats, added to the detector's own (tuned on the dev
         /// set so that close neighbours with unequal training text are not always decided the
         /// same way); 0 in models from before it existed.
@@ -84,7 +90,7 @@ public final class LanguageModel: @unchecked Sendable {
         var r = Reader(bytes: bytes)
         func fail(_ why: String) -> ParlaError { .languageModelInvalid(path: path, reason: why) }
         guard r.bytes(4) == Array("PLID".utf8) else { throw fail("it is not a Parla language model (bad magic)") }
-        guard let version = r.u32(), version == 1 || version == 2 else { throw fail("unsupported version") }
+        guard let version = r.u32(), (1...3).contains(version) else { throw fail("unsupported version") }
         guard let pairs = r.u32() else { throw fail("truncated") }
         var bmp = [UInt16](unsafeUninitializedCapacity: 0x10000) { buffer, count in
             for i in 0..<0x10000 { buffer[i] = UInt16(truncatingIfNeeded: i) }
@@ -124,13 +130,23 @@ public final class LanguageModel: @unchecked Sendable {
                 guard let b = r.f32(), b.isFinite, abs(b) <= 16 else { throw fail("bad language bias in \(id)") }
                 bias.append(b)
             }
+            var fitScale = [Float](repeating: 1, count: Int(count))
+            if version >= 3 {
+                for l in 0..<Int(count) {
+                    // A factor of the fit limit: NaN, 0 or a huge one would make every segment's
+                    // confidence meaningless.
+                    guard let f = r.f32(), f.isFinite, (0.25...16).contains(f) else { throw fail("bad fit scale in \(id)") }
+                    fitScale[l] = f
+                }
+            }
             let size = (1 << Int(bits)) * Int(count)
             let offset = r.offset
             guard r.skip(size) else { throw fail("truncated table for \(id)") }
             groups.append(
                 Group(
                     id: id, scripts: scripts, languages: languages, codes: languages.map(\.language), maxOrder: Int(maxOrder),
-                    bits: Int(bits), wholeWords: flags & 1 != 0, scale: scale, bias: bias, tableOffset: offset))
+                    bits: Int(bits), wholeWords: flags & 1 != 0, scale: scale, fitScale: fitScale, bias: bias,
+                    tableOffset: offset))
         }
         return Parsed(groups: groups, groupOfScript: groupOfScript, lowerBMP: bmp, lowerAstral: astral)
     }
