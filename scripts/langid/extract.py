@@ -581,17 +581,22 @@ def main():
     # A string written the same in two languages (a country's name, a translation copied
     # from a neighbour's, such as many of Mozilla's Bosnian strings from its Croatian ones)
     # says nothing about which of them it is: it is dropped from both, for training and for
-    # the test sets alike (where no answer would be right).
-    languages_of = defaultdict(list)
+    # the test sets alike (where no answer would be right). "The same" as the model reads
+    # it: the same words, lower-cased, whatever the digits, punctuation and spacing between
+    # them ("Otvori privatni prozor" in Mozilla's Croatian, "Otvori Privatni prozor" in its
+    # Bosnian; "Format :" and "Format:").
+    def reading(s):
+        return tuple(WORD.findall(s.lower())) or s
+
+    languages_of = defaultdict(set)
     for lang in texts:
         for s in texts[lang]:
-            languages_of[s].append(lang)
+            languages_of[reading(s)].add(lang)
     shared = defaultdict(int)
-    for s, langs in languages_of.items():
-        if len(langs) > 1:
-            for lang in langs:
-                del texts[lang][s]
-                shared[lang] += 1
+    for lang in texts:
+        for s in [s for s in texts[lang] if len(languages_of[reading(s)]) > 1]:
+            del texts[lang][s]
+            shared[lang] += 1
     for lang, n in sorted(shared.items()):
         print(f"{lang}: dropped {n} strings written the same in another language", file=sys.stderr)
     for split in ("train", "dev", "test", "unseen", "wordlists"):

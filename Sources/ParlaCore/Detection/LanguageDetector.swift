@@ -77,7 +77,7 @@ public struct LanguageDetector: Sendable {
     static let emissionWeight: Float = 0.5
     /// The fit limit, in nats per n-gram per nat of ln(1 + languages in the group): a base, a part
     /// that shrinks with the square root of the n-gram count, and how fast confidence falls
-    /// beyond it (see ``fit(emission:ngrams:group:language:)``).
+    /// beyond it (see `fit(emission:ngrams:group:language:)`).
     static let fitBase: Float = 0.38
     static let fitSlope: Float = 0.625
     static let fitWidth: Float = 0.25
@@ -537,7 +537,7 @@ public struct LanguageDetector: Sendable {
     /// far more per n-gram than any of its own languages. The limit grows with the number of
     /// competing languages and shrinks with length, set so that 0.4–3 % of the dev set's
     /// correctly labelled strings exceed it, depending on the group; times the language's
-    /// ``LanguageModel/Group/fitScale`` (how much more its own text costs under its table
+    /// `LanguageModel.Group.fitScale` (how much more its own text costs under its table
     /// than under plain naive Bayes).
     static func fit(emission: Float, ngrams: Int, group: LanguageModel.Group, language: Int) -> Float {
         guard ngrams > 0, emission.isFinite else { return 1 }

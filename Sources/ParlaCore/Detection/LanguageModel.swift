@@ -8,7 +8,7 @@ import FoundationEssentials
 /// The hashing here must match `train.py` exactly: a word is framed as
 /// `[0x02] + lowercased scalars + [0x03]`; every window of 1…maxOrder scalars except a lone
 /// frame mark is hashed with 64-bit FNV-1a over the scalar values, and the bucket is the top
-/// `bits` bits of the hash times 0x9E3779B97F4A7C15. In a group with ``Group/wholeWords``, a
+/// `bits` bits of the hash times 0x9E3779B97F4A7C15. In a group with `Group.wholeWords`, a
 /// framed word longer than `maxOrder` is hashed whole too (words tell close neighbours apart
 /// more surely than their n-grams: Malay "kerana", Indonesian "karena").
 public final class LanguageModel: @unchecked Sendable {
@@ -31,7 +31,7 @@ public final class LanguageModel: @unchecked Sendable {
         /// Per language, how much more, per n-gram, its own text costs it under this table
         /// than under plain naive Bayes (model version 3; 1 before): a table refined
         /// discriminatively spreads its rows, most for the languages with the least text, and
-        /// the detector's fit limit (``LanguageDetector/fit(emission:ngrams:group:language:)``)
+        /// the detector's fit limit (`LanguageDetector.fit(emission:ngrams:group:language:)`)
         /// grows by this factor.
         let fitScale: [Float]
         /// Each language's prior cost in nats, added to the detector's own (tuned on the dev
@@ -165,7 +165,7 @@ public final class LanguageModel: @unchecked Sendable {
     }
 
     /// Adds the penalties of one word's n-grams (and of the word itself, in a group with
-    /// ``Group/wholeWords``) to `acc` (one entry per language of `group`).
+    /// `Group.wholeWords`) to `acc` (one entry per language of `group`).
     /// `word` holds lowercased scalars framed by 0x02 and 0x03.
     func addPenalties(framedWord word: UnsafeBufferPointer<UInt32>, group: Group, into acc: UnsafeMutablePointer<UInt32>) {
         let count = group.languages.count
