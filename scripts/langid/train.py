@@ -337,7 +337,7 @@ REFINE_EPOCHS = int(os.environ.get("PARLA_REFINE_EPOCHS", "3"))
 # confidence). Half of each, with the fit scales below, keeps the confidence where naive
 # Bayes had it and most of the accuracy.
 REFINE_MIX = float(os.environ.get("PARLA_REFINE_MIX", "0.5"))
-REFINE_STRINGS = 6000          # training strings per language (short and long alike)
+REFINE_STRINGS = int(os.environ.get("PARLA_REFINE_STRINGS", "6000"))  # training strings per language (short and long alike)
 REFINE_MARGIN = 160.0          # table units (one nat of the detector's cost)
 LEARNING_RATE = 1.0            # table units per n-gram and update
 
