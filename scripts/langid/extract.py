@@ -30,6 +30,7 @@ Usage: extract.py OUTDIR [L10N_DIR]   (L10N_DIR: one unpacked package a folder, 
 the package; writes OUTDIR/{train,dev,test,unseen}/LANG.txt,
 OUTDIR/wordlists/LANG.txt and OUTDIR/sources.tsv)
 """
+import difflib
 import gettext
 import glob
 import gzip
@@ -180,16 +181,16 @@ MOZ_PLACEHOLDER = re.compile(r"%(\d+\$)?[SsDdu@]|#\d|\$\w+\$")
 
 
 def fluent_values(text):
-    """The text of each message and attribute of a Fluent file. Terms (-brand-name: names,
+    """The (identifier, text) of each message and attribute of a Fluent file. Terms (-brand-name: names,
     not sentences) and messages with select expressions (plural variants) are left out;
     placeables ({ $count }, { -brand-short-name }) are removed by clean_ui."""
-    out, cur, term = [], None, False
+    out, cur, term, key, message = [], None, False, None, None
 
     def flush():
         if cur is not None and not term:
             value = " ".join(x for x in cur if x)
             if "->" not in value:
-                out.append(value)
+                out.append((key, value))
 
     for line in text.splitlines():
         m = FLUENT_MESSAGE.match(line)
@@ -197,9 +198,11 @@ def fluent_values(text):
         if m:
             flush()
             cur, term = [m.group(2).strip()], m.group(1).startswith("-")
+            key = message = m.group(1)
         elif a and cur is not None:
             flush()
             cur = [a.group(1).strip()]
+            key = message + "." + line.split("=", 1)[0].strip()
         elif line[:1] in (" ", "\t") and cur is not None and line.strip():
             cur.append(line.strip())
         else:
@@ -210,8 +213,8 @@ def fluent_values(text):
 
 
 def properties_values(text):
-    """The values of a .properties file (\\uXXXX escapes read, %S and #1 placeholders
-    removed, the plural forms of a "#1 file;#1 files" value taken one by one)."""
+    """The (key, value) pairs of a .properties file (\\uXXXX escapes read, %S and #1
+    placeholders removed, the plural forms of a "#1 file;#1 files" value taken one by one)."""
     out = []
     for line in text.splitlines():
         m = PROPERTY.match(line)
@@ -220,12 +223,14 @@ def properties_values(text):
         v = re.sub(r"\\u([0-9a-fA-F]{4})", lambda x: chr(int(x.group(1), 16)), m.group(2))
         v = v.replace("\\n", " ").replace("\\", "")
         parts = v.split(";") if "#1" in v else [v]
-        out += [MOZ_PLACEHOLDER.sub(" ", p) for p in parts]
+        out += [(f"{m.group(1)}#{i}", MOZ_PLACEHOLDER.sub(" ", p)) for i, p in enumerate(parts)]
     return out
 
 
-def langpack_strings(xpi):
-    """Cleaned strings of a Mozilla language pack (.xpi: a zip of Fluent and .properties files)."""
+def langpack_strings(xpi, locale):
+    """Cleaned strings of a Mozilla language pack (.xpi: a zip of Fluent and .properties
+    files), each with its message's key, the same in every language (the file's path
+    without the locale, and the message's identifier)."""
     import zipfile
     out = []
     try:
@@ -237,7 +242,8 @@ def langpack_strings(xpi):
                 values = properties_values(z.read(name).decode("utf-8", "replace"))
             else:
                 continue
-            out += [clean_ui(v) for v in values]
+            path = "/".join("LOCALE" if part == locale else part for part in name.split("/"))
+            out += [(("moz", path, k), clean_ui(v)) for k, v in values]
     except (OSError, zipfile.BadZipFile):
         return []
     return out
@@ -395,6 +401,7 @@ def word_lists(known, tmp):
 # never saw. Serbian is with its Latin form (its text, transliterated, trains sr-Latn too)
 # and with its Cyrillic neighbours.
 NEIGHBOURS = [{"hr", "bs", "sr-Latn", "sr", "mk", "bg"}, {"ms", "id"}, {"af", "nl"}, {"ne", "hi", "mr"}]
+NEAR_COPY = 0.75            # share of agreeing words (difflib's ratio) that makes a near-copy
 L10N_PACKAGE = re.compile(r"^((?:firefox-esr|thunderbird|libreoffice)-l10n|manpages)-[a-z]")
 
 
@@ -459,12 +466,17 @@ def main():
     # 1. gettext catalogues (and LibreOffice's, which are gettext too)
     english = {}
 
-    def add(lang, pkg, dst, src=None):
+    messages = defaultdict(dict)     # a message's key -> {lang: its translation}
+
+    def add(lang, pkg, dst, src=None, key=None):
         if src is not None and usable(src) and src not in english:
             english[src] = pkg
-        if lang and dst != src and usable(dst) and dst not in texts[lang]:
-            texts[lang][dst] = ("ui", pkg)
-            sources[pkg][lang] += 1
+        if lang and dst != src and usable(dst):
+            if key is not None:
+                messages[key].setdefault(lang, dst)
+            if dst not in texts[lang]:
+                texts[lang][dst] = ("ui", pkg)
+                sources[pkg][lang] += 1
 
     def add_catalogue(mo, lang, pkg):
         try:
@@ -472,12 +484,13 @@ def main():
                 cat = gettext.GNUTranslations(fh)._catalog
         except Exception:
             return
-        for key, msgstr in cat.items():
-            msgid = key[0] if isinstance(key, tuple) else key
+        for entry, msgstr in cat.items():
+            msgid = entry[0] if isinstance(entry, tuple) else entry  # (msgid, plural form) or msgid
             if not msgid or not msgstr:
                 continue
+            key = ("mo", os.path.basename(mo), entry)
             msgid = msgid.split("\x04")[-1]  # drop a msgctxt prefix
-            add(lang, pkg, clean_ui(msgstr), clean_ui(msgid))
+            add(lang, pkg, clean_ui(msgstr), clean_ui(msgid), key=key)
 
     for mo in sorted(glob.glob("/usr/share/locale/*/LC_MESSAGES/*.mo")):
         add_catalogue(mo, label(mo.split("/")[4], known), package_of(mo))
@@ -489,8 +502,8 @@ def main():
             locale = os.path.basename(xpi)[len("langpack-"):].split("@")[0]
             lang = label(locale.replace("-", "_"), known)
             if lang:
-                for text in langpack_strings(xpi):
-                    add(lang, pkg, text)
+                for key, text in langpack_strings(xpi, locale):
+                    add(lang, pkg, text, key=key)
     for s, pkg in english.items():
         if s not in texts["en"]:
             texts["en"][s] = ("ui", pkg)
@@ -599,6 +612,26 @@ def main():
             shared[lang] += 1
     for lang, n in sorted(shared.items()):
         print(f"{lang}: dropped {n} strings written the same in another language", file=sys.stderr)
+    # Nearly the same, too, between close neighbours: two translations of one message whose
+    # words mostly agree (NEAR_COPY of them, in order) are one translation copied and
+    # touched up (Mozilla's Bosnian "Za prikaz vaše lozinke, unesite svoje podatke…" is its
+    # Croatian "Za prikaz tvoje lozinke, upiši svoje podatke…"). Most of their words would
+    # teach the neighbour the other's language; both are dropped.
+    group_of = {lang: i for i, group in enumerate(NEIGHBOURS) for lang in group}
+    near = defaultdict(int)
+    for by_lang in messages.values():
+        langs = sorted(lang for lang in by_lang if lang in group_of)
+        for i, a in enumerate(langs):
+            for b in langs[i + 1:]:
+                if group_of[a] != group_of[b]:
+                    continue
+                wa, wb = WORD.findall(by_lang[a].lower()), WORD.findall(by_lang[b].lower())
+                if wa and wb and difflib.SequenceMatcher(None, wa, wb, autojunk=False).ratio() >= NEAR_COPY:
+                    for lang in (a, b):
+                        if texts[lang].pop(by_lang[lang], None):
+                            near[lang] += 1
+    for lang, n in sorted(near.items()):
+        print(f"{lang}: dropped {n} near-copies of a neighbour's translation", file=sys.stderr)
     for split in ("train", "dev", "test", "unseen", "wordlists"):
         os.makedirs(os.path.join(outdir, split), exist_ok=True)
     summary = []
