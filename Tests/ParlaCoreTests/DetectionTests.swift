@@ -327,7 +327,7 @@ struct DetectionTests {
         // A language bias that is not a small finite number (NaN here) is refused too: it would
         // poison every decision of its group.
         var bad = good
-        let bias = try #require(firstBiasOffset(in: good))
+        let bias = try #require(firstBiases(in: good)?.offset)
         bad.replaceSubrange(bias..<bias + 4, with: [0x00, 0x00, 0xC0, 0x7F])
         let path = dir.appendingPathComponent("nan-bias").path
         try bad.write(to: URL(fileURLWithPath: path))
@@ -343,34 +343,17 @@ struct DetectionTests {
         }
     }
 
-    /// Where the first group's fit scales are in a model file of version 3 or later (after
-    /// its biases); nil before.
+    /// Where the first group's fit scales are in a model file of version 3 or later (right
+    /// after its biases); nil before.
     private func firstFitScaleOffset(in d: Data) -> Int? {
-        guard d.count > 8, d[d.startIndex + 4] >= 3, let header = firstGroupNumbersOffset(in: d),
-            let bias = firstBiasOffset(in: d)
-        else { return nil }
-        let at = header + 3 + 4  // max order, bits, flags; scale; then the language count
-        let languages = Int(d[d.startIndex + at]) | Int(d[d.startIndex + at + 1]) << 8
-        return bias + 4 * languages
+        guard d.count > 8, d[d.startIndex + 4] >= 3, let biases = firstBiases(in: d) else { return nil }
+        return biases.offset + 4 * biases.languages
     }
 
     /// Where the first group's per-language biases start in a model file (see train.py's
-    /// format): after the group's numbers, its language count and tags.
-    private func firstBiasOffset(in d: Data) -> Int? {
-        let b = [UInt8](d)
-        guard var i = firstGroupNumbersOffset(in: d) else { return nil }
-        let version = b[4]
-        i += (version >= 2 ? 3 : 2) + 4  // max order, bits (and flags, from version 2), scale
-        guard i + 2 <= b.count else { return nil }
-        let languages = Int(b[i]) | Int(b[i + 1]) << 8
-        i += 2
-        for _ in 0..<languages { i += 1 + Int(b[i]) }
-        return i + 4 <= b.count ? i : nil
-    }
-
-    /// Where the first group's numbers (max order, bits, …) start: after the magic and
-    /// version, the lower-case map, the group count, the group's id and its scripts.
-    private func firstGroupNumbersOffset(in d: Data) -> Int? {
+    /// format), and how many languages the group has: magic and version, the lower-case map,
+    /// the group count, the group's id and scripts, its numbers, then its language tags.
+    private func firstBiases(in d: Data) -> (offset: Int, languages: Int)? {
         let b = [UInt8](d)
         guard b.count > 12 else { return nil }
         func u32(_ i: Int) -> Int { Int(b[i]) | Int(b[i + 1]) << 8 | Int(b[i + 2]) << 16 | Int(b[i + 3]) << 24 }
@@ -383,7 +366,12 @@ struct DetectionTests {
         let scripts = Int(b[i])
         i += 1
         for _ in 0..<scripts where i < b.count { i += 1 + Int(b[i]) }
-        return i < b.count ? i : nil
+        i += (b[4] >= 2 ? 3 : 2) + 4  // max order, bits (and flags, from version 2), scale
+        guard i + 2 <= b.count else { return nil }
+        let languages = Int(b[i]) | Int(b[i + 1]) << 8
+        i += 2
+        for _ in 0..<languages where i < b.count { i += 1 + Int(b[i]) }
+        return i + 4 <= b.count ? (i, languages) : nil
     }
 }
 

@@ -636,7 +636,6 @@ def main():
         os.makedirs(os.path.join(outdir, split), exist_ok=True)
     summary = []
     held_out = []
-    group_of = {lang: i for i, group in enumerate(NEIGHBOURS) for lang in group}
     by_family = defaultdict(lambda: defaultdict(int))
     for lang in texts:
         for _, pkg in texts[lang].values():

@@ -262,6 +262,29 @@ def priors(tags, default, bias):
     return base + np.asarray(bias)
 
 
+def prior_units(tags, default, bias, max_order):
+    """The prior costs of `priors` in table units, as they add to a string's summed penalties."""
+    return priors(tags, default, bias) * SCALE * max_order / EMISSION_WEIGHT
+
+
+def dev_strings(corpus, tok, max_order, bits, lang):
+    """The dev strings of `lang` that tuning and the report use: up to BIAS_MAX_STRINGS short
+    (10–40 code points) and as many long (60 or more) ones with letters of the group, each as
+    (length bucket, words, bucket indices of its features)."""
+    seen = {"short": 0, "long": 0}
+    for s in read_split(corpus, "dev", lang):
+        n = len(s)
+        b = "short" if 10 <= n <= 40 else "long" if n >= 60 else None
+        if b is None or seen[b] >= BIAS_MAX_STRINGS:
+            continue
+        words = tok.words(s)
+        idx = [x for w in words for x in features(w, max_order, bits, tok.whole_words)]
+        if not idx:
+            continue
+        seen[b] += 1
+        yield b, words, idx
+
+
 def tune_bias(corpus, tok, max_order, bits, tags, q, default):
     """Per-language prior costs (nats) that maximise the dev set's macro accuracy over the
     group's languages and both lengths, by coordinate descent over a grid. Naive Bayes favours
@@ -275,14 +298,7 @@ def tune_bias(corpus, tok, max_order, bits, tags, q, default):
     for i, lang in enumerate(tags):
         seen = {"short": 0, "long": 0}
         items = []
-        for s in read_split(corpus, "dev", lang):
-            n = len(s)
-            b = "short" if 10 <= n <= 40 else "long" if n >= 60 else None
-            if b is None or seen[b] >= BIAS_MAX_STRINGS:
-                continue
-            idx = [x for w in tok.words(s) for x in features(w, max_order, bits, tok.whole_words)]
-            if not idx:
-                continue
+        for b, _, idx in dev_strings(corpus, tok, max_order, bits, lang):
             seen[b] += 1
             items.append((qf[idx].sum(axis=0) * EMISSION_WEIGHT / (SCALE * max_order), b))
         for e, b in items:
@@ -376,7 +392,7 @@ def batch_features(tok, texts, max_order, bits):
 def refine(corpus, tok, max_order, bits, tags, q, default, group):
     import hashlib
     import random
-    prior = priors(tags, default, np.zeros(len(tags))) * SCALE * max_order / EMISSION_WEIGHT
+    prior = prior_units(tags, default, np.zeros(len(tags)), max_order)
     examples = []
     for i, lang in enumerate(tags):
         texts = [t for t in read_split(corpus, "train", lang) if len(t) >= 10]
@@ -417,7 +433,8 @@ def refine(corpus, tok, max_order, bits, tags, q, default, group):
 # language's own text costs it little per n-gram there. A refined table spreads its rows, most
 # for the languages with the least text (Tatar's own sentences came to cost it a third more),
 # so each language gets a fit scale, the limit's factor: how much more its own dev strings
-# cost it per n-gram under the final table than under naive Bayes (the ratio of medians),
+# cost it per n-gram under the final table than under naive Bayes (the ratio of their
+# FIT_PERCENTILE-th percentiles),
 # times one factor for the group that brings the share of its right dev strings over the
 # limit back to what it was under naive Bayes.
 FIT_BASE, FIT_SLOPE = 0.38, 0.625
@@ -437,17 +454,7 @@ def fit_scales(corpus, tok, max_order, bits, tags, q, q_nb, prior):
     qf, nb = q.astype(np.float64), q_nb.astype(np.float64)
     final, plain, lang_of = [], [], []
     for i, lang in enumerate(tags):
-        seen = {"short": 0, "long": 0}
-        for s in read_split(corpus, "dev", lang):
-            n = len(s)
-            b = "short" if 10 <= n <= 40 else "long" if n >= 60 else None
-            if b is None or seen[b] >= BIAS_MAX_STRINGS:
-                continue
-            words = tok.words(s)
-            idx = [x for w in words for x in features(w, max_order, bits, tok.whole_words)]
-            if not idx:
-                continue
-            seen[b] += 1
+        for _, words, idx in dev_strings(corpus, tok, max_order, bits, lang):
             if int(np.argmin(qf[idx].sum(axis=0) + prior)) != i:
                 continue
             ngrams = sum(ngram_count(len(w), max_order) for w in words)
@@ -458,6 +465,7 @@ def fit_scales(corpus, tok, max_order, bits, tags, q, q_nb, prior):
     if not final:
         return [1.0] * L
     final, plain, lang_of = np.array(final), np.array(plain), np.array(lang_of)
+
     def ratio_of(a, b):
         return np.percentile(a, FIT_PERCENTILE) / max(np.percentile(b, FIT_PERCENTILE), 1e-9)
 
@@ -625,7 +633,7 @@ def main():
         for t, b in zip(tags, bias):
             if b:
                 print(f"bias {g} {t}: {b:+.2f} nats", file=sys.stderr)
-        prior = priors(tags, defaults.get(g), bias) * SCALE * max_order / EMISSION_WEIGHT
+        prior = prior_units(tags, defaults.get(g), bias, max_order)
         fs = fit_scales(args.corpus, tokenizers[g], max_order, bits, tags, q, q_nb, prior)
         print(f"fit scales {g}: " + " ".join(f"{t} {f:.2f}" for t, f in zip(tags, fs)), file=sys.stderr)
         tuned.append((g, scripts, max_order, bits, tags, q, bias, fs))
@@ -657,18 +665,10 @@ def main():
     for g, scripts, max_order, bits, tags, q, bias, _ in model_groups:
         tok = tokenizers[g]
         qf = q.astype(np.float32)
-        prior = priors(tags, defaults.get(g), bias) * SCALE * max_order / EMISSION_WEIGHT  # in table units
+        prior = prior_units(tags, defaults.get(g), bias, max_order)
         for i, lang in enumerate(tags):
-            dev = read_split(args.corpus, "dev", lang)
             res = {"short": [0, 0], "long": [0, 0]}
-            for s in dev:
-                n = len(s)
-                bucket = "short" if 10 <= n <= 40 else "long" if n >= 60 else None
-                if bucket is None or res[bucket][1] >= 300:
-                    continue
-                idx = [b for w in tok.words(s) for b in features(w, max_order, bits, tok.whole_words)]
-                if not idx:
-                    continue
+            for bucket, _, idx in dev_strings(args.corpus, tok, max_order, bits, lang):
                 pred = int(np.argmin(qf[idx].sum(axis=0) + prior))
                 res[bucket][0] += pred == i
                 res[bucket][1] += 1
