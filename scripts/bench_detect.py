@@ -13,6 +13,8 @@ same strings in the same run:
     scored in the pairwise runs;
   * a per-language table: Parla's accuracy and each anchor's, from the pairwise runs, and
     the languages where Parla is more than 5 points below any anchor;
+  * the close neighbours of issue 20, group by group: every cell where Parla is below an
+    anchor at all, and each group's mean against the anchor's;
   * mixed-script strings (2–3 languages of different scripts joined): the share of letters
     labelled right (Parla and lingua: the others do not segment);
   * throughput in MB/s of UTF-8 on one core; model load time and memory.
@@ -172,6 +174,55 @@ ours = set(info["languages"])   # primary subtags: "sr" covers sr-Latn
 anchors = [Lingua(), Langid(), FastText()]
 
 
+# The close neighbours of issue 20: the language it names first, and those it is told apart from.
+NEIGHBOURS = [("ms", ["id"]), ("sr-Latn", ["hr", "bs"]), ("mk", ["bg", "sr"]), ("af", ["nl"]), ("ne", ["hi", "mr"])]
+
+
+def neighbours(per_lang, names):
+    """Each neighbour group, language by language: Parla against each anchor in the anchor's
+    restriction (short / long), marking every cell where Parla is below it; then the group's
+    balanced accuracy (the mean of its languages' figures, to two places), where the anchor
+    knows them all: how well the group is told apart whatever the prior between its languages."""
+    print("neighbours: Parla / anchor in the anchor's restriction, short then long ('<' marks Parla below)")
+    print(f"{'':8} " + " ".join(f"{n:>27}" for n in names))
+    below = []
+    for first, others in NEIGHBOURS:
+        group = [first] + others
+        for lang in group:
+            parts = []
+            for nm in names:
+                cells = []
+                for b in ("short", "long"):
+                    cell = per_lang.get((lang, b), {})
+                    if nm not in cell:
+                        cells.append("-")
+                        continue
+                    mine, theirs = cell[f"parla/{nm}"][0], cell[nm][0]
+                    mark = "<" if mine < theirs else " "
+                    if mine < theirs:
+                        below.append(f"{lang} {b}: Parla {mine:.1f}% < {nm} {theirs:.1f}%")
+                    cells.append(f"{mine:5.1f}{mark}{theirs:5.1f}")
+                parts.append(f"{' '.join(cells):>27}")
+            print(f"{lang:8} " + " ".join(parts))
+        parts = []
+        for nm in names:
+            cells = []
+            for b in ("short", "long"):
+                got = [per_lang.get((l, b), {}) for l in group]
+                if not all(nm in c for c in got):
+                    cells.append("-")
+                    continue
+                mine = sum(c[f"parla/{nm}"][0] for c in got) / len(got)
+                theirs = sum(c[nm][0] for c in got) / len(got)
+                cells.append(f"{mine:6.2f}{'<' if mine < theirs else ' '}{theirs:6.2f}")
+            parts.append(f"{' '.join(cells):>27}")
+        print(f"{'  mean':8} " + " ".join(parts))
+    print(f"neighbour cells where Parla is below an anchor: {len(below)}")
+    for w in below:
+        print("  " + w)
+    print()
+
+
 def evaluate(tsv, detailed):
     rows = [line.rstrip("\n").split("\t", 2) for line in open(tsv, encoding="utf-8")]
     rows = [r for r in rows if primary(r[0]) in ours]
@@ -265,6 +316,7 @@ def evaluate(tsv, detailed):
             print("  " + w)
         print(f"Parla at 0 %: {', '.join(zero) if zero else 'none'}")
         print()
+        neighbours(per_lang, [a.name for a in anchors])
     return rows, summary
 
 
