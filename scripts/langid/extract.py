@@ -8,6 +8,10 @@ Sources (see DATA.md for licences):
     firefox-esr-l10n-LANG and thunderbird-l10n-LANG, downloaded and unpacked by
     scripts/langid/train, not installed): LibreOffice's gettext catalogues and the Fluent
     (.ftl) and .properties files of Firefox's and Thunderbird's language packs;
+  * the gettext catalogues of the applications in scripts/langid/catalogues.txt (GNOME's,
+    KDE's, VLC's, GIMP's, ...; downloaded and unpacked the same way), for training only:
+    they never go to a test set, and the held-out sources are picked as if they were not
+    there, so the test sets stay those of the other sources;
   * translated manual pages: /usr/share/man/<lang>/ (Debian's manpages-xx packages)
     and the English pages in /usr/share/man/man*/;
   * Unicode CLDR (Debian's unicode-cldr-core): the display names, calendar words, unit
@@ -468,17 +472,17 @@ def main():
 
     messages = defaultdict(dict)     # a message's key -> {lang: its translation}
 
-    def add(lang, pkg, dst, src=None, key=None):
+    def add(lang, pkg, dst, src=None, key=None, kind="ui"):
         if src is not None and usable(src) and src not in english:
             english[src] = pkg
         if lang and dst != src and usable(dst):
             if key is not None:
                 messages[key].setdefault(lang, dst)
             if dst not in texts[lang]:
-                texts[lang][dst] = ("ui", pkg)
+                texts[lang][dst] = (kind, pkg)
                 sources[pkg][lang] += 1
 
-    def add_catalogue(mo, lang, pkg):
+    def add_catalogue(mo, lang, pkg, kind="ui"):
         try:
             with open(mo, "rb") as fh:
                 cat = gettext.GNUTranslations(fh)._catalog
@@ -490,7 +494,7 @@ def main():
                 continue
             key = ("mo", os.path.basename(mo), entry)
             msgid = msgid.split("\x04")[-1]  # drop a msgctxt prefix
-            add(lang, pkg, clean_ui(msgstr), clean_ui(msgid), key=key)
+            add(lang, pkg, clean_ui(msgstr), clean_ui(msgid), key=key, kind=kind)
 
     for mo in sorted(glob.glob("/usr/share/locale/*/LC_MESSAGES/*.mo")):
         add_catalogue(mo, label(mo.split("/")[4], known), package_of(mo))
@@ -504,9 +508,17 @@ def main():
             if lang:
                 for key, text in langpack_strings(xpi, locale):
                     add(lang, pkg, text, key=key)
+    # Other applications' catalogues (scripts/langid/catalogues.txt), read after all the rest
+    # so that a string they share with another source stays that source's (and in its split).
+    training_only = {os.path.basename(r) for r in l10n_roots if not L10N_PACKAGE.match(os.path.basename(r))}
+    for root in l10n_roots:
+        pkg = os.path.basename(root)
+        if pkg in training_only:
+            for mo in sorted(glob.glob(os.path.join(root, "usr/share/locale/*/LC_MESSAGES/*.mo"))):
+                add_catalogue(mo, label(mo.split("/")[-3], known), pkg, kind="app")
     for s, pkg in english.items():
         if s not in texts["en"]:
-            texts["en"][s] = ("ui", pkg)
+            texts["en"][s] = ("app" if pkg in training_only else "ui", pkg)
             sources[pkg]["en"] += 1
 
     # 2. manual pages
@@ -639,22 +651,30 @@ def main():
     by_family = defaultdict(lambda: defaultdict(int))
     for lang in texts:
         for _, pkg in texts[lang].values():
-            by_family[lang][family(pkg)] += 1
+            if pkg not in training_only:
+                by_family[lang][family(pkg)] += 1
     held_families = [unseen_families(group, by_family) for group in NEIGHBOURS]
     for group, held in zip(NEIGHBOURS, held_families):
         print(f"held out for {', '.join(sorted(group))}: {', '.join(sorted(held))}", file=sys.stderr)
     for lang in sorted(texts):
         by_source = defaultdict(int)
         for _, pkg in texts[lang].values():
-            by_source[pkg] += 1
+            if pkg not in training_only:
+                by_source[pkg] += 1
         if lang in group_of:
             unseen = {pkg for pkg in by_source if family(pkg) in held_families[group_of[lang]]}
         else:
             unseen = unseen_sources(lang, by_source)
         held_out += [(lang, pkg, by_source[pkg]) for pkg in sorted(unseen)]
         parts = defaultdict(list)
+        # A training-only string that reads the same as another source's (a copied GTK
+        # message with other punctuation) would train on a test string: it is left out.
+        owned = {reading(s) for s, (_, pkg) in texts[lang].items() if pkg not in training_only}
         for s, (kind, pkg) in sorted(texts[lang].items()):
-            parts["unseen" if pkg in unseen else split_of(s)].append(f"{kind}\t{s}")
+            if pkg in training_only and reading(s) in owned:
+                continue
+            split = "unseen" if pkg in unseen else "train" if pkg in training_only else split_of(s)
+            parts[split].append(f"{kind}\t{s}")
         for split, lines in parts.items():
             with open(os.path.join(outdir, split, lang + ".txt"), "w", encoding="utf-8") as fh:
                 fh.write("\n".join(lines[:MAX_STRINGS]) + "\n")
