@@ -198,10 +198,9 @@ def neighbours(per_lang, names):
                         cells.append("-")
                         continue
                     mine, theirs = cell[f"parla/{nm}"][0], cell[nm][0]
-                    mark = "<" if mine < theirs else " "
                     if mine < theirs:
                         below.append(f"{lang} {b}: Parla {mine:.1f}% < {nm} {theirs:.1f}%")
-                    cells.append(f"{mine:5.1f}{mark}{theirs:5.1f}")
+                    cells.append(f"{mine:5.1f}{'<' if mine < theirs else ' '}{theirs:5.1f}")
                 parts.append(f"{' '.join(cells):>27}")
             print(f"{lang:8} " + " ".join(parts))
         parts = []
