@@ -20,7 +20,7 @@ struct Detect: AsyncParsableCommand {
 
             Serbian in Latin script is answered 'sr-Latn' (the Serbian voice speaks it); Serbian in Cyrillic, 'sr'.
 
-            Never detected: \(neverDetected.joined(separator: ", ")). Parla speaks these languages, but the openly licensed text it was trained on (from Debian's and PyPI's packages) holds too little of them for a class of their own, so their text is labelled as a neighbouring language, with a low confidence: a segment's confidence falls when its text fits the language it was given far worse than that language's own text does. Give them with `parla say -l`, a language attribute or xml:lang.
+            Never detected: \(neverDetected.joined(separator: ", ")). Parla speaks these languages, but the openly licensed text it was trained on (from Debian's and PyPI's packages) holds too little of them for a class of their own, so their text is labelled as a neighbouring language, mostly with a low confidence: a segment's confidence falls when its text fits the language it was given far worse than that language's own text does. Ido is the exception: it is close enough to Esperanto that most Ido text reads as Esperanto, confidently. Give them with `parla say -l`, a language attribute or xml:lang.
             """
     )
 
