@@ -443,20 +443,10 @@ def unseen_families(group, by_family):
 
 
 def unseen_sources(lang, by_source):
-    """The whole sources of `lang` held out as unseen text: picked in a stable order (hash of
-    package and language) while the held-out share stays within 10–35 % of its strings."""
-    if len(by_source) < 3:
-        return set()
-    total = sum(by_source.values())
-    held, n = set(), 0
-    order = sorted(by_source, key=lambda p: hashlib.sha1(f"{p}\t{lang}".encode()).hexdigest())
-    for pkg in order:
-        if n >= 0.10 * total:
-            break
-        if n + by_source[pkg] <= 0.35 * total:
-            held.add(pkg)
-            n += by_source[pkg]
-    return held if n >= 0.10 * total else set()
+    """The whole sources of `lang` held out as unseen text: `unseen_families` for a language
+    alone, its packages as the kinds of text, or none if they do not make 10 % of it."""
+    held = unseen_families({lang}, {lang: by_source})
+    return held if sum(by_source[p] for p in held) >= 0.10 * sum(by_source.values()) else set()
 
 
 def main():
