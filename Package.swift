@@ -66,8 +66,11 @@ let package = Package(
 
         // MARK: Library
         .target(name: "CParlaWorker", dependencies: ["CParlaEngineHost"]),
+        // Piper's neural voices: ONNX Runtime loaded on first use, espeak-ng's phonemes and the
+        // model's own phoneme durations (runs where espeak-ng runs: the engine host, render workers).
+        .target(name: "CParlaPiper", dependencies: ["CESpeakNGLazy"], linkerSettings: [.linkedLibrary("m")]),
         .target(
-            name: "CParlaEngineHost", dependencies: ["CESpeakNGLazy"],
+            name: "CParlaEngineHost", dependencies: ["CESpeakNGLazy", "CParlaPiper"],
             // libespeak-ng is loaded with dlopen, after the link: the program must still offer
             // it this replacement for pcaudiolib's audio output (engine_host.c).
             linkerSettings: [.unsafeFlags(["-Xlinker", "--export-dynamic-symbol=create_audio_device_object"])]),
@@ -84,7 +87,7 @@ let package = Package(
         .target(
             name: "ParlaIO", dependencies: ["ParlaCore", .product(name: "SystemPackage", package: "swift-system")],
             swiftSettings: swiftSettings),
-        .target(name: "ParlaESpeak", dependencies: ["ParlaCore", "ParlaIO", "CESpeakNGLazy", "CParlaEngineHost"], swiftSettings: swiftSettings),
+        .target(name: "ParlaESpeak", dependencies: ["ParlaCore", "ParlaIO", "CESpeakNGLazy", "CParlaEngineHost", "CParlaPiper"], swiftSettings: swiftSettings),
         .target(name: "ParlaPulseAudio", dependencies: ["ParlaCore", "ParlaIO", "CPulseAudioLazy", "CParlaDuckGuard"], swiftSettings: swiftSettings),
         .target(name: "ParlaTesting", dependencies: ["ParlaCore", "ParlaIO", "ParlaPulseAudio", "CPulseAudioLazy"], swiftSettings: swiftSettings),
         // Batch rendering: the renderer and its orchestration of worker processes, the worker

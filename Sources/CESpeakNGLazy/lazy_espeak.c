@@ -16,6 +16,7 @@ static struct {
     __typeof__(espeak_SetVoiceByFile) *espeak_SetVoiceByFile;
     __typeof__(espeak_SetVoiceByName) *espeak_SetVoiceByName;
     __typeof__(espeak_Synth) *espeak_Synth;
+    __typeof__(espeak_TextToPhonemes) *espeak_TextToPhonemes;
 } real;
 static int loaded;
 static char error[512];
@@ -42,6 +43,7 @@ static void load(void) {
     if (!(real.espeak_SetVoiceByFile = (__typeof__(espeak_SetVoiceByFile) *)dlsym(library, "espeak_SetVoiceByFile")) && !absent) absent = "espeak_SetVoiceByFile";
     if (!(real.espeak_SetVoiceByName = (__typeof__(espeak_SetVoiceByName) *)dlsym(library, "espeak_SetVoiceByName")) && !absent) absent = "espeak_SetVoiceByName";
     if (!(real.espeak_Synth = (__typeof__(espeak_Synth) *)dlsym(library, "espeak_Synth")) && !absent) absent = "espeak_Synth";
+    if (!(real.espeak_TextToPhonemes = (__typeof__(espeak_TextToPhonemes) *)dlsym(library, "espeak_TextToPhonemes")) && !absent) absent = "espeak_TextToPhonemes";
     if (absent) {
         snprintf(error, sizeof error, "libespeak-ng.so.1 has no %s (install a newer libespeak-ng1)", absent);
         return;
@@ -94,5 +96,9 @@ espeak_ERROR espeak_SetVoiceByName(const char *a0) {
 espeak_ERROR espeak_Synth(const void *a0, size_t a1, unsigned int a2, espeak_POSITION_TYPE a3, unsigned int a4, unsigned int a5, unsigned int *a6, void *a7) {
     if (!parla_espeak_load()) return EE_INTERNAL_ERROR;
     return real.espeak_Synth(a0, a1, a2, a3, a4, a5, a6, a7);
+}
+const char *espeak_TextToPhonemes(const void **a0, int a1, int a2) {
+    if (!parla_espeak_load()) return NULL;
+    return real.espeak_TextToPhonemes(a0, a1, a2);
 }
 #pragma GCC visibility pop

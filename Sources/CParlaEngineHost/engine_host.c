@@ -14,6 +14,7 @@
 // (MSG_CRASHED) and goes on with the next utterance.
 #define _GNU_SOURCE
 #include "parla_engine_host.h"
+#include "parla_piper.h"
 #include <errno.h>
 #include <espeak-ng/speak_lib.h>
 #include <fcntl.h>
@@ -27,7 +28,7 @@
 #include <unistd.h>
 #include <wchar.h>
 
-enum { MSG_SPEAK = 'S', MSG_STOP = 'X', MSG_LIST_VOICES = 'V', MSG_BEGIN = 'B', MSG_FINISH = 'F',
+enum { MSG_SPEAK = 'S', MSG_STOP = 'X', MSG_LIST_VOICES = 'V', MSG_BEGIN = 'B', MSG_FINISH = 'F', MSG_PRELOAD = 'P',
        MSG_READY = 'R', MSG_AUDIO = 'A', MSG_EVENT = 'E', MSG_DONE = 'D', MSG_VOICE_LIST = 'L', MSG_CRASHED = 'C' };
 enum { STATUS_OK = 0, STATUS_STOPPED = 1, STATUS_UNKNOWN_VOICE = 2, STATUS_FAILED = 3 };
 enum { EVENT_WORD = 1, EVENT_SENTENCE = 2 };
@@ -158,7 +159,72 @@ static int synth_callback(short *wav, int count, espeak_EVENT *events) {
     return out_lost ? 1 : 0;
 }
 
-static char current_voice[256];
+static char current_voice[4200];
+
+// MARK: Piper voices
+
+// The Piper voices loaded: by the host before it forks (MSG_PRELOAD), so that every child
+// speaks with them at once, or by a child for its own utterance.
+static struct { char path[4096]; parla_piper_voice *voice; } piper_voices[4];
+// Why the last run failed, sent with its MSG_DONE.
+static char run_error[2048];
+
+static parla_piper_voice *piper_voice(const char *path) {
+    for (size_t i = 0; i < sizeof piper_voices / sizeof *piper_voices; i++)
+        if (piper_voices[i].voice && strcmp(piper_voices[i].path, path) == 0) return piper_voices[i].voice;
+    if (strlen(path) >= sizeof piper_voices[0].path) {
+        snprintf(run_error, sizeof run_error, "the Piper voice's path is too long");
+        return NULL;
+    }
+    parla_piper_voice *voice = parla_piper_load(path, run_error, sizeof run_error);
+    if (!voice) return NULL;
+    // The oldest goes when all places are taken.
+    size_t slot = sizeof piper_voices / sizeof *piper_voices - 1;
+    for (size_t i = 0; i < sizeof piper_voices / sizeof *piper_voices; i++)
+        if (!piper_voices[i].voice) { slot = i; break; }
+    if (piper_voices[slot].voice) {
+        parla_piper_free(piper_voices[slot].voice);
+        memmove(&piper_voices[1], &piper_voices[0], slot * sizeof *piper_voices);
+        slot = 0;
+    }
+    strcpy(piper_voices[slot].path, path);
+    piper_voices[slot].voice = voice;
+    return voice;
+}
+
+static int piper_should_stop(void *context) { (void)context; return check_stop() || out_lost; }
+
+static void piper_audio(void *context, const int16_t *samples, int count) {
+    (void)context;
+    if (count <= 0) return;
+    put_header(MSG_AUDIO, (uint32_t)count * 2);
+    put(samples, (size_t)count * 2);
+    flush_out();
+}
+
+static void piper_event(void *context, int kind, int position, int length, int sample) {
+    (void)context;
+    unsigned char k = (unsigned char)kind;
+    put_header(MSG_EVENT, 13);
+    put(&k, 1);
+    put_u32((uint32_t)position);
+    put_u32((uint32_t)length);
+    put_u32((uint32_t)sample);
+}
+
+static int synth_callback(short *wav, int count, espeak_EVENT *events);
+
+static int speak_piper(const char *path, const char *text, int rate, int volume) {
+    parla_piper_voice *voice = piper_voice(path);
+    if (!voice) return STATUS_FAILED;
+    parla_piper_output output = { NULL, piper_should_stop, piper_audio, piper_event };
+    int status = parla_piper_speak(voice, text, rate, volume, 0, &output, run_error, sizeof run_error);
+    // Piper's phonemes came from espeak-ng with a callback and a voice of their own.
+    espeak_SetSynthCallback(synth_callback);
+    current_voice[0] = 0;
+    if (status == PARLA_PIPER_OK) run_error[0] = 0;
+    return status == PARLA_PIPER_OK ? STATUS_OK : status == PARLA_PIPER_STOPPED ? STATUS_STOPPED : STATUS_FAILED;
+}
 
 static int speak(const unsigned char *p, uint32_t n) {
     if (n < 26) return STATUS_FAILED;
@@ -171,6 +237,16 @@ static int speak(const unsigned char *p, uint32_t n) {
     char voice[sizeof current_voice];
     memcpy(voice, p + 26, voice_length);
     voice[voice_length] = 0;
+    if (strncmp(voice, PARLA_PIPER_PREFIX, strlen(PARLA_PIPER_PREFIX)) == 0) {
+        size_t text_length = n - 26 - voice_length;
+        char *text = malloc(text_length + 1);
+        if (!text) return STATUS_FAILED;
+        memcpy(text, p + 26 + voice_length, text_length);
+        text[text_length] = 0;
+        int status = speak_piper(voice + strlen(PARLA_PIPER_PREFIX), text, rate, volume);
+        free(text);
+        return status;
+    }
     if (strcmp(voice, current_voice) != 0) {
         if (espeak_SetVoiceByName(voice) != EE_OK) {
             current_voice[0] = 0;
@@ -230,11 +306,14 @@ static int speak_utterance(void) {
         int type = read_message(&payload, &n);
         if (type < 0 || type == MSG_FINISH) { free(payload); break; }
         if (type == MSG_SPEAK) {
+            run_error[0] = 0;
             int status = speak(payload, n);
             if (out_lost) { free(payload); return 0; }
-            put_header(MSG_DONE, 8);
+            size_t why = status == STATUS_FAILED ? strlen(run_error) : 0;
+            put_header(MSG_DONE, 8 + (uint32_t)why);
             put_u32(current_seq);
             put_u32((uint32_t)status);
+            put(run_error, why);
         } else if (type == MSG_LIST_VOICES) {
             list_voices();
         }
@@ -348,6 +427,16 @@ static pid_t take_spare(int *from) {
     return child;
 }
 
+// Ends the spare child (closing its go pipe makes it exit) and reaps it.
+static void drop_spare(void) {
+    if (spare_pid <= 0) return;
+    close(spare_go);
+    close(spare_out);
+    while (waitpid(spare_pid, NULL, 0) < 0 && errno == EINTR) {}
+    spare_pid = 0;
+    spare_go = spare_out = -1;
+}
+
 // Speaks utterance `id` in a child (the spare, else one forked now); reports MSG_CRASHED (the
 // id and the signal, 0 for none) if it died of a signal or failed, or could not be started.
 static void run_utterance(uint32_t id) {
@@ -407,7 +496,8 @@ static int idle(int milliseconds) {
 
 int parla_engine_host_main(void) {
     signal(SIGPIPE, SIG_IGN);  // a write to a gone Parla fails and ends the loop instead
-    int rate = espeak_Initialize(AUDIO_OUTPUT_SYNCHRONOUS, 100, NULL, 0x8000 /* espeakINITIALIZE_DONT_EXIT */);
+    // Phoneme events, in IPA, are what Piper's voices map their words with (piper_phonemes.c).
+    int rate = espeak_Initialize(AUDIO_OUTPUT_SYNCHRONOUS, 100, NULL, 0x8000 /* espeakINITIALIZE_DONT_EXIT */ | espeakINITIALIZE_PHONEME_EVENTS | espeakINITIALIZE_PHONEME_IPA);
     if (rate <= 0) {
         const char *why = "espeak-ng could not be initialised (is the espeak-ng-data package installed? Run scripts/setup)";
         char loading[600];
@@ -453,6 +543,24 @@ int parla_engine_host_main(void) {
             if (!out_lost) fork_spare();
         } else if (type == MSG_LIST_VOICES) {
             list_voices();
+        } else if (type == MSG_PRELOAD) {
+            // Loaded here, before the fork, so every child has it warm; the spare child was
+            // forked without it and is replaced. A voice that cannot load fails in the child
+            // that needs it, with the reason.
+            char path[4096];
+            if (n > 0 && n < sizeof path) {
+                memcpy(path, payload, n);
+                path[n] = 0;
+                int known = 0;
+                for (size_t i = 0; i < sizeof piper_voices / sizeof *piper_voices; i++)
+                    if (piper_voices[i].voice && strcmp(piper_voices[i].path, path) == 0) known = 1;
+                if (!known && piper_voice(path)) {
+                    espeak_SetSynthCallback(synth_callback);
+                    current_voice[0] = 0;
+                    drop_spare();
+                    fork_spare();
+                }
+            }
         } else if (type == MSG_SPEAK) {
             // A run outside an utterance: refused.
             put_header(MSG_DONE, 8);

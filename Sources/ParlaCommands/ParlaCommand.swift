@@ -1,4 +1,5 @@
 import ArgumentParser
+import FoundationEssentials
 import ParlaESpeak
 import Parla
 
@@ -30,7 +31,7 @@ struct CatalogOptions: ParsableArguments {
     @Option(
         name: .customLong("voices"),
         help: ArgumentHelp(
-            "The voice catalog directory (default: $PARLA_VOICES, then 'voices' next to the program, then the source checkout).",
+            "The voice catalog directory (default: $PARLA_VOICES, then 'voices' next to the program, then the source checkout), or a directory of Piper voices (MODEL.onnx with MODEL.onnx.json) to add.",
             valueName: "dir"))
     var voicesDirectory: String?
 
@@ -43,10 +44,16 @@ struct CatalogOptions: ParsableArguments {
 
         /// Loads the catalog, plus the user's presets in ~/.config/parla/voices.
         func load() throws -> VoiceCatalog {
-            if voicesDirectory == nil { return try VoiceCatalog.default() }
+            guard let voicesDirectory else { return try VoiceCatalog.default() }
+            // A directory of Piper voices (MODEL.onnx + MODEL.onnx.json) adds to the default catalog.
+            let entries = (try? FileManager.default.contentsOfDirectory(atPath: voicesDirectory)) ?? []
+            if !entries.contains("defaults.json"), entries.contains(where: { $0.hasSuffix(".onnx") }) {
+                return try VoiceCatalog.default().adding(piperVoicesIn: [voicesDirectory])
+            }
             return try VoiceCatalog.load(
                 from: VoiceCatalog.locateDirectory(explicit: voicesDirectory),
-                userDirectory: VoiceCatalog.userPresetDirectory)
+                userDirectory: VoiceCatalog.userPresetDirectory
+            ).adding(piperVoicesIn: VoiceCatalog.piperVoiceDirectories)
         }
     }
 }

@@ -4,8 +4,13 @@ import Parla
 /// `parla voices`: list the voice catalog.
 struct Voices: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "List the voices Parla can use: identifier, name, languages, gender.",
-        discussion: "Add your own presets as JSON files in ~/.config/parla/voices (see README.md)."
+        abstract: "List the voices Parla can use: identifier, engine, quality, name, languages, gender.",
+        discussion: """
+            Add your own presets as JSON files in ~/.config/parla/voices (see README.md). Piper's neural \
+            voices (MODEL.onnx with MODEL.onnx.json beside it) are found in $PARLA_PIPER_VOICES, \
+            ~/.local/share/parla/voices ($XDG_DATA_HOME) and /usr/share/parla/voices ($XDG_DATA_DIRS), \
+            and are named piper.MODEL; one is the default for its language.
+            """
     )
 
     @Option(
@@ -36,18 +41,21 @@ struct Voices: AsyncParsableCommand {
                 out += i == 0 ? "\n  " : ",\n  "
                 out += "{\"identifier\": \(JSONText.quoted(v.identifier)), \"name\": \(JSONText.quoted(v.name)), \"languages\": ["
                 out += v.languages.map { JSONText.quoted($0.identifier) }.joined(separator: ", ")
-                out += "], \"gender\": " + (v.gender.map { JSONText.quoted($0.rawValue) } ?? "null") + "}"
+                out += "], \"gender\": " + (v.gender.map { JSONText.quoted($0.rawValue) } ?? "null")
+                out += ", \"engine\": \(JSONText.quoted(v.engine)), \"quality\": " + (v.quality.map { JSONText.quoted($0) } ?? "null")
+                out += ", \"sample_rate\": " + (v.sampleRate.map(String.init) ?? "null") + "}"
             }
             print(out + (voices.isEmpty ? "]" : "\n]"))
             return
         }
         let idWidth = max(10, voices.map(\.identifier.count).max() ?? 0)
         let nameWidth = max(4, voices.map(\.name.count).max() ?? 0)
-        print(pad("IDENTIFIER", idWidth) + "  " + pad("NAME", nameWidth) + "  GENDER  LANGUAGES")
+        print(pad("IDENTIFIER", idWidth) + "  ENGINE     QUALITY  RATE   " + pad("NAME", nameWidth) + "  GENDER  LANGUAGES")
         for v in voices {
             print(
-                pad(v.identifier, idWidth) + "  " + pad(v.name, nameWidth) + "  " + pad(v.gender?.rawValue ?? "-", 6)
-                    + "  " + v.languages.map(\.identifier).joined(separator: ", "))
+                pad(v.identifier, idWidth) + "  " + pad(v.engine, 9) + "  " + pad(v.quality ?? "-", 7) + "  "
+                    + pad(v.sampleRate.map(String.init) ?? "22050", 5) + "  " + pad(v.name, nameWidth) + "  "
+                    + pad(v.gender?.rawValue ?? "-", 6) + "  " + v.languages.map(\.identifier).joined(separator: ", "))
         }
     }
 

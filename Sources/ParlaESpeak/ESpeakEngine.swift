@@ -1,5 +1,6 @@
 internal import CESpeakNG
 internal import CESpeakNGLazy
+internal import CParlaPiper
 import ParlaCore
 import Synchronization
 
@@ -143,6 +144,9 @@ package final class ESpeakDirectEngine {
     }
 }
 
+/// How an engine voice name names a Piper voice: this prefix, then the model's path.
+let piperVoicePrefix = "piper:"
+
 /// One run for the engine: the voice, prosody and text of a ``SpeechPlan/Run``.
 struct RunRequest {
     var voice: String
@@ -166,6 +170,9 @@ protocol RunEngine: AnyObject {
     func beginUtterance(first: RunRequest?) throws(ParlaError)
     /// The utterance is over.
     func endUtterance()
+    /// Loads the Piper voices among `voices` (engine voice names) ahead of the utterance that
+    /// uses them, where that makes them warm for it.
+    func prepare(voices: [String]) throws(ParlaError)
     /// Speaks one run, passing audio and raw events on as they come; `shouldStop` is asked
     /// at every audio block.
     /// - Throws: ``ParlaError/cancelled`` once stopped, ``ParlaError/engineFailure(_:)``.
@@ -199,6 +206,9 @@ func synthesizePlan(
     // The first run goes with the utterance's start, before waiting for the engine to load:
     // it is spoken as soon as the engine is ready.
     let first = plan.runs.isEmpty ? nil : TimelineBuilder.engineInput(of: plan, run: 0)
+    var voices: [String] = []
+    for run in plan.runs where !voices.contains(run.voice.engineVoiceName) { voices.append(run.voice.engineVoiceName) }
+    try engine.prepare(voices: voices)
     try engine.beginUtterance(first: first.map { request(0, $0.input, endsSentence: $0.endsSentence) })
     defer { engine.endUtterance() }
     let rate = try engine.start()
@@ -242,13 +252,40 @@ final class ESpeakCore: RunEngine {
     private var sampleRate: Int?
     private var currentVoice: String?
 
+    /// Piper voices loaded in this process, by model path.
+    private var piperVoices: [String: OpaquePointer] = [:]
+
     // In this process, an utterance is only the runs in a row.
     func beginUtterance(first: RunRequest?) {}
     func endUtterance() {}
 
+    func prepare(voices: [String]) throws(ParlaError) {
+        for voice in voices where voice.hasPrefix(piperVoicePrefix) {
+            _ = try start()
+            _ = try piperVoice(String(voice.dropFirst(piperVoicePrefix.count)))
+        }
+    }
+
+    /// The Piper voice at `path`, loaded once.
+    private func piperVoice(_ path: String) throws(ParlaError) -> OpaquePointer {
+        if let voice = piperVoices[path] { return voice }
+        var error = [CChar](repeating: 0, count: 2048)
+        guard let voice = parla_piper_load(path, &error, error.count) else {
+            espeak_SetSynthCallback(synthCallback)
+            currentVoice = nil
+            throw .engineFailure(String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+        }
+        espeak_SetSynthCallback(synthCallback)
+        currentVoice = nil
+        piperVoices[path] = voice
+        return voice
+    }
+
     func start() throws(ParlaError) -> Int {
         if let sampleRate { return sampleRate }
-        let options: Int32 = 0x8000  // espeakINITIALIZE_DONT_EXIT: report errors instead of exiting
+        // espeakINITIALIZE_DONT_EXIT: report errors instead of exiting; phoneme events in IPA for
+        // Piper's voices, which map their words with them (piper_phonemes.c).
+        let options: Int32 = 0x8000 | espeakINITIALIZE_PHONEME_EVENTS | espeakINITIALIZE_PHONEME_IPA
         let rate = espeak_Initialize(AUDIO_OUTPUT_SYNCHRONOUS, 100, nil, options)
         guard rate > 0 else {
             if let why = parla_espeak_load_error() { throw .engineFailure("libespeak-ng could not be loaded: \(String(cString: why))") }
@@ -281,6 +318,9 @@ final class ESpeakCore: RunEngine {
         audio: (UnsafeBufferPointer<Int16>) -> Void, event: (RawEngineEvent) -> Void
     ) throws(ParlaError) {
         _ = try start()
+        if run.voice.hasPrefix(piperVoicePrefix) {
+            return try speakPiper(run, shouldStop: shouldStop, audio: audio, event: event)
+        }
         try setVoice(run.voice)
         espeak_SetParameter(espeakRATE, run.rate, 0)
         espeak_SetParameter(espeakPITCH, run.pitch, 0)
@@ -303,6 +343,47 @@ final class ESpeakCore: RunEngine {
         if shouldStop() { throw .cancelled }
         guard status == EE_OK else {
             throw .engineFailure("espeak_Synth returned error \(status.rawValue)")
+        }
+    }
+
+    private func speakPiper(
+        _ run: RunRequest, shouldStop: () -> Bool,
+        audio: (UnsafeBufferPointer<Int16>) -> Void, event: (RawEngineEvent) -> Void
+    ) throws(ParlaError) {
+        let voice = try piperVoice(String(run.voice.dropFirst(piperVoicePrefix.count)))
+        var error = [CChar](repeating: 0, count: 2048)
+        let status = withoutActuallyEscaping(shouldStop) { shouldStop in
+            withoutActuallyEscaping(audio) { audio in
+                withoutActuallyEscaping(event) { event in
+                    let context = SynthContext(shouldStop: shouldStop, audio: audio, event: event)
+                    return withExtendedLifetime(context) {
+                        var output = parla_piper_output(
+                            context: Unmanaged.passUnretained(context).toOpaque(),
+                            should_stop: { c in
+                                guard let c else { return 1 }
+                                return Unmanaged<SynthContext>.fromOpaque(c).takeUnretainedValue().shouldStop() ? 1 : 0
+                            },
+                            audio: { c, samples, count in
+                                guard let c, let samples, count > 0 else { return }
+                                Unmanaged<SynthContext>.fromOpaque(c).takeUnretainedValue().audio(
+                                    UnsafeBufferPointer(start: samples, count: Int(count)))
+                            },
+                            event: { c, kind, position, length, sample in
+                                guard let c, let kind = RawEngineEvent.Kind(rawValue: UInt8(truncatingIfNeeded: kind)) else { return }
+                                Unmanaged<SynthContext>.fromOpaque(c).takeUnretainedValue().event(
+                                    RawEngineEvent(kind: kind, position: position, length: length, sample: sample))
+                            })
+                        return run.text.withCString { parla_piper_speak(voice, $0, run.rate, run.volume, 0, &output, &error, error.count) }
+                    }
+                }
+            }
+        }
+        // Piper's phonemes came from espeak-ng with a callback and a voice of their own.
+        espeak_SetSynthCallback(synthCallback)
+        currentVoice = nil
+        if shouldStop() || status == Int32(PARLA_PIPER_STOPPED) { throw .cancelled }
+        guard status == Int32(PARLA_PIPER_OK) else {
+            throw .engineFailure(String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
         }
     }
 

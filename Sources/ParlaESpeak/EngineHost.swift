@@ -112,6 +112,22 @@ final class EngineHost: RunEngine {
         guard sent else { throw failure(while: "starting an utterance") }
     }
 
+    /// The Piper voices the host process has been asked to load (cleared with a new host).
+    private var preloaded: Set<String> = []
+
+    func prepare(voices: [String]) throws(ParlaError) {
+        let piper = voices.filter { $0.hasPrefix(piperVoicePrefix) && !preloaded.contains($0) }
+        guard !piper.isEmpty else { return }
+        try launch()
+        var w = MessageWriter()
+        for voice in piper {
+            let path = Array(voice.utf8.dropFirst(piperVoicePrefix.utf8.count))
+            w.message(.preload) { m in path.withUnsafeBytes { m.raw($0) } }
+            preloaded.insert(voice)
+        }
+        guard w.write(to: toHost) else { throw failure(while: "loading a voice") }
+    }
+
     func endUtterance() {
         if let run = queued {
             // Sent with BEGIN and never asked for: stopped, and what it made is read and dropped.
@@ -181,11 +197,14 @@ final class EngineHost: RunEngine {
                 let status = EngineRunStatus(rawValue: r.i32())
                 guard done == mine else { continue }  // the end of a run stopped earlier
                 if stopSent || shouldStop() { throw .cancelled }
+                let why = String(decoding: r.rest(), as: UTF8.self)
                 switch status {
                 case .ok: return
                 case .unknownVoice: throw .unknownEngineVoice(voice)
                 case .stopped: throw .cancelled
-                default: throw .engineFailure("espeak-ng could not speak this text")
+                default:
+                    if !why.isEmpty { throw .engineFailure(why) }
+                    throw .engineFailure("espeak-ng could not speak this text")
                 }
             case .crashed:
                 var r = PayloadReader(payload)
@@ -237,6 +256,7 @@ final class EngineHost: RunEngine {
         toHost = child.input
         fromHost = child.output
         sampleRate = nil
+        preloaded = []
     }
 
     /// Reads and drops what `fd` still delivers until its end, or until `milliseconds` pass.

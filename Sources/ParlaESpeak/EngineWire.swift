@@ -20,6 +20,9 @@ enum EngineMessage: UInt8 {
     case begin = 0x42
     /// The utterance is over: its child exits.
     case finish = 0x46
+    /// Load the Piper voice whose model is at this path (UTF-8, the whole payload) in the host
+    /// itself, so that the children it forks for utterances have it loaded.
+    case preload = 0x50
     // host → Parla
     /// The engine is loaded: sample rate (i32; 0 and a message if it failed to load).
     case ready = 0x52
@@ -27,7 +30,8 @@ enum EngineMessage: UInt8 {
     case audio = 0x41
     /// An engine event: type u8, position i32, length i32, sample i32.
     case event = 0x45
-    /// A run ended: seq u32, status i32 (``EngineRunStatus``).
+    /// A run ended: seq u32, status i32 (``EngineRunStatus``), and for a failure, why (UTF-8,
+    /// the rest of the payload, possibly empty).
     case done = 0x44
     /// The installed voices: names separated by newlines.
     case voiceList = 0x4C

@@ -58,6 +58,108 @@ extension VoiceCatalog {
             scriptDefaults: scriptDefaults, directories: dirs)
     }
 
+    /// This catalog with the Piper voices found in `directories` (``piperVoices(in:)``) added,
+    /// each becoming the default for its languages unless an earlier Piper voice of higher
+    /// quality is: a neural voice is the better listen where one is installed.
+    public func adding(piperVoicesIn directories: [String]) -> VoiceCatalog {
+        let piper = VoiceCatalog.piperVoices(in: directories)
+        guard !piper.isEmpty else { return self }
+        var defaults = languageDefaults
+        var chosen: [String: SpeechVoice] = [:]
+        for voice in piper {
+            for tag in voice.languages {
+                for key in Set([tag.identifier.lowercased(), tag.language.lowercased()]) {
+                    if let other = chosen[key], SpeechVoice.qualityRank(other.quality) >= SpeechVoice.qualityRank(voice.quality) {
+                        continue
+                    }
+                    chosen[key] = voice
+                    defaults[key] = voice.identifier
+                }
+            }
+        }
+        return VoiceCatalog(
+            voices: voices + piper, variants: variants, languageDefaults: defaults, scriptDefaults: scriptDefaults,
+            directories: self.directories + directories)
+    }
+
+    /// Where Piper voices are looked for: `$PARLA_PIPER_VOICES` (directories separated by
+    /// `:`), `$XDG_DATA_HOME/parla/voices` (`~/.local/share/parla/voices`), then
+    /// `parla/voices` in each of `$XDG_DATA_DIRS` (`/usr/local/share:/usr/share`).
+    public static var piperVoiceDirectories: [String] {
+        let env = { (name: String) -> String? in getenv(name).map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 } }
+        var dirs: [String] = []
+        if let list = env("PARLA_PIPER_VOICES") { dirs += list.split(separator: ":").map(String.init) }
+        if let data = env("XDG_DATA_HOME") {
+            dirs.append(data + "/parla/voices")
+        } else if let home = env("HOME") {
+            dirs.append(home + "/.local/share/parla/voices")
+        }
+        for dir in (env("XDG_DATA_DIRS") ?? "/usr/local/share:/usr/share").split(separator: ":") {
+            dirs.append(dir + "/parla/voices")
+        }
+        return dirs
+    }
+
+    /// The Piper voices in `directories`: each `NAME.onnx` with `NAME.onnx.json` beside it,
+    /// named `piper.NAME`. A voice whose config cannot be read is left out (speaking with it
+    /// says why); the first of two voices of one name wins.
+    public static func piperVoices(in directories: [String]) -> [SpeechVoice] {
+        var found: [SpeechVoice] = []
+        var seen: Set<String> = []
+        for directory in directories {
+            guard let items = try? FileManager.default.contentsOfDirectory(atPath: directory) else { continue }
+            for item in items.sorted() where item.hasSuffix(".onnx") {
+                let stem = String(item.dropLast(".onnx".count))
+                let identifier = "piper." + stem
+                guard !stem.isEmpty, !seen.contains(identifier.lowercased()) else { continue }
+                let model = directory + "/" + item
+                guard let data = FileManager.default.contents(atPath: model + ".json"),
+                    let config = try? JSONDecoder().decode(PiperConfig.self, from: data),
+                    let voice = config.voice(identifier: identifier, stem: stem, model: absolute(model))
+                else { continue }
+                seen.insert(identifier.lowercased())
+                found.append(voice)
+            }
+        }
+        return found
+    }
+
+    private static func absolute(_ path: String) -> String {
+        if path.hasPrefix("/") { return path }
+        return (resolvedPath(path) ?? FileManager.default.currentDirectoryPath + "/" + path)
+    }
+
+    /// What the catalog reads of a Piper voice's `MODEL.onnx.json`.
+    private struct PiperConfig: Decodable {
+        struct Audio: Decodable {
+            var sample_rate: Int?
+            var quality: String?
+        }
+        struct Language: Decodable {
+            var code: String?
+            var name_english: String?
+            var country_english: String?
+        }
+        struct ESpeak: Decodable { var voice: String? }
+        var audio: Audio?
+        var language: Language?
+        var espeak: ESpeak?
+        var dataset: String?
+
+        func voice(identifier: String, stem: String, model: String) -> SpeechVoice? {
+            let code = language?.code.map { String($0.map { $0 == "_" ? "-" : $0 }) } ?? espeak?.voice ?? ""
+            guard let tag = LanguageTag(code), audio?.sample_rate != nil, espeak?.voice != nil else { return nil }
+            var languages = [tag]
+            if let primary = LanguageTag(tag.language), primary != tag { languages.append(primary) }
+            let speaker = (dataset ?? stem.split(separator: "-").dropFirst().first.map(String.init) ?? stem).capitalized
+            let place = [language?.name_english, language?.country_english].compactMap { $0 }.joined(separator: ", ")
+            let name = place.isEmpty ? speaker : "\(speaker) (\(place))"
+            return SpeechVoice(
+                identifier: identifier, name: name, engine: SpeechVoice.piperEngine, engineVoice: model, languages: languages,
+                quality: audio?.quality, sampleRate: audio?.sample_rate)
+        }
+    }
+
     /// The catalog found by ``locateDirectory(explicit:)``, loaded once per process.
     /// - Throws: ``/ParlaCore/ParlaError/voiceCatalogNotFound(searched:)`` if no catalog directory exists.
     public static func `default`() throws(ParlaError) -> VoiceCatalog {
@@ -65,7 +167,7 @@ extension VoiceCatalog {
     }
 
     private static let defaultCatalog: Result<VoiceCatalog, ParlaError> = Result { () throws(ParlaError) in
-        try load(from: locateDirectory(), userDirectory: userPresetDirectory)
+        try load(from: locateDirectory(), userDirectory: userPresetDirectory).adding(piperVoicesIn: piperVoiceDirectories)
     }
 
     /// The user's own preset directory: `$XDG_CONFIG_HOME/parla/voices` or `~/.config/parla/voices`.

@@ -14,9 +14,10 @@ public struct SpeechVoice: Sendable, Hashable, Codable, CustomStringConvertible 
     public var identifier: String
     /// Human-readable name, e.g. `English (America)`.
     public var name: String
-    /// The engine that speaks this voice; currently always `espeak-ng`.
+    /// The engine that speaks this voice: `espeak-ng`, or `piper` for Piper's neural voices.
     public var engine: String
-    /// The engine's own voice name (`en-us`), passed to the engine unchanged.
+    /// The engine's own voice name (`en-us`), passed to the engine unchanged; for a Piper
+    /// voice, the path of its model.
     public var engineVoice: String
     /// The engine variant (`f2`, `klatt`), if any.
     public var variant: String?
@@ -28,12 +29,17 @@ public struct SpeechVoice: Sendable, Hashable, Codable, CustomStringConvertible 
     public var rate: Double?
     /// Default pitch multiplier, if the preset overrides 1.
     public var pitch: Double?
+    /// The voice's quality as its maker rates it (Piper: `x_low`, `low`, `medium`, `high`).
+    public var quality: String?
+    /// The rate the engine makes this voice's audio at, in Hz, if known (a Piper voice at
+    /// another rate than espeak-ng's 22,050 Hz is resampled to it).
+    public var sampleRate: Int?
 
     /// Creates a preset; catalogs normally load these from `voices/`.
     public init(
         identifier: String, name: String, engine: String = "espeak-ng", engineVoice: String,
         variant: String? = nil, languages: [LanguageTag], gender: Gender? = nil,
-        rate: Double? = nil, pitch: Double? = nil
+        rate: Double? = nil, pitch: Double? = nil, quality: String? = nil, sampleRate: Int? = nil
     ) {
         self.identifier = identifier
         self.name = name
@@ -44,12 +50,30 @@ public struct SpeechVoice: Sendable, Hashable, Codable, CustomStringConvertible 
         self.gender = gender
         self.rate = rate
         self.pitch = pitch
+        self.quality = quality
+        self.sampleRate = sampleRate
     }
 
-    /// The name the engine is given: `engineVoice` or `engineVoice+variant`.
+    /// The name the engine is given: `engineVoice` or `engineVoice+variant`; for a Piper
+    /// voice, `piper:` and the model's path.
     public var engineVoiceName: String {
-        variant.map { "\(engineVoice)+\($0)" } ?? engineVoice
+        if engine == SpeechVoice.piperEngine { return "piper:" + engineVoice }
+        return variant.map { "\(engineVoice)+\($0)" } ?? engineVoice
     }
+
+    /// How good a voice's `quality` is, for choosing among voices of one language: higher is better.
+    public static func qualityRank(_ quality: String?) -> Int {
+        switch quality {
+        case "high": 4
+        case "medium": 3
+        case "low": 2
+        case "x_low": 1
+        default: 0
+        }
+    }
+
+    /// The engine name of Piper's neural voices.
+    public static let piperEngine = "piper"
 
     /// The voice's main language (its first listed one).
     public var primaryLanguage: LanguageTag? { languages.first }

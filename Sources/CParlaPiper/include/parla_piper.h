@@ -1,0 +1,50 @@
+#ifndef PARLA_PIPER_H
+#define PARLA_PIPER_H
+// Piper's neural voices (an ONNX model and its .onnx.json), spoken with ONNX Runtime, which is
+// loaded on first use (piper_runtime.c). The text is turned into phonemes by espeak-ng, as
+// Piper was trained, and every word's time comes from the model's own phoneme lengths.
+//
+// Runs where espeak-ng runs: in the engine host's child for the utterance, or in a render
+// worker's child for its chunk. Nothing here is thread-safe: one thread at a time.
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct parla_piper_voice parla_piper_voice;
+
+/// The prefix of an engine voice name that names a Piper model: "piper:" then the model's path.
+#define PARLA_PIPER_PREFIX "piper:"
+
+/// Loads ONNX Runtime (once) and the voice at `model_path` (its config is MODEL.json beside
+/// it). Returns NULL and writes why into `error` (with what to do) if either cannot be loaded.
+parla_piper_voice *parla_piper_load(const char *model_path, char *error, size_t error_size);
+/// Frees a voice.
+void parla_piper_free(parla_piper_voice *voice);
+/// The voice's sample rate (Hz).
+int parla_piper_sample_rate(const parla_piper_voice *voice);
+/// Whether the voice's durations are the model's own (1), or estimated (0: the model has no
+/// Ceil node to read them from).
+int parla_piper_exact_timing(const parla_piper_voice *voice);
+
+/// What a run reports, in order: audio blocks and events (the same kinds as espeak-ng's, with
+/// 1-based Unicode scalar positions into the run's text and the sample where they start).
+typedef struct {
+    void *context;
+    /// Returns non-zero to stop.
+    int (*should_stop)(void *context);
+    void (*audio)(void *context, const int16_t *samples, int count);
+    /// kind: 1 word, 2 sentence.
+    void (*event)(void *context, int kind, int position, int length, int sample);
+} parla_piper_output;
+
+enum { PARLA_PIPER_OK = 0, PARLA_PIPER_STOPPED = 1, PARLA_PIPER_FAILED = 3 };
+
+/// Speaks UTF-8 `text` (plain text, no markup). `rate` is in espeak-ng's words per minute
+/// (175 = the voice's own speed), `volume` 0-200 (100 = as the model speaks). `seed` seeds the
+/// model's noise, so that the same text, voice and seed give the same samples. Returns a
+/// PARLA_PIPER_ status; on failure, `error` says why.
+int parla_piper_speak(parla_piper_voice *voice, const char *text, int rate, int volume, uint64_t seed,
+                      const parla_piper_output *output, char *error, size_t error_size);
+
+/// Where ONNX Runtime was loaded from, or NULL if it is not loaded.
+const char *parla_piper_runtime_path(void);
+#endif

@@ -1,0 +1,81 @@
+#ifndef PARLA_PIPER_INTERNAL_H
+#define PARLA_PIPER_INTERNAL_H
+#include "parla_piper.h"
+#include <stddef.h>
+#include <stdint.h>
+
+// MARK: JSON (piper_json.c)
+
+enum { PJ_NULL, PJ_BOOL, PJ_NUMBER, PJ_STRING, PJ_ARRAY, PJ_OBJECT };
+
+typedef struct pj_value {
+    int type;
+    double number;           // numbers; 1/0 for booleans
+    char *string;            // strings (UTF-8, NUL-terminated)
+    size_t length;           // the string's length in bytes
+    char *key;               // the key, for a member of an object
+    struct pj_value *child;  // the first element or member
+    struct pj_value *next;   // the next sibling
+    size_t count;            // elements or members
+} pj_value;
+
+pj_value *pj_parse(const char *text, size_t length, char *error, size_t error_size);
+void pj_free(pj_value *value);
+const pj_value *pj_get(const pj_value *object, const char *key);
+double pj_number(const pj_value *value, double fallback);
+const char *pj_string(const pj_value *value);
+
+// MARK: The model file (piper_model.c)
+
+/// The output name of the model's only Ceil node (the frames each phoneme id lasts), or 0 if
+/// there is none or more than one; `name` gets at most `size` - 1 bytes. -1 if the bytes are
+/// not a model.
+int piper_find_ceil_output(const unsigned char *model, size_t length, char *name, size_t size);
+/// A copy of the model (malloc'd, its length in *out_length) whose random nodes have a fixed
+/// `seed`, and with tensor `extra_output` (if not NULL) as one more graph output of floats.
+/// NULL if the bytes are not a model.
+unsigned char *piper_rewrite_model(const unsigned char *model, size_t length, const char *extra_output, float seed, size_t *out_length);
+// MARK: Phonemes (piper_phonemes.c)
+
+/// One sentence's phoneme ids, with the word each id belongs to.
+typedef struct {
+    int64_t *ids;
+    int *word_of_id;     // index into words, or -1 (padding, punctuation, the ends)
+    size_t id_count, id_capacity;
+    struct piper_word {
+        int position;    // 1-based Unicode scalar position in the run's text
+        int length;      // in scalars
+        int first_id;    // the index of its first phoneme id, -1 until it has one
+    } *words;
+    size_t word_count, word_capacity;
+    int sentence_position;  // where the sentence starts (1-based scalar), 0 if unknown
+    int estimated;          // words were spread over phonemes by guess, not matched
+} piper_sentence;
+
+typedef struct piper_id_map piper_id_map;
+/// The phoneme id map of a voice's config ("phoneme_id_map": {"a": [14], ...}).
+piper_id_map *piper_id_map_create(const pj_value *map, char *error, size_t error_size);
+void piper_id_map_free(piper_id_map *map);
+
+/// Turns `text` into sentences of phoneme ids with espeak-ng voice `espeak_voice`, calling
+/// `sentence` for each as soon as it is complete. Returns 0, or the non-zero value `sentence`
+/// returned (which stops it), or -1 with `error` set.
+int piper_phonemize(const char *text, const char *espeak_voice, const piper_id_map *map,
+                    int (*sentence)(void *context, piper_sentence *s), void *context, char *error, size_t error_size);
+
+// MARK: ONNX Runtime (piper_runtime.c)
+
+typedef struct piper_session piper_session;
+/// Loads the runtime on first use; NULL and `error` (how to install it) if it cannot be.
+int piper_runtime_load(char *error, size_t error_size);
+/// A session for a model held in memory, with `threads` intra-op threads; `durations` names
+/// the output that holds the phoneme durations (NULL: none).
+piper_session *piper_session_create(const void *model, size_t length, int threads, const char *durations, char *error, size_t error_size);
+void piper_session_free(piper_session *session);
+/// Whether the model takes a speaker id input ("sid").
+int piper_session_has_speaker(const piper_session *session);
+/// Runs the model on `count` ids. On success *audio (malloc'd) holds *samples floats and, if
+/// the session has durations, *durations (malloc'd) one frame count per id. 0 on success.
+int piper_session_run(piper_session *session, const int64_t *ids, size_t count, const float scales[3], int64_t speaker,
+                      float **audio, size_t *samples, float **durations, char *error, size_t error_size);
+#endif

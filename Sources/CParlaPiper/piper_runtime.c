@@ -1,0 +1,261 @@
+// ONNX Runtime, opened with dlopen the first time a Piper voice loads, and reached through its
+// C API: a versioned table of function pointers (OrtGetApiBase). The table only ever grows at
+// its end, so the slots used here, all present since API version 13, stay where they are; no
+// header is needed (the PyPI wheel that carries the library has none).
+#define _GNU_SOURCE
+#include "piper_internal.h"
+#include <dlfcn.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef struct OrtStatus OrtStatus;
+typedef struct OrtEnv OrtEnv;
+typedef struct OrtSession OrtSession;
+typedef struct OrtSessionOptions OrtSessionOptions;
+typedef struct OrtValue OrtValue;
+typedef struct OrtMemoryInfo OrtMemoryInfo;
+typedef struct OrtAllocator OrtAllocator;
+typedef struct OrtTensorTypeAndShapeInfo OrtTensorTypeAndShapeInfo;
+
+// Slots of the OrtApi table (0-based), and what they are.
+enum {
+    ORT_GET_ERROR_MESSAGE = 2, ORT_CREATE_ENV = 3, ORT_CREATE_SESSION_FROM_ARRAY = 8, ORT_RUN = 9,
+    ORT_CREATE_SESSION_OPTIONS = 10, ORT_SET_EXECUTION_MODE = 13, ORT_SET_OPTIMIZATION_LEVEL = 23,
+    ORT_SET_INTRA_OP_THREADS = 24, ORT_SET_INTER_OP_THREADS = 25, ORT_SESSION_INPUT_COUNT = 30,
+    ORT_SESSION_INPUT_NAME = 36, ORT_CREATE_TENSOR_WITH_DATA = 49, ORT_GET_TENSOR_DATA = 51,
+    ORT_GET_ELEMENT_TYPE = 60, ORT_GET_ELEMENT_COUNT = 64, ORT_GET_TYPE_AND_SHAPE = 65, ORT_CREATE_CPU_MEMORY_INFO = 69,
+    ORT_ALLOCATOR_FREE = 76, ORT_DEFAULT_ALLOCATOR = 78, ORT_RELEASE_ENV = 92, ORT_RELEASE_STATUS = 93,
+    ORT_RELEASE_MEMORY_INFO = 94, ORT_RELEASE_SESSION = 95, ORT_RELEASE_VALUE = 96,
+    ORT_RELEASE_TYPE_AND_SHAPE = 99, ORT_RELEASE_SESSION_OPTIONS = 100, ORT_ADD_SESSION_CONFIG = 130,
+};
+enum { ORT_API_VERSION_USED = 13, ORT_FLOAT = 1, ORT_INT64 = 7, ORT_LOG_ERROR = 3, ORT_OPTIMIZE_ALL = 99, ORT_ARENA = 1 };
+
+typedef struct {
+    void *(*get_api)(uint32_t version);
+    const char *(*get_version)(void);
+} ort_api_base;
+
+static void *const *api;
+static OrtEnv *env;
+static OrtMemoryInfo *cpu_memory;
+static char loaded_from[PATH_MAX];
+static char load_error[2048];
+static int load_tried;
+
+#define ORT(slot, type) ((type)api[slot])
+
+const char *parla_piper_runtime_path(void) { return api ? loaded_from : NULL; }
+
+// The status's message (into `error`), released; 1 if there was an error.
+static int failed(OrtStatus *status, const char *doing, char *error, size_t error_size) {
+    if (!status) return 0;
+    const char *message = ORT(ORT_GET_ERROR_MESSAGE, const char *(*)(const OrtStatus *))(status);
+    snprintf(error, error_size, "%s: %s", doing, message ? message : "unknown error");
+    ORT(ORT_RELEASE_STATUS, void (*)(OrtStatus *))(status);
+    return 1;
+}
+
+static void *try_open(const char *path, char *tried, size_t tried_size) {
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    size_t n = strlen(tried);
+    if (!h && n + strlen(path) + 3 < tried_size) snprintf(tried + n, tried_size - n, "%s%s", n ? ", " : "", path);
+    if (h) snprintf(loaded_from, sizeof loaded_from, "%s", path);
+    return h;
+}
+
+int piper_runtime_load(char *error, size_t error_size) {
+    if (api) return 1;
+    if (load_tried) {
+        snprintf(error, error_size, "%s", load_error);
+        return 0;
+    }
+    load_tried = 1;
+    // ONNX Runtime otherwise keeps a telemetry database under ~/.cache/Microsoft.
+    setenv("ORT_DISABLE_TELEMETRY", "1", 0);
+    char tried[1536] = { 0 };
+    void *library = NULL;
+    const char *explicit = getenv("PARLA_ONNXRUNTIME");
+    if (explicit && *explicit) library = try_open(explicit, tried, sizeof tried);
+    char exe[PATH_MAX], path[PATH_MAX + 64];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (!library && n > 0) {
+        exe[n] = 0;
+        char *slash = strrchr(exe, '/');
+        if (slash) *slash = 0;
+        // Installed: PREFIX/bin/parla → PREFIX/lib/parla; PREFIX/libexec/parla/… → PREFIX/lib/parla.
+        const char *places[] = { "%s/../lib/parla/libonnxruntime.so.1", "%s/../../lib/parla/libonnxruntime.so.1", "%s/libonnxruntime.so.1" };
+        for (size_t i = 0; i < 3 && !library; i++) {
+            snprintf(path, sizeof path, places[i], exe);
+            if (access(path, R_OK) == 0) library = try_open(path, tried, sizeof tried);
+        }
+    }
+    if (!library) library = try_open("libonnxruntime.so.1", tried, sizeof tried);
+    if (!library) {
+        // Where Parla's scripts/setup unpacks it.
+        const char *cache = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+        if (cache && *cache) snprintf(path, sizeof path, "%s/parla/onnxruntime/libonnxruntime.so.1", cache);
+        else snprintf(path, sizeof path, "%s/.cache/parla/onnxruntime/libonnxruntime.so.1", home ? home : "");
+        library = try_open(path, tried, sizeof tried);
+    }
+    if (!library) {
+        snprintf(load_error, sizeof load_error,
+                 "Piper voices need ONNX Runtime (libonnxruntime.so.1), which was not found (tried %s). Install it: run "
+                 "scripts/setup in Parla's source, which unpacks it from the onnxruntime wheel on PyPI; or install Parla's "
+                 ".deb; or point PARLA_ONNXRUNTIME at a libonnxruntime.so.1",
+                 tried);
+        snprintf(error, error_size, "%s", load_error);
+        return 0;
+    }
+    const ort_api_base *(*get_base)(void) = (const ort_api_base *(*)(void))dlsym(library, "OrtGetApiBase");
+    const ort_api_base *base = get_base ? get_base() : NULL;
+    void *const *table = base && base->get_api ? (void *const *)base->get_api(ORT_API_VERSION_USED) : NULL;
+    if (!table) {
+        snprintf(load_error, sizeof load_error, "%s is not an ONNX Runtime Parla can use (it needs version 1.13 or later)", loaded_from);
+        snprintf(error, error_size, "%s", load_error);
+        dlclose(library);
+        return 0;
+    }
+    api = table;
+    if (failed(ORT(ORT_CREATE_ENV, OrtStatus *(*)(int, const char *, OrtEnv **))(ORT_LOG_ERROR, "parla", &env), "ONNX Runtime could not start",
+               load_error, sizeof load_error) ||
+        failed(ORT(ORT_CREATE_CPU_MEMORY_INFO, OrtStatus *(*)(int, int, OrtMemoryInfo **))(ORT_ARENA, 0, &cpu_memory),
+               "ONNX Runtime could not start", load_error, sizeof load_error)) {
+        api = NULL;
+        snprintf(error, error_size, "%s", load_error);
+        return 0;
+    }
+    return 1;
+}
+
+struct piper_session {
+    OrtSession *session;
+    int has_speaker;
+    int has_durations;
+    char durations[512];
+};
+
+piper_session *piper_session_create(const void *model, size_t length, int threads, const char *durations, char *error, size_t error_size) {
+    if (!piper_runtime_load(error, error_size)) return NULL;
+    OrtSessionOptions *options = NULL;
+    if (failed(ORT(ORT_CREATE_SESSION_OPTIONS, OrtStatus *(*)(OrtSessionOptions **))(&options), "ONNX Runtime", error, error_size)) return NULL;
+    OrtStatus *st = ORT(ORT_SET_INTRA_OP_THREADS, OrtStatus *(*)(OrtSessionOptions *, int))(options, threads);
+    if (!st) st = ORT(ORT_SET_INTER_OP_THREADS, OrtStatus *(*)(OrtSessionOptions *, int))(options, 1);
+    if (!st) st = ORT(ORT_SET_EXECUTION_MODE, OrtStatus *(*)(OrtSessionOptions *, int))(options, 0);
+    if (!st) st = ORT(ORT_SET_OPTIMIZATION_LEVEL, OrtStatus *(*)(OrtSessionOptions *, int))(options, ORT_OPTIMIZE_ALL);
+    // Threads that spin between runs would take a core from the rest of the program.
+    if (!st) st = ORT(ORT_ADD_SESSION_CONFIG, OrtStatus *(*)(OrtSessionOptions *, const char *, const char *))(options, "session.intra_op.allow_spinning", "0");
+    piper_session *s = NULL;
+    if (!failed(st, "ONNX Runtime's options", error, error_size)) {
+        s = calloc(1, sizeof *s);
+        if (!s) snprintf(error, error_size, "out of memory");
+        else if (failed(ORT(ORT_CREATE_SESSION_FROM_ARRAY, OrtStatus *(*)(OrtEnv *, const void *, size_t, OrtSessionOptions *, OrtSession **))(
+                            env, model, length, options, &s->session),
+                        "ONNX Runtime could not load the model", error, error_size)) {
+            free(s);
+            s = NULL;
+        }
+    }
+    ORT(ORT_RELEASE_SESSION_OPTIONS, void (*)(OrtSessionOptions *))(options);
+    if (!s) return NULL;
+    s->has_durations = durations != NULL;
+    if (durations) snprintf(s->durations, sizeof s->durations, "%s", durations);
+    size_t inputs = 0;
+    OrtAllocator *allocator = NULL;
+    if (!failed(ORT(ORT_SESSION_INPUT_COUNT, OrtStatus *(*)(OrtSession *, size_t *))(s->session, &inputs), "ONNX Runtime", error, error_size) &&
+        !failed(ORT(ORT_DEFAULT_ALLOCATOR, OrtStatus *(*)(OrtAllocator **))(&allocator), "ONNX Runtime", error, error_size)) {
+        int names_ok = 0;
+        for (size_t i = 0; i < inputs; i++) {
+            char *name = NULL;
+            if (failed(ORT(ORT_SESSION_INPUT_NAME, OrtStatus *(*)(OrtSession *, size_t, OrtAllocator *, char **))(s->session, i, allocator, &name),
+                       "ONNX Runtime", error, error_size))
+                break;
+            if (strcmp(name, "sid") == 0) s->has_speaker = 1;
+            if (strcmp(name, "input") == 0 || strcmp(name, "input_lengths") == 0 || strcmp(name, "scales") == 0) names_ok++;
+            ORT(ORT_ALLOCATOR_FREE, OrtStatus *(*)(OrtAllocator *, void *))(allocator, name);
+        }
+        if (names_ok == 3) return s;
+        if (!error[0]) snprintf(error, error_size, "the model does not take Piper's inputs (input, input_lengths, scales): it is not a Piper voice");
+    }
+    piper_session_free(s);
+    return NULL;
+}
+
+void piper_session_free(piper_session *s) {
+    if (!s) return;
+    if (s->session) ORT(ORT_RELEASE_SESSION, void (*)(OrtSession *))(s->session);
+    free(s);
+}
+
+int piper_session_has_speaker(const piper_session *s) { return s->has_speaker; }
+
+// The elements of `value` as floats (malloc'd), converting int64 if need be; NULL on error.
+static float *copy_floats(OrtValue *value, size_t *count, char *error, size_t error_size) {
+    OrtTensorTypeAndShapeInfo *info = NULL;
+    if (failed(ORT(ORT_GET_TYPE_AND_SHAPE, OrtStatus *(*)(OrtValue *, OrtTensorTypeAndShapeInfo **))(value, &info), "ONNX Runtime", error, error_size))
+        return NULL;
+    int type = 0;
+    size_t n = 0;
+    OrtStatus *st = ORT(ORT_GET_ELEMENT_TYPE, OrtStatus *(*)(OrtTensorTypeAndShapeInfo *, int *))(info, &type);
+    if (!st) st = ORT(ORT_GET_ELEMENT_COUNT, OrtStatus *(*)(OrtTensorTypeAndShapeInfo *, size_t *))(info, &n);
+    ORT(ORT_RELEASE_TYPE_AND_SHAPE, void (*)(OrtTensorTypeAndShapeInfo *))(info);
+    void *data = NULL;
+    if (!st) st = ORT(ORT_GET_TENSOR_DATA, OrtStatus *(*)(OrtValue *, void **))(value, &data);
+    if (failed(st, "ONNX Runtime", error, error_size)) return NULL;
+    if (type != ORT_FLOAT && type != ORT_INT64) {
+        snprintf(error, error_size, "the model gave a tensor of type %d where Parla expects floats", type);
+        return NULL;
+    }
+    float *out = malloc((n ? n : 1) * sizeof *out);
+    if (!out) { snprintf(error, error_size, "out of memory"); return NULL; }
+    for (size_t i = 0; i < n; i++) out[i] = type == ORT_FLOAT ? ((const float *)data)[i] : (float)((const int64_t *)data)[i];
+    *count = n;
+    return out;
+}
+
+int piper_session_run(piper_session *s, const int64_t *ids, size_t count, const float scales[3], int64_t speaker,
+                      float **audio, size_t *samples, float **durations, char *error, size_t error_size) {
+    *audio = NULL;
+    *durations = NULL;
+    int64_t id_shape[2] = { 1, (int64_t)count }, one = 1, length = (int64_t)count, three = 3;
+    float scale_copy[3] = { scales[0], scales[1], scales[2] };
+    int64_t sid = speaker;
+    OrtValue *inputs[4] = { NULL, NULL, NULL, NULL };
+    typedef OrtStatus *(*create_fn)(const OrtMemoryInfo *, void *, size_t, const int64_t *, size_t, int, OrtValue **);
+    create_fn create = ORT(ORT_CREATE_TENSOR_WITH_DATA, create_fn);
+    OrtStatus *st = create(cpu_memory, (void *)ids, count * sizeof *ids, id_shape, 2, ORT_INT64, &inputs[0]);
+    if (!st) st = create(cpu_memory, &length, sizeof length, &one, 1, ORT_INT64, &inputs[1]);
+    if (!st) st = create(cpu_memory, scale_copy, sizeof scale_copy, &three, 1, ORT_FLOAT, &inputs[2]);
+    if (!st && s->has_speaker) st = create(cpu_memory, &sid, sizeof sid, &one, 1, ORT_INT64, &inputs[3]);
+    int result = -1;
+    if (!failed(st, "ONNX Runtime", error, error_size)) {
+        const char *input_names[4] = { "input", "input_lengths", "scales", "sid" };
+        const char *output_names[2] = { "output", s->durations };
+        OrtValue *outputs[2] = { NULL, NULL };
+        size_t output_count = s->has_durations ? 2 : 1;
+        st = ORT(ORT_RUN, OrtStatus *(*)(OrtSession *, const void *, const char *const *, const OrtValue *const *, size_t, const char *const *, size_t,
+                                         OrtValue **))(s->session, NULL, input_names, (const OrtValue *const *)inputs, s->has_speaker ? 4 : 3,
+                                                       output_names, output_count, outputs);
+        if (!failed(st, "the model could not speak this text", error, error_size)) {
+            size_t frames = 0;
+            *audio = copy_floats(outputs[0], samples, error, error_size);
+            if (*audio && s->has_durations) {
+                *durations = copy_floats(outputs[1], &frames, error, error_size);
+                if (*durations && frames != count) {
+                    snprintf(error, error_size, "the model gave %zu durations for %zu phoneme ids", frames, count);
+                    free(*durations);
+                    *durations = NULL;
+                }
+            }
+            if (*audio && (!s->has_durations || *durations)) result = 0;
+            else { free(*audio); *audio = NULL; }
+        }
+        for (size_t i = 0; i < 2; i++)
+            if (outputs[i]) ORT(ORT_RELEASE_VALUE, void (*)(OrtValue *))(outputs[i]);
+    }
+    for (size_t i = 0; i < 4; i++)
+        if (inputs[i]) ORT(ORT_RELEASE_VALUE, void (*)(OrtValue *))(inputs[i]);
+    return result;
+}

@@ -1,0 +1,268 @@
+// A Piper voice: its config, its model (with the phoneme durations made an output and the
+// noise seeded), and speaking a run of text with it.
+#include "piper_internal.h"
+#include <espeak-ng/speak_lib.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/// The rate runs are delivered at: espeak-ng's, so that one utterance mixing both engines is
+/// one stream with one timeline. A voice at another rate is resampled.
+#define OUTPUT_RATE 22050
+
+struct parla_piper_voice {
+    piper_session *session;
+    piper_id_map *map;
+    char espeak_voice[64];
+    int sample_rate;
+    float noise_scale, length_scale, noise_w;
+    int exact_timing;
+};
+
+static unsigned char *read_file(const char *path, size_t *length, size_t limit, char *error, size_t error_size, const char *what) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(error, error_size, "%s %s cannot be read", what, path);
+        return NULL;
+    }
+    unsigned char *data = NULL;
+    size_t n = 0, cap = 0;
+    for (;;) {
+        if (cap - n < 1 << 20) {
+            size_t grown = cap ? cap * 2 : 1 << 20;
+            if (grown > limit + (1 << 20)) grown = limit + (1 << 20);
+            unsigned char *d = realloc(data, grown);
+            if (!d) { free(data); fclose(f); snprintf(error, error_size, "out of memory reading %s", path); return NULL; }
+            data = d;
+            cap = grown;
+        }
+        size_t r = fread(data + n, 1, cap - n, f);
+        n += r;
+        if (r == 0) break;
+        if (n > limit) { free(data); fclose(f); snprintf(error, error_size, "%s %s is too large", what, path); return NULL; }
+    }
+    int bad = ferror(f);
+    fclose(f);
+    if (bad) { free(data); snprintf(error, error_size, "%s %s cannot be read", what, path); return NULL; }
+    *length = n;
+    return data;
+}
+
+parla_piper_voice *parla_piper_load(const char *model_path, char *error, size_t error_size) {
+    error[0] = 0;
+    char config_path[4200];
+    if (snprintf(config_path, sizeof config_path, "%s.json", model_path) >= (int)sizeof config_path) {
+        snprintf(error, error_size, "the voice's path is too long");
+        return NULL;
+    }
+    size_t config_length = 0;
+    unsigned char *config_text = read_file(config_path, &config_length, 16u << 20, error, error_size, "the voice's config");
+    if (!config_text) return NULL;
+    char why[300];
+    pj_value *config = pj_parse((const char *)config_text, config_length, why, sizeof why);
+    free(config_text);
+    if (!config) {
+        snprintf(error, error_size, "the voice's config %s is not valid JSON (%s)", config_path, why);
+        return NULL;
+    }
+    parla_piper_voice *v = calloc(1, sizeof *v);
+    if (!v) { pj_free(config); snprintf(error, error_size, "out of memory"); return NULL; }
+    const char *espeak_voice = pj_string(pj_get(pj_get(config, "espeak"), "voice"));
+    double rate = pj_number(pj_get(pj_get(config, "audio"), "sample_rate"), 0);
+    const pj_value *inference = pj_get(config, "inference");
+    v->noise_scale = (float)pj_number(pj_get(inference, "noise_scale"), 0.667);
+    v->length_scale = (float)pj_number(pj_get(inference, "length_scale"), 1.0);
+    v->noise_w = (float)pj_number(pj_get(inference, "noise_w"), 0.8);
+    int speakers = (int)pj_number(pj_get(config, "num_speakers"), 1);
+    if (!espeak_voice || !*espeak_voice || strlen(espeak_voice) >= sizeof v->espeak_voice) {
+        snprintf(error, error_size, "the voice's config %s names no espeak-ng voice (espeak.voice)", config_path);
+    } else if (!(rate >= 8000 && rate <= 96000)) {
+        snprintf(error, error_size, "the voice's config %s has no usable sample rate (audio.sample_rate)", config_path);
+    } else if (!(v->length_scale > 0.05f && v->length_scale < 20) || !(v->noise_scale >= 0 && v->noise_scale < 10) || !(v->noise_w >= 0 && v->noise_w < 10)) {
+        snprintf(error, error_size, "the voice's config %s has inference scales out of range", config_path);
+    } else {
+        strcpy(v->espeak_voice, espeak_voice);
+        v->sample_rate = (int)rate;
+        char map_error[300];
+        v->map = piper_id_map_create(pj_get(config, "phoneme_id_map"), map_error, sizeof map_error);
+        if (!v->map) snprintf(error, error_size, "the voice's config %s: %s", config_path, map_error);
+    }
+    pj_free(config);
+    if (error[0]) { parla_piper_free(v); return NULL; }
+
+    size_t model_length = 0;
+    unsigned char *model = read_file(model_path, &model_length, 2u << 30, error, error_size, "the voice's model");
+    if (!model) { parla_piper_free(v); return NULL; }
+    char ceil[512];
+    int found = piper_find_ceil_output(model, model_length, ceil, sizeof ceil);
+    if (found < 0) {
+        free(model);
+        snprintf(error, error_size, "the voice's model %s is damaged or not an ONNX model", model_path);
+        parla_piper_free(v);
+        return NULL;
+    }
+    v->exact_timing = found == 1;
+    size_t prepared_length = 0;
+    unsigned char *prepared = piper_rewrite_model(model, model_length, found == 1 ? ceil : NULL, 0x5EED, &prepared_length);
+    free(model);
+    if (!prepared) {
+        snprintf(error, error_size, "the voice's model %s is damaged (its graph cannot be read)", model_path);
+        parla_piper_free(v);
+        return NULL;
+    }
+    const char *threads_text = getenv("PARLA_PIPER_THREADS");
+    int threads = threads_text && atoi(threads_text) > 0 ? atoi(threads_text) : 1;
+    char session_error[1500];
+    session_error[0] = 0;
+    v->session = piper_session_create(prepared, prepared_length, threads, v->exact_timing ? ceil : NULL, session_error, sizeof session_error);
+    free(prepared);
+    if (!v->session) {
+        if (strstr(session_error, "ONNX Runtime (libonnxruntime") || strstr(session_error, "is not an ONNX Runtime"))
+            snprintf(error, error_size, "%s", session_error);
+        else
+            snprintf(error, error_size, "the voice's model %s cannot be loaded: %s", model_path, session_error);
+        parla_piper_free(v);
+        return NULL;
+    }
+    if (speakers > 1 && !piper_session_has_speaker(v->session)) {
+        snprintf(error, error_size, "the voice's config %s says it has %d speakers, but its model takes no speaker id: the config is not this model's", config_path, speakers);
+        parla_piper_free(v);
+        return NULL;
+    }
+    return v;
+}
+
+void parla_piper_free(parla_piper_voice *v) {
+    if (!v) return;
+    piper_session_free(v->session);
+    piper_id_map_free(v->map);
+    free(v);
+}
+
+int parla_piper_sample_rate(const parla_piper_voice *v) { return v->sample_rate; }
+int parla_piper_exact_timing(const parla_piper_voice *v) { return v->exact_timing; }
+
+// MARK: Speaking
+
+typedef struct {
+    parla_piper_voice *voice;
+    const parla_piper_output *out;
+    float scales[3];
+    float gain;
+    long long samples;  // delivered so far, at OUTPUT_RATE
+    char *error;
+    size_t error_size;
+} speaking;
+
+static void emit_audio(speaking *sp, const int16_t *pcm, size_t count, const int *event_samples, const piper_sentence *s,
+                       const int *word_order, size_t events) {
+    // Blocks of audio, each followed by the events that fall in it (as espeak-ng reports them).
+    const size_t block = 2048;
+    size_t next_event = 0;
+    for (size_t at = 0; at < count || next_event < events; at += block) {
+        size_t n = at < count ? (count - at < block ? count - at : block) : 0;
+        if (n) sp->out->audio(sp->out->context, pcm + at, (int)n);
+        while (next_event < events && (event_samples[next_event] < (long long)(at + n) || at + n >= count)) {
+            int w = word_order[next_event];
+            int sample = (int)(sp->samples + event_samples[next_event]);
+            if (w < 0) sp->out->event(sp->out->context, 2, s->sentence_position, 0, sample);
+            else sp->out->event(sp->out->context, 1, s->words[w].position, s->words[w].length, sample);
+            next_event++;
+        }
+        if (at >= count) break;
+    }
+}
+
+static int speak_sentence(void *context, piper_sentence *s) {
+    speaking *sp = context;
+    if (sp->out->should_stop(sp->out->context)) return PARLA_PIPER_STOPPED;
+    float *audio = NULL, *durations = NULL;
+    size_t samples = 0;
+    if (piper_session_run(sp->voice->session, s->ids, s->id_count, sp->scales, 0, &audio, &samples, &durations, sp->error, sp->error_size) != 0) {
+        size_t n = strlen(sp->error);
+        if (strstr(sp->error, "indices") || strstr(sp->error, "out of bounds") || strstr(sp->error, "Gather"))
+            snprintf(sp->error + n, sp->error_size - n, " (the voice's .onnx.json may not belong to its model)");
+        return -1;
+    }
+    // Loudness as Piper makes it: each sentence brought to full scale, then the run's volume.
+    float peak = 0;
+    for (size_t i = 0; i < samples; i++) {
+        float a = fabsf(audio[i]);
+        if (a > peak && isfinite(a)) peak = a;
+    }
+    float scale = peak > 1e-8f ? sp->gain / peak : 0;
+    double ratio = (double)OUTPUT_RATE / sp->voice->sample_rate;
+    size_t out_count = ratio == 1 ? samples : (size_t)((double)samples * ratio);
+    int16_t *pcm = malloc((out_count ? out_count : 1) * sizeof *pcm);
+    // Where each event falls: the sentence where its first word starts, each word at its first
+    // phoneme id, from the frames the model gave the ids before it.
+    int *event_samples = malloc((s->word_count + 1) * sizeof *event_samples);
+    int *order = malloc((s->word_count + 1) * sizeof *order);
+    long double *starts = malloc((s->id_count + 1) * sizeof *starts);
+    if (!pcm || !event_samples || !order || !starts) {
+        free(pcm); free(event_samples); free(order); free(starts); free(audio); free(durations);
+        snprintf(sp->error, sp->error_size, "out of memory");
+        return -1;
+    }
+    for (size_t i = 0; i < out_count; i++) {
+        double t = ratio == 1 ? (double)i : (double)i / ratio;
+        size_t k = (size_t)t;
+        double f = t - (double)k;
+        float a = k < samples ? audio[k] : 0, b = k + 1 < samples ? audio[k + 1] : a;
+        float x = (float)((a + (b - a) * f) * scale);
+        if (!isfinite(x)) x = 0;
+        if (x > 1) x = 1;
+        if (x < -1) x = -1;
+        pcm[i] = (int16_t)(x * 32767);
+    }
+    // Each id's start, in output samples: the frames before it, scaled to the audio's length.
+    long double total = 0;
+    for (size_t i = 0; i < s->id_count; i++) {
+        starts[i] = total;
+        float d = durations ? durations[i] : 1;
+        total += d > 0 && isfinite(d) ? d : 0;
+    }
+    long double per_frame = total > 0 ? (long double)out_count / total : 0;
+    size_t events = 0;
+    int sentence_sample = -1;
+    for (size_t w = 0; w < s->word_count; w++) {
+        if (s->words[w].first_id < 0 || (size_t)s->words[w].first_id >= s->id_count) continue;
+        int sample = (int)(starts[s->words[w].first_id] * per_frame);
+        if (sentence_sample < 0) {
+            sentence_sample = sample;
+            if (s->sentence_position > 0) {
+                event_samples[events] = sample;
+                order[events++] = -1;
+            }
+        }
+        event_samples[events] = sample;
+        order[events++] = (int)w;
+    }
+    emit_audio(sp, pcm, out_count, event_samples, s, order, events);
+    sp->samples += (long long)out_count;
+    free(pcm); free(event_samples); free(order); free(starts); free(audio); free(durations);
+    return 0;
+}
+
+int parla_piper_speak(parla_piper_voice *voice, const char *text, int rate, int volume, uint64_t seed,
+                      const parla_piper_output *output, char *error, size_t error_size) {
+    (void)seed;
+    error[0] = 0;
+    if (rate < 80) rate = 80;
+    if (rate > 450) rate = 450;
+    if (volume < 0) volume = 0;
+    if (volume > 200) volume = 200;
+    speaking sp = {
+        .voice = voice, .out = output,
+        .scales = { voice->noise_scale, voice->length_scale * 175.0f / (float)rate, voice->noise_w },
+        .gain = (float)volume / 100.0f, .samples = 0, .error = error, .error_size = error_size,
+    };
+    int status = piper_phonemize(text, voice->espeak_voice, voice->map, speak_sentence, &sp, error, error_size);
+    if (status == PARLA_PIPER_STOPPED) return PARLA_PIPER_STOPPED;
+    if (status != 0) {
+        if (!error[0]) snprintf(error, error_size, "the Piper voice could not speak this text");
+        return PARLA_PIPER_FAILED;
+    }
+    return output->should_stop(output->context) ? PARLA_PIPER_STOPPED : PARLA_PIPER_OK;
+}
