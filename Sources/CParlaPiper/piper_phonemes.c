@@ -173,6 +173,7 @@ static int trace_callback(short *wav, int count, espeak_EVENT *events) {
             t->word_count++;
         } else if (e->type == espeakEVENT_PHONEME) {
             size_t n = strnlen(e->id.string, sizeof e->id.string);
+            if (n == 0) continue;  // a pause
             if (!grow((void **)&t->bytes, &t->capacity, t->count + n, 1)) { t->failed = 1; return 1; }
             size_t cap = t->capacity;
             int *w = realloc(t->word_of_byte, cap * sizeof *w);

@@ -166,8 +166,9 @@ static void emit_audio(speaking *sp, const int16_t *pcm, size_t count, const int
         while (next_event < events && (event_samples[next_event] < (long long)(at + n) || at + n >= count)) {
             int w = word_order[next_event];
             int sample = (int)(sp->samples + event_samples[next_event]);
-            if (w < 0) sp->out->event(sp->out->context, 2, s->sentence_position, 0, sample);
-            else sp->out->event(sp->out->context, 1, s->words[w].position, s->words[w].length, sample);
+            int estimated = s->estimated || !sp->voice->exact_timing ? PARLA_PIPER_ESTIMATED : 0;
+            if (w < 0) sp->out->event(sp->out->context, 2 | estimated, s->sentence_position, 0, sample);
+            else sp->out->event(sp->out->context, 1 | estimated, s->words[w].position, s->words[w].length, sample);
             next_event++;
         }
         if (at >= count) break;

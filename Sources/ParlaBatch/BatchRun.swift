@@ -13,6 +13,9 @@ import Synchronization
 final class BatchRun: @unchecked Sendable {
     let options: BatchRenderOptions
     let settings: RenderSettings
+    /// Whether Piper voices are installed: their synthesis is some 50 times slower than
+    /// espeak-ng's, so chunks are cut smaller (``RenderChunk/maxNeuralWeight``).
+    let hasNeuralVoices: Bool
     let next: @Sendable () throws -> BatchEntry?
     let stopping: StopFlag
     let report: @Sendable (BatchProgress) -> Void
@@ -80,8 +83,10 @@ final class BatchRun: @unchecked Sendable {
         let voices = try VoiceCatalog.locateDirectory(explicit: options.voicesDirectory)
         settings = RenderSettings(
             output: options.outputDirectory, voicesDirectory: voices, userVoicesDirectory: VoiceCatalog.userPresetDirectory,
+            piperVoiceDirectories: options.piperVoiceDirectories ?? VoiceCatalog.piperVoiceDirectories,
             timings: options.timings, captions: options.captions, language: options.language?.identifier,
             voice: options.voice, detectsLanguages: options.detectsLanguages && options.language == nil)
+        hasNeuralVoices = !VoiceCatalog.piperVoices(in: settings.piperVoiceDirectories).isEmpty
         results = try ResultsLog(directory: options.outputDirectory)
         Self.removeAbandonedTemporaryFiles(in: options.outputDirectory)
     }
@@ -281,7 +286,8 @@ final class BatchRun: @unchecked Sendable {
                 ended = try inputLock.withLock { input throws -> Bool in
                     var weight = 0
                     let maxItems = options.isolatesItems ? 1 : RenderChunk.maxItems
-                    while !input.ended, weight < RenderChunk.maxWeight, entries.count < maxItems, !isStopping {
+                    let maxWeight = hasNeuralVoices ? RenderChunk.maxNeuralWeight : RenderChunk.maxWeight
+                    while !input.ended, weight < maxWeight, entries.count < maxItems, !isStopping {
                         guard let entry = try next() else {
                             input.ended = true
                             shared.withLock { $0.inputEnded = true }

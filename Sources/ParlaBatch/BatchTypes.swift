@@ -29,6 +29,8 @@ public struct BatchRenderOptions: Sendable {
     public var detectsLanguages = true
     /// The voice catalog directory (nil: found as ``/ParlaIO/ParlaCore/VoiceCatalog/locateDirectory(explicit:)`` does).
     public var voicesDirectory: String?
+    /// Where Piper voices are found (nil: ``/ParlaIO/ParlaCore/VoiceCatalog/piperVoiceDirectories``).
+    public var piperVoiceDirectories: [String]?
     /// Render only the items of this shard.
     public var shard: BatchShard?
     /// With no more jobs than CPUs this process may use, run worker `i` (and the processes

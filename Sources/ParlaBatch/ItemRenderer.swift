@@ -37,6 +37,7 @@ final class ItemRenderer {
     init(_ settings: RenderSettings) throws(ParlaError) {
         self.settings = settings
         let catalog = try VoiceCatalog.load(from: settings.voicesDirectory, userDirectory: settings.userVoicesDirectory)
+            .adding(piperVoicesIn: settings.piperVoiceDirectories)
         self.catalog = catalog
         language = try settings.language.map { l throws(ParlaError) in try LanguageTag(parsing: l) }
         voice = try settings.voice.map { v throws(ParlaError) in try catalog.voice(identifier: v) }
@@ -87,6 +88,19 @@ final class ItemRenderer {
         }
         let u = try utterance(item.isSSML ? try Utterance(ssml: item.text) : Utterance(string: item.text), item: item)
         return .text(try plan(u), inputText: u.inputText, isMarkup: u.source != nil)
+    }
+
+    /// Loads the Piper voices the prepared items speak with, in this process, so that the
+    /// children forked for chunks have them loaded (a voice loads once per worker). A voice that
+    /// cannot load is left for its items to fail on, each with the reason.
+    func preload(_ items: [PreparedItem]) {
+        var voices: [String] = []
+        for case .text(let plan, _, _) in items {
+            for run in plan.runs where run.voice.engine == SpeechVoice.piperEngine && !voices.contains(run.voice.engineVoiceName) {
+                voices.append(run.voice.engineVoiceName)
+            }
+        }
+        if !voices.isEmpty { try? engine.prepare(voices: voices) }
     }
 
     /// Renders a prepared item to its files (in the forked child).

@@ -41,6 +41,9 @@ struct RenderChunk: Codable, Sendable {
     /// minutes of speech, 0.15 s of synthesis): the fork per chunk is then a small part of
     /// the chunk's work, and a chunk is short enough to balance the workers and to stop soon.
     static let maxWeight = 2000
+    /// The same when Piper voices may speak: about 15 s of speech, some 1.5 s of synthesis on
+    /// one core, so that a few items' chunks still spread over every worker.
+    static let maxNeuralWeight = 200
     /// … or once it holds this many items.
     static let maxItems = 64
 

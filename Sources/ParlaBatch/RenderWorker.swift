@@ -72,6 +72,7 @@ enum RenderWorker {
     static func render(_ chunk: RenderChunk, _ renderer: ItemRenderer) -> Bool {
         let plans: [Result<PreparedItem, any Error>] = chunk.entries.map { entry in Result { try renderer.prepare(entry.item) } }
         let replay = chunk.entries.map(\.replay)
+        renderer.preload(plans.compactMap { try? $0.get() })
         var excluded = Set<Int>()
         var next = 0  // the first entry whose result has not been sent
         while next < chunk.entries.count {

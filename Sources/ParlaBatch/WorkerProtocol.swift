@@ -12,6 +12,7 @@ struct RenderSettings: Codable, Sendable {
     var output: String
     var voicesDirectory: String
     var userVoicesDirectory: String?
+    var piperVoiceDirectories: [String]
     var timings: Bool
     var captions: Bool
     var language: String?

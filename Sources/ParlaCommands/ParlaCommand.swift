@@ -38,18 +38,33 @@ struct CatalogOptions: ParsableArguments {
     /// Loads the catalog, plus the user's presets in ~/.config/parla/voices.
     func load() throws -> VoiceCatalog { try Plain(voicesDirectory: voicesDirectory).load() }
 
+    /// The same option as a plain value.
+    var plain: Plain { Plain(voicesDirectory: voicesDirectory) }
+
     /// The same option as a plain value, for commands that run from plain arguments.
     struct Plain: Equatable, Sendable {
         var voicesDirectory: String?
+
+        /// Whether the directory given holds Piper voices (and no catalog).
+        var isPiperDirectory: Bool {
+            guard let voicesDirectory else { return false }
+            let entries = (try? FileManager.default.contentsOfDirectory(atPath: voicesDirectory)) ?? []
+            return !entries.contains("defaults.json") && entries.contains { $0.hasSuffix(".onnx") }
+        }
+
+        /// The catalog directory given, nil if none was (or the one given holds Piper voices).
+        var catalogDirectory: String? { isPiperDirectory ? nil : voicesDirectory }
+
+        /// Where Piper voices are found: the directory given if it holds them, then the usual places.
+        var piperDirectories: [String] {
+            (isPiperDirectory ? [voicesDirectory ?? ""] : []) + VoiceCatalog.piperVoiceDirectories
+        }
 
         /// Loads the catalog, plus the user's presets in ~/.config/parla/voices.
         func load() throws -> VoiceCatalog {
             guard let voicesDirectory else { return try VoiceCatalog.default() }
             // A directory of Piper voices (MODEL.onnx + MODEL.onnx.json) adds to the default catalog.
-            let entries = (try? FileManager.default.contentsOfDirectory(atPath: voicesDirectory)) ?? []
-            if !entries.contains("defaults.json"), entries.contains(where: { $0.hasSuffix(".onnx") }) {
-                return try VoiceCatalog.default().adding(piperVoicesIn: [voicesDirectory])
-            }
+            if isPiperDirectory { return try VoiceCatalog.default().adding(piperVoicesIn: [voicesDirectory]) }
             return try VoiceCatalog.load(
                 from: VoiceCatalog.locateDirectory(explicit: voicesDirectory),
                 userDirectory: VoiceCatalog.userPresetDirectory

@@ -130,7 +130,8 @@ struct Render: AsyncParsableCommand {
         options.shard = try shard.map(Self.parseShard)
         options.language = try language.map { try LanguageTag(parsing: $0) }
         options.voice = try voice.map { try catalog.voice(identifier: $0).identifier }
-        options.voicesDirectory = try VoiceCatalog.locateDirectory(explicit: catalogOptions.voicesDirectory)
+        options.voicesDirectory = try VoiceCatalog.locateDirectory(explicit: catalogOptions.plain.catalogDirectory)
+        options.piperVoiceDirectories = catalogOptions.plain.piperDirectories
 
         let (source, total) = try openInput()
         let mode = progress ?? (isatty(2) != 0 ? .bar : .none)

@@ -133,6 +133,13 @@ package final class ESpeakDirectEngine {
         return rate
     }
 
+    /// Loads the Piper voices among `voices` (engine voice names) into this process, once: a
+    /// worker calls it before it forks, so its children speak with them at once.
+    /// - Throws: ``ParlaError/engineFailure(_:)`` if one cannot be loaded.
+    public func prepare(voices: [String]) throws(ParlaError) {
+        try core.prepare(voices: voices)
+    }
+
     /// Speaks `plan` on the calling thread, passing audio and marks to `emit`; returns the
     /// number of samples produced. Without `marksWords`, only audio and segments are emitted
     /// (``TimelineBuilder/marksWords``).
@@ -234,8 +241,8 @@ func synthesizePlan(
             },
             event: { e in
                 switch e.kind {
-                case .word: builder.word(position: Int(e.position), length: Int(e.length), runSample: Int(e.sample))
-                case .sentence: builder.sentence(position: Int(e.position), runSample: Int(e.sample))
+                case .word: builder.word(position: Int(e.position), length: Int(e.length), runSample: Int(e.sample), estimated: e.estimated)
+                case .sentence: builder.sentence(position: Int(e.position), runSample: Int(e.sample), estimated: e.estimated)
                 }
             })
         if stop.isRaised { throw .cancelled }
@@ -369,9 +376,11 @@ final class ESpeakCore: RunEngine {
                                     UnsafeBufferPointer(start: samples, count: Int(count)))
                             },
                             event: { c, kind, position, length, sample in
-                                guard let c, let kind = RawEngineEvent.Kind(rawValue: UInt8(truncatingIfNeeded: kind)) else { return }
+                                let type = UInt8(truncatingIfNeeded: kind)
+                                guard let c, let kind = RawEngineEvent.Kind(rawValue: type & 0x7F) else { return }
                                 Unmanaged<SynthContext>.fromOpaque(c).takeUnretainedValue().event(
-                                    RawEngineEvent(kind: kind, position: position, length: length, sample: sample))
+                                    RawEngineEvent(
+                                        kind: kind, estimated: type & 0x80 != 0, position: position, length: length, sample: sample))
                             })
                         return run.text.withCString { parla_piper_speak(voice, $0, run.rate, run.volume, 0, &output, &error, error.count) }
                     }

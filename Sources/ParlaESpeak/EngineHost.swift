@@ -188,9 +188,12 @@ final class EngineHost: RunEngine {
             case .event:
                 guard !stopSent else { continue }
                 var r = PayloadReader(payload)
-                let kind = RawEngineEvent.Kind(rawValue: r.u8())
+                let type = r.u8()
+                let kind = RawEngineEvent.Kind(rawValue: type & 0x7F)
                 let e = (position: r.i32(), length: r.i32(), sample: r.i32())
-                if let kind, r.isValid { event(RawEngineEvent(kind: kind, position: e.position, length: e.length, sample: e.sample)) }
+                if let kind, r.isValid {
+                    event(RawEngineEvent(kind: kind, estimated: type & 0x80 != 0, position: e.position, length: e.length, sample: e.sample))
+                }
             case .done:
                 var r = PayloadReader(payload)
                 let done = r.u32()

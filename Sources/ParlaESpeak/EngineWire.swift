@@ -54,6 +54,8 @@ struct RawEngineEvent {
         case sentence = 2
     }
     var kind: Kind
+    /// The engine's time is a guess (sent as the kind's top bit).
+    var estimated = false
     var position: Int32
     var length: Int32
     var sample: Int32

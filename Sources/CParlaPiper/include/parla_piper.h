@@ -32,10 +32,11 @@ typedef struct {
     /// Returns non-zero to stop.
     int (*should_stop)(void *context);
     void (*audio)(void *context, const int16_t *samples, int count);
-    /// kind: 1 word, 2 sentence.
+    /// kind: 1 word, 2 sentence; with PARLA_PIPER_ESTIMATED set when its time is a guess.
     void (*event)(void *context, int kind, int position, int length, int sample);
 } parla_piper_output;
 
+enum { PARLA_PIPER_ESTIMATED = 0x80 };
 enum { PARLA_PIPER_OK = 0, PARLA_PIPER_STOPPED = 1, PARLA_PIPER_FAILED = 3 };
 
 /// Speaks UTF-8 `text` (plain text, no markup). `rate` is in espeak-ng's words per minute

@@ -172,13 +172,15 @@ package struct TimelineBuilder {
     /// inside a word already timed is dropped, and a time outside the audio made so far (or
     /// before the previous word's) is moved to the nearest possible one, which marks the word
     /// as estimated.
-    public mutating func word(position: Int, length: Int, runSample: Int) {
+    /// `estimated`: the engine itself says the time is a guess (a Piper voice whose model does
+    /// not give its phonemes' lengths).
+    public mutating func word(position: Int, length: Int, runSample: Int, estimated: Bool = false) {
         guard let input, var aligner else { return }
         guard let start = input.textOffset(ofEnginePosition: position &- 1) else { return }
         let endEngine = (position &- 1).addingReportingOverflow(max(length, 1) - 1)
         let end = (endEngine.overflow ? nil : input.textOffset(ofEnginePosition: endEngine.partialValue)).map { $0 + 1 } ?? start + 1
         let (sample, repaired) = clampedSample(runSample, runStart: aligner.startSample)
-        aligner.anchor(start..<max(start + 1, end), sample: sample, repaired: repaired, silences: silence.intervals)
+        aligner.anchor(start..<max(start + 1, end), sample: sample, repaired: repaired || estimated, silences: silence.intervals)
         self.aligner = aligner
         flushWords()
     }
@@ -189,11 +191,12 @@ package struct TimelineBuilder {
     /// sentence again, or one behind the words it has already spoken) is dropped; a time
     /// outside the audio made so far, or before the previous sentence's, is clamped and the
     /// sentence marked as estimated.
-    public mutating func sentence(position: Int, runSample: Int) {
+    public mutating func sentence(position: Int, runSample: Int, estimated: Bool = false) {
         guard let input, let aligner, let position = input.textOffset(ofEnginePosition: position &- 1) else { return }
         // A sentence starts with a whole word, or at least a whole grapheme cluster.
         let start = aligner.wordStart(containing: position)
         var (sample, repaired) = clampedSample(runSample, runStart: aligner.startSample)
+        repaired = repaired || estimated
         guard let p = pendingSentence else {
             // The first sentence holds everything before it too: the engine may speak words
             // (or skip them) before it reports a sentence.
