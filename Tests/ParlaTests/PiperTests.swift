@@ -1,0 +1,158 @@
+import Foundation
+import Testing
+import Parla
+import ParlaAudioTestSupport
+
+/// Piper's neural voices end to end, with the real joe model and ONNX Runtime (scripts/setup):
+/// word times from the model's own phoneme lengths, one timeline across engines, the same
+/// samples for the same text, and voices that are broken in each way a user's can be.
+@Suite("Piper voices", .serialized)
+struct PiperTests {
+    let catalog: VoiceCatalog
+    let synth: SpeechSynthesizer
+
+    init() throws {
+        if let missing = PiperFixture.missing { Issue.record(Comment(rawValue: missing)) }
+        catalog = try VoiceCatalog.default().adding(piperVoicesIn: [PiperFixture.voiceDirectory])
+        synth = SpeechSynthesizer(catalog: catalog)
+    }
+
+    func render(_ u: Utterance, with synth: SpeechSynthesizer? = nil) async throws -> (samples: [Int16], timeline: SpeechTimeline) {
+        let audio = AudioCollector()
+        let timeline = try await (synth ?? self.synth).write(u) { event in
+            if case .audio(let b) = event { audio.append(b) }
+        }
+        return (audio.samples, timeline)
+    }
+
+    func joe(_ text: String) throws -> Utterance {
+        var u = Utterance(string: text, language: "en")
+        u.voice = try catalog.voice(identifier: PiperFixture.voice)
+        return u
+    }
+
+    @Test func theVoiceIsListedAndIsEnglishsDefault() throws {
+        let voice = try catalog.voice(identifier: PiperFixture.voice)
+        #expect(voice.engine == "piper")
+        #expect(voice.quality == "medium")
+        #expect(voice.sampleRate == 22050)
+        #expect(voice.languages.map(\.identifier) == ["en-US", "en"])
+        #expect(try catalog.voice(for: "en").identifier == PiperFixture.voice)
+        #expect(try catalog.voice(for: "el").engine == "espeak-ng")
+    }
+
+    @Test func wordsAreTimedByTheModel() async throws {
+        let text = "Hello world. This is Joe, speaking through Parla."
+        let (samples, timeline) = try await render(try joe(text))
+        #expect(timeline.words.map(\.word) == ["Hello", "world", "This", "is", "Joe", "speaking", "through", "Parla"])
+        #expect(timeline.words.allSatisfy { !$0.isEstimated }, "\(timeline.words)")
+        #expect(timeline.sentences.count == 2)
+        #expect(timeline.invariantViolation(input: text) == nil, "\(timeline.invariantViolation(input: text) ?? "")")
+        #expect(samples.count == timeline.sampleCount)
+        // Real speech: some seconds of it, with each word starting after the one before.
+        #expect(samples.count > 22050 * 2 && samples.count < 22050 * 6)
+        let starts = timeline.words.map(\.startSample)
+        #expect(zip(starts, starts.dropFirst()).allSatisfy { $0 < $1 })
+        // The first word starts where the sound does, give or take the model's first phonemes.
+        let firstSound = samples.firstIndex { abs(Int($0)) > 1000 } ?? 0
+        #expect(abs(firstSound - starts[0]) < 22050 / 10, "sound at \(firstSound), first word at \(starts[0])")
+    }
+
+    @Test func theSameTextGivesTheSameSamples() async throws {
+        let u = try joe("The same noise, every time.")
+        let (a, _) = try await render(u)
+        let (b, _) = try await render(u)
+        #expect(a.count > 0)
+        #expect(a == b)
+    }
+
+    @Test func enginesMixInOneTimeline() async throws {
+        let text = "The revolutionary phone… Το επαναστατικό τηλέφωνο… هاتف ثوري"
+        let (samples, timeline) = try await render(Utterance(string: text))
+        #expect(timeline.segments.map(\.voice) == [PiperFixture.voice, "espeak-ng.el", "espeak-ng.ar"])
+        #expect(timeline.invariantViolation(input: text) == nil, "\(timeline.invariantViolation(input: text) ?? "")")
+        for (a, b) in zip(timeline.segments, timeline.segments.dropFirst()) { #expect(a.endSample == b.startSample) }
+        #expect(timeline.segments.last?.endSample == samples.count)
+        #expect(timeline.words.filter { $0.segment == 0 }.map(\.word) == ["The", "revolutionary", "phone"])
+    }
+
+    /// A slice of the seeded property texts, with English (and English-looking text) spoken by
+    /// joe and the rest by espeak-ng: the timeline rules hold across both.
+    @Test func randomTextsKeepTheTimelineRules() async throws {
+        var generator = TextCaseGenerator(seed: 20261126)
+        for n in 0..<24 {
+            let c = generator.next()
+            guard let u = try? (c.isSSML ? Utterance(ssml: c.text) : Utterance(string: c.text, language: c.language.flatMap(LanguageTag.init)))
+            else { continue }
+            do {
+                let timeline = try await synth.write(u) { _ in }
+                let problem = timeline.invariantViolation(input: u.inputText)
+                #expect(problem == nil, "case \(n): \(problem ?? "") in \(c)")
+            } catch ParlaError.emptyText {
+            }
+        }
+    }
+
+    @Test func aDamagedModelFailsOnlyItsUtterance() async throws {
+        let dir = try PiperFixture.alteredVoice(named: "damaged", model: { $0.prefix(1 << 20) })
+        let catalog = try VoiceCatalog.default().adding(piperVoicesIn: [dir.path])
+        var u = Utterance(string: "Hello there.", language: "en")
+        u.voice = try catalog.voice(identifier: "piper.damaged")
+        let error = await #expect(throws: ParlaError.self) { try await render(u, with: SpeechSynthesizer(catalog: catalog)) }
+        #expect("\(error.map { "\($0)" } ?? "")".contains("damaged"), "\(String(describing: error))")
+        // The next utterance speaks.
+        let (samples, _) = try await render(try joe("Still here."))
+        #expect(samples.count > 10000)
+    }
+
+    @Test func aConfigThatIsNotTheModelsSaysSo() async throws {
+        // Ids beyond the model's table of phonemes.
+        let dir = try PiperFixture.alteredVoice(
+            named: "mismatch",
+            config: { $0.replacingOccurrences(of: "\"phoneme_id_map\": {", with: "\"phoneme_id_map\": {\"ə\": [900], \"ɐ\": [901],") })
+        let catalog = try VoiceCatalog.default().adding(piperVoicesIn: [dir.path])
+        var u = Utterance(string: "Hello there, a test.", language: "en")
+        u.voice = try catalog.voice(identifier: "piper.mismatch")
+        let error = await #expect(throws: ParlaError.self) { try await render(u, with: SpeechSynthesizer(catalog: catalog)) }
+        #expect("\(error.map { "\($0)" } ?? "")".contains("may not belong to its model"), "\(String(describing: error))")
+    }
+
+    @Test func anUnknownPhonemeIsNamed() async throws {
+        let dir = try PiperFixture.alteredVoice(named: "nophoneme", config: { $0.replacingOccurrences(of: "\"ə\":", with: "\"unused-ə\":") })
+        let catalog = try VoiceCatalog.default().adding(piperVoicesIn: [dir.path])
+        var u = Utterance(string: "Hello.", language: "en")
+        u.voice = try catalog.voice(identifier: "piper.nophoneme")
+        let error = await #expect(throws: ParlaError.self) { try await render(u, with: SpeechSynthesizer(catalog: catalog)) }
+        let message = "\(error.map { "\($0)" } ?? "")"
+        // Either the map is refused (an entry that is not one phoneme) or the phoneme is named.
+        #expect(message.contains("ə") || message.contains("phoneme_id_map"), "\(message)")
+    }
+
+    @Test func aModelWithoutDurationsIsEstimatedNotWrong() async throws {
+        // The Ceil node's op type becomes Relu (the same length, and near it the same values):
+        // the model still speaks, but Parla cannot read its durations.
+        let dir = try PiperFixture.alteredVoice(
+            named: "noceil",
+            model: { data in
+                var bytes = [UInt8](data)
+                let needle: [UInt8] = [0x22, 0x04] + Array("Ceil".utf8)
+                var i = 0
+                while i + needle.count <= bytes.count {
+                    if bytes[i] == needle[0], Array(bytes[i..<(i + needle.count)]) == needle {
+                        bytes.replaceSubrange((i + 2)..<(i + 6), with: Array("Relu".utf8))
+                    }
+                    i += 1
+                }
+                return Data(bytes)
+            })
+        let catalog = try VoiceCatalog.default().adding(piperVoicesIn: [dir.path])
+        let text = "Hello world, without durations."
+        var u = Utterance(string: text, language: "en")
+        u.voice = try catalog.voice(identifier: "piper.noceil")
+        let (samples, timeline) = try await render(u, with: SpeechSynthesizer(catalog: catalog))
+        #expect(samples.count > 10000)
+        #expect(timeline.words.map(\.word) == ["Hello", "world", "without", "durations"])
+        #expect(timeline.words.allSatisfy { $0.isEstimated })
+        #expect(timeline.invariantViolation(input: text) == nil)
+    }
+}
