@@ -2,6 +2,7 @@
 // noise seeded), and speaking a run of text with it.
 #include "piper_internal.h"
 #include <espeak-ng/speak_lib.h>
+#include <malloc.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -125,6 +126,9 @@ parla_piper_voice *parla_piper_load(const char *model_path, char *error, size_t 
         parla_piper_free(v);
         return NULL;
     }
+    // The file's bytes, the rewritten copy and ONNX Runtime's parse were all in the heap at
+    // once: give back what is free (29 MB of the 144 MB resident after loading joe).
+    malloc_trim(0);
     if (speakers > 1 && !piper_session_has_speaker(v->session)) {
         snprintf(error, error_size, "the voice's config %s says it has %d speakers, but its model takes no speaker id: the config is not this model's", config_path, speakers);
         parla_piper_free(v);
