@@ -29,7 +29,7 @@
 #include <wchar.h>
 
 enum { MSG_SPEAK = 'S', MSG_STOP = 'X', MSG_LIST_VOICES = 'V', MSG_BEGIN = 'B', MSG_FINISH = 'F', MSG_PRELOAD = 'P',
-       MSG_READY = 'R', MSG_AUDIO = 'A', MSG_EVENT = 'E', MSG_DONE = 'D', MSG_VOICE_LIST = 'L', MSG_CRASHED = 'C' };
+       MSG_READY = 'R', MSG_PRELOADED = 'p', MSG_AUDIO = 'A', MSG_EVENT = 'E', MSG_DONE = 'D', MSG_VOICE_LIST = 'L', MSG_CRASHED = 'C' };
 enum { STATUS_OK = 0, STATUS_STOPPED = 1, STATUS_UNKNOWN_VOICE = 2, STATUS_FAILED = 3 };
 enum { EVENT_WORD = 1, EVENT_SENTENCE = 2 };
 #define MAX_MESSAGE (64u << 20)
@@ -548,19 +548,28 @@ int parla_engine_host_main(void) {
             // forked without it and is replaced. A voice that cannot load fails in the child
             // that needs it, with the reason.
             char path[4096];
+            int loaded = 0;
+            run_error[0] = 0;
             if (n > 0 && n < sizeof path) {
                 memcpy(path, payload, n);
                 path[n] = 0;
                 int known = 0;
                 for (size_t i = 0; i < sizeof piper_voices / sizeof *piper_voices; i++)
                     if (piper_voices[i].voice && strcmp(piper_voices[i].path, path) == 0) known = 1;
-                if (!known && piper_voice(path)) {
+                loaded = known || piper_voice(path) != NULL;
+                if (!known && loaded) {
                     espeak_SetSynthCallback(synth_callback);
                     current_voice[0] = 0;
                     drop_spare();
                     fork_spare();
                 }
+            } else {
+                snprintf(run_error, sizeof run_error, "the Piper voice's path is too long");
             }
+            size_t why = loaded ? 0 : strlen(run_error);
+            put_header(MSG_PRELOADED, 4 + (uint32_t)why);
+            put_u32((uint32_t)loaded);
+            put(run_error, why);
         } else if (type == MSG_SPEAK) {
             // A run outside an utterance: refused.
             put_header(MSG_DONE, 8);

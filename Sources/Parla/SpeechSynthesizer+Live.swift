@@ -160,14 +160,25 @@ extension SpeechSynthesizer {
         live.events()
     }
 
-    /// Connects to the sound server and starts the engine ahead of time, so the first
+    /// Connects to the sound server, starts the engine and loads the voice of
+    /// ``defaultLanguage`` ahead of time (a Piper voice's model included), so the first
     /// ``speak(_:)-(Utterance)`` starts sooner.
     /// - Throws: ``/ParlaCore/ParlaError/audioServerUnavailable(reason:)`` if there is no sound server.
     public func prepareToSpeak() async throws {
+        let voice = try? catalog().voice(for: defaultLanguage)
+        try await prepareToSpeak(voices: voice.map { [$0] } ?? [])
+    }
+
+    /// Connects to the sound server, starts the engine and loads `voices` (a Piper voice takes
+    /// about half a second to load; an espeak-ng voice nothing), so that speaking with them
+    /// starts at once. ``prepareToSpeak()`` loads the voice of ``defaultLanguage``.
+    /// - Throws: ``/ParlaCore/ParlaError`` if the server, the engine or a voice cannot be reached or loaded.
+    public func prepareToSpeak(voices: [SpeechVoice]) async throws {
         let output = live.output
         // Both at once: the connection waits on the server, the engine on its own process.
         async let connected: Void = onThreadOfItsOwn("parla.connect") { () throws(ParlaError) in try output.connect() }
         _ = try await engine.start()
+        try await engine.preload(voices)
         try await connected
     }
 }

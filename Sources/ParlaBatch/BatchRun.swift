@@ -84,6 +84,7 @@ final class BatchRun: @unchecked Sendable {
         settings = RenderSettings(
             output: options.outputDirectory, voicesDirectory: voices, userVoicesDirectory: VoiceCatalog.userPresetDirectory,
             piperVoiceDirectories: options.piperVoiceDirectories ?? VoiceCatalog.piperVoiceDirectories,
+            preferredVoices: options.preferredVoices,
             timings: options.timings, captions: options.captions, language: options.language?.identifier,
             voice: options.voice, detectsLanguages: options.detectsLanguages && options.language == nil)
         hasNeuralVoices = !VoiceCatalog.piperVoices(in: settings.piperVoiceDirectories).isEmpty

@@ -31,6 +31,8 @@ public struct BatchRenderOptions: Sendable {
     public var voicesDirectory: String?
     /// Where Piper voices are found (nil: ``/ParlaIO/ParlaCore/VoiceCatalog/piperVoiceDirectories``).
     public var piperVoiceDirectories: [String]?
+    /// Voices to prefer by language (language tag → voice identifier; ``/ParlaCore/VoiceCatalog/preferring(_:)``).
+    public var preferredVoices: [String: String] = [:]
     /// Render only the items of this shard.
     public var shard: BatchShard?
     /// With no more jobs than CPUs this process may use, run worker `i` (and the processes

@@ -36,8 +36,10 @@ final class ItemRenderer {
 
     init(_ settings: RenderSettings) throws(ParlaError) {
         self.settings = settings
+        var preferences: [LanguageTag: String] = [:]
+        for (tag, voice) in settings.preferredVoices { preferences[try LanguageTag(parsing: tag)] = voice }
         let catalog = try VoiceCatalog.load(from: settings.voicesDirectory, userDirectory: settings.userVoicesDirectory)
-            .adding(piperVoicesIn: settings.piperVoiceDirectories)
+            .adding(piperVoicesIn: settings.piperVoiceDirectories).preferring(preferences)
         self.catalog = catalog
         language = try settings.language.map { l throws(ParlaError) in try LanguageTag(parsing: l) }
         voice = try settings.voice.map { v throws(ParlaError) in try catalog.voice(identifier: v) }

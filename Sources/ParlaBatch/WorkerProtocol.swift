@@ -13,6 +13,7 @@ struct RenderSettings: Codable, Sendable {
     var voicesDirectory: String
     var userVoicesDirectory: String?
     var piperVoiceDirectories: [String]
+    var preferredVoices: [String: String]
     var timings: Bool
     var captions: Bool
     var language: String?

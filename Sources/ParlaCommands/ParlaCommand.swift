@@ -35,15 +35,23 @@ struct CatalogOptions: ParsableArguments {
             valueName: "dir"))
     var voicesDirectory: String?
 
+    @Option(
+        name: .customLong("prefer-voice"),
+        help: ArgumentHelp(
+            "The voice for a language, before the default: LANG=VOICE, such as en=piper.en_US-joe-medium (several: repeat the option, or separate them with commas).",
+            valueName: "lang=voice"))
+    var preferVoice: [String] = []
+
     /// Loads the catalog, plus the user's presets in ~/.config/parla/voices.
-    func load() throws -> VoiceCatalog { try Plain(voicesDirectory: voicesDirectory).load() }
+    func load() throws -> VoiceCatalog { try plain.load() }
 
-    /// The same option as a plain value.
-    var plain: Plain { Plain(voicesDirectory: voicesDirectory) }
+    /// The same options as a plain value.
+    var plain: Plain { Plain(voicesDirectory: voicesDirectory, preferVoice: preferVoice) }
 
-    /// The same option as a plain value, for commands that run from plain arguments.
+    /// The same options as a plain value, for commands that run from plain arguments.
     struct Plain: Equatable, Sendable {
         var voicesDirectory: String?
+        var preferVoice: [String] = []
 
         /// Whether the directory given holds Piper voices (and no catalog).
         var isPiperDirectory: Bool {
@@ -62,6 +70,12 @@ struct CatalogOptions: ParsableArguments {
 
         /// Loads the catalog, plus the user's presets in ~/.config/parla/voices.
         func load() throws -> VoiceCatalog {
+            let catalog = try loadWithoutPreferences()
+            guard !preferVoice.isEmpty else { return catalog }
+            return try catalog.preferring(VoiceCatalog.parseVoicePreferences(preferVoice))
+        }
+
+        private func loadWithoutPreferences() throws -> VoiceCatalog {
             guard let voicesDirectory else { return try VoiceCatalog.default() }
             // A directory of Piper voices (MODEL.onnx + MODEL.onnx.json) adds to the default catalog.
             if isPiperDirectory { return try VoiceCatalog.default().adding(piperVoicesIn: [voicesDirectory]) }

@@ -132,6 +132,9 @@ struct Render: AsyncParsableCommand {
         options.voice = try voice.map { try catalog.voice(identifier: $0).identifier }
         options.voicesDirectory = try VoiceCatalog.locateDirectory(explicit: catalogOptions.plain.catalogDirectory)
         options.piperVoiceDirectories = catalogOptions.plain.piperDirectories
+        for (tag, voice) in try VoiceCatalog.parseVoicePreferences(catalogOptions.preferVoice) {
+            options.preferredVoices[tag.identifier] = voice
+        }
 
         let (source, total) = try openInput()
         let mode = progress ?? (isatty(2) != 0 ? .bar : .none)

@@ -140,7 +140,7 @@ struct Say: AsyncParsableCommand {
             text: text, file: file, output: output, timings: timings, voice: voice, language: language, rate: rate, pitch: pitch,
             volume: volume, punctuation: punctuation, ssml: ssml, noDetect: noDetect, prefer: prefer, device: device,
             latency: latency, duck: duck, duckBy: duckBy, highlight: highlight, events: events,
-            voicesDirectory: catalogOptions.voicesDirectory)
+            voicesDirectory: catalogOptions.voicesDirectory, preferVoice: catalogOptions.preferVoice)
     }
 
     func validate() throws { try arguments.validate() }
@@ -194,8 +194,9 @@ struct SayArguments: Equatable, Sendable {
     var highlight = false
     var events: Say.EventFormat? = nil
     var voicesDirectory: String? = nil
+    var preferVoice: [String] = []
 
-    var catalogOptions: CatalogOptions.Plain { CatalogOptions.Plain(voicesDirectory: voicesDirectory) }
+    var catalogOptions: CatalogOptions.Plain { CatalogOptions.Plain(voicesDirectory: voicesDirectory, preferVoice: preferVoice) }
 
     func validate() throws {
         if output != nil && (highlight || events != nil || device != nil || duck || duckBy != nil) {

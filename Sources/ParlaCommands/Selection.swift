@@ -60,7 +60,7 @@ struct SelectionOptions: ParsableArguments {
     var arguments: SelectionArguments {
         SelectionArguments(
             queue: queue, stopOnly: stopOnly, notify: notify, print: print, config: config, device: device, sources: sources,
-            timeout: timeout, source: source, catalogOptions: CatalogOptions.Plain(voicesDirectory: catalogOptions.voicesDirectory))
+            timeout: timeout, source: source, catalogOptions: catalogOptions.plain)
     }
 
     func validate() throws {

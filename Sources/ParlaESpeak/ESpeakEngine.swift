@@ -74,6 +74,16 @@ public actor ESpeakEngine {
         try? host.launch()
     }
 
+    /// Loads these voices' models now, where loading takes time (Piper's: about half a second
+    /// for a medium voice), so that their first utterance starts at once; other voices need
+    /// nothing. The engine keeps them loaded.
+    /// - Throws: ``ParlaError/engineFailure(_:)`` if one cannot be loaded, saying why.
+    public func preload(_ voices: [SpeechVoice]) throws(ParlaError) {
+        if isShared { Self.sharedStarted.store(true, ordering: .releasing) }
+        _ = try host.start()
+        try host.prepare(voices: voices.map(\.engineVoiceName))
+    }
+
     /// Names of the voices the installed espeak-ng offers (its `--voices` list), as the engine
     /// selects them: the voice file's name, e.g. `en-US`, `fr`, `cmn`.
     public func installedVoices() throws(ParlaError) -> [String] {

@@ -126,6 +126,18 @@ final class EngineHost: RunEngine {
             preloaded.insert(voice)
         }
         guard w.write(to: toHost) else { throw failure(while: "loading a voice") }
+        // Each is answered once loaded (a first load of joe: about 0.45 s).
+        for voice in piper {
+            guard let (type, payload) = receive(), type == EngineMessage.preloaded.rawValue else {
+                preloaded.remove(voice)
+                throw failure(while: "loading a Piper voice")
+            }
+            var r = PayloadReader(payload)
+            guard r.u32() == 1 else {
+                preloaded.remove(voice)
+                throw .engineFailure(String(decoding: r.rest(), as: UTF8.self))
+            }
+        }
     }
 
     func endUtterance() {

@@ -28,6 +28,8 @@ enum EngineMessage: UInt8 {
     case ready = 0x52
     /// Audio: native 16-bit samples.
     case audio = 0x41
+    /// A voice asked for with `preload`: loaded (u32 1) or not (0, then why, UTF-8).
+    case preloaded = 0x70
     /// An engine event: type u8, position i32, length i32, sample i32.
     case event = 0x45
     /// A run ended: seq u32, status i32 (``EngineRunStatus``), and for a failure, why (UTF-8,

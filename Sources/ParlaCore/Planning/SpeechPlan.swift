@@ -177,6 +177,13 @@ public struct SpeechPlan: Sendable {
         func voice(for language: LanguageTag) throws(ParlaError) -> SpeechVoice {
             if let v = utterance.voice, v.speaks(language) { return v }
             if let v = voiceCache[language] { return v }
+            // The most specific preference that covers the language.
+            if let (_, v) = utterance.preferredVoices.filter({ language.isSpecialization(of: $0.key) })
+                .max(by: { $0.key.identifier.count < $1.key.identifier.count })
+            {
+                voiceCache[language] = v
+                return v
+            }
             let v = try catalog.voice(for: language)
             voiceCache[language] = v
             return v

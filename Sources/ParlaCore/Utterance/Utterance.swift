@@ -20,6 +20,10 @@ public struct Utterance: Sendable {
     public var language: LanguageTag?
     /// The voice for text whose language it speaks (nil: the default voice for each language).
     public var voice: SpeechVoice?
+    /// Voices to prefer, by language, for text ``voice`` does not speak: a voice listed for
+    /// `en` speaks English of any region (`en-GB` too), before the catalog's default. Empty:
+    /// the catalog's defaults.
+    public var preferredVoices: [LanguageTag: SpeechVoice] = [:]
     /// Speaking rate as a multiple of the voice's own rate (1: the voice's rate; 2: twice as
     /// fast), 0.25–4. The same unit as the `speechRate` attribute and the live
     /// `SpeechSynthesizer.setRate(_:)`, so rates compose by multiplying. The words per minute

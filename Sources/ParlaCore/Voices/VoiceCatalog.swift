@@ -72,6 +72,40 @@ public struct VoiceCatalog: Sendable {
         throw .noVoiceForLanguage(language)
     }
 
+    /// This catalog with `voices` (language → voice identifier) as the defaults for those
+    /// languages and every more specific form of them: `en` → `piper.en_US-joe-medium` makes
+    /// joe speak `en`, `en-US` and `en-GB` text.
+    /// - Throws: ``ParlaError/unknownVoice(_:)`` for an identifier that is not in the catalog.
+    public func preferring(_ voices: [LanguageTag: String]) throws(ParlaError) -> VoiceCatalog {
+        var defaults = languageDefaults
+        for (tag, identifier) in voices {
+            let voice = try voice(identifier: identifier)
+            for key in defaults.keys {
+                if let other = LanguageTag(key), other.isSpecialization(of: tag) { defaults.removeValue(forKey: key) }
+            }
+            defaults[tag.identifier.lowercased()] = voice.identifier
+        }
+        return VoiceCatalog(
+            voices: self.voices, variants: variants, languageDefaults: defaults, scriptDefaults: scriptDefaults, directories: directories)
+    }
+
+    /// Parses voice preferences such as `en=piper.en_US-joe-medium,fr=espeak-ng.fr`
+    /// (`LANG=VOICE`, separated by commas; the option may also be given several times).
+    /// - Throws: ``ParlaError/invalidLanguageTag(_:)`` or ``ParlaError/invalidInput(_:)`` naming what is wrong.
+    public static func parseVoicePreferences(_ values: [String]) throws(ParlaError) -> [LanguageTag: String] {
+        var out: [LanguageTag: String] = [:]
+        for value in values {
+            for item in value.split(separator: ",") {
+                let parts = item.split(separator: "=", maxSplits: 1).map { String($0.filter { !$0.isWhitespace }) }
+                guard parts.count == 2, !parts[1].isEmpty else {
+                    throw .invalidInput("'\(item)' is not a voice preference: write LANG=VOICE, such as en=piper.en_US-joe-medium")
+                }
+                out[try LanguageTag(parsing: parts[0])] = parts[1]
+            }
+        }
+        return out
+    }
+
     /// Every voice that serves `language` or a more specific form of it.
     public func voices(speaking language: LanguageTag) -> [SpeechVoice] {
         voices.filter { voice in voice.languages.contains { $0.isSpecialization(of: language) } }

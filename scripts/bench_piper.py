@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""Rendering with a Piper voice (issue 38), against piper-tts with the same model, in one run.
+
+    bench_piper.py PARLA PIPER MODEL CORPUS.tsv RUNS
+
+Prints, each the median of RUNS runs:
+  - CPU time per second of audio: `parla render CORPUS --jobs 1` against `piper -m MODEL -d DIR`
+    reading the same lines (each process's CPU, model loading included), and the ratio
+    (target <= 1.0);
+  - all cores: `parla render --jobs N` wall time against the 1-job CPU time / N (target >= 90 %);
+  - memory with one voice loaded: the render worker's peak resident memory against the model
+    file's size (target <= 2x), and piper's.
+"""
+import json, os, resource, statistics, subprocess, sys, tempfile, time
+
+
+def run(cmd, **kw):
+    """Runs cmd; returns (wall s, CPU s of it and its children, peak RSS bytes, stderr)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.monotonic()
+    p = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, **kw)
+    wall = time.monotonic() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if p.returncode != 0:
+        sys.exit(f"{' '.join(cmd)} failed ({p.returncode}):\n{p.stderr[-2000:]}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu, after.ru_maxrss * 1024, p.stderr
+
+
+def wav_seconds(directory):
+    total = 0.0
+    for name in os.listdir(directory):
+        if name.endswith(".wav"):
+            size = os.path.getsize(os.path.join(directory, name))
+            total += max(0, size - 44) / 2 / 22050
+    return total
+
+
+def main():
+    parla, piper, model, corpus, runs = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
+    voice = "piper." + os.path.basename(model)[: -len(".onnx")]
+    lines = [l.rstrip("\n").split("\t")[-1] for l in open(corpus, encoding="utf-8") if l.strip()]
+    cores = os.cpu_count() or 1
+    tmp = tempfile.mkdtemp(prefix="parla-bench-piper-")
+    with open(os.path.join(tmp, "lines.txt"), "w", encoding="utf-8") as f:
+        f.write("\n".join(lines) + "\n")
+    parla_cpu, parla_audio, piper_cpu, piper_audio, all_wall, peaks, piper_peaks = [], [], [], [], [], [], []
+    for r in range(runs):
+        out = os.path.join(tmp, f"parla-{r}")
+        _, cpu, _, err = run([parla, "render", corpus, "-o", out, "--jobs", "1", "-v", voice])
+        audio = sum(json.loads(l).get("duration_s", 0) for l in open(os.path.join(out, "results.jsonl")))
+        parla_cpu.append(cpu)
+        parla_audio.append(audio)
+        # "peak memory 20.0 MB here, 351.1 MB per worker"
+        for part in err.split(";"):
+            if "per worker" in part:
+                peaks.append(float(part.split(",")[-1].split("MB")[0]))
+        out = os.path.join(tmp, f"parla-all-{r}")
+        wall, _, _, _ = run([parla, "render", corpus, "-o", out, "--jobs", str(cores), "-v", voice])
+        all_wall.append(wall)
+        out = os.path.join(tmp, f"piper-{r}")
+        os.makedirs(out)
+        # piper's own peak: measured in a process of its own (RUSAGE_CHILDREN keeps the maximum).
+        with open(os.path.join(tmp, "lines.txt"), encoding="utf-8") as stdin:
+            p0 = time.monotonic()
+            child = subprocess.Popen([piper, "-m", model, "-d", out], stdin=stdin, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            _, status, usage = os.wait4(child.pid, 0)
+            if status != 0:
+                sys.exit(f"piper failed: {child.stderr.read().decode()[-2000:]}")
+        piper_cpu.append(usage.ru_utime + usage.ru_stime)
+        piper_peaks.append(usage.ru_maxrss / 1024)
+        piper_audio.append(wav_seconds(out))
+        print(
+            f"run {r + 1}/{runs}: parla {parla_cpu[-1]:.2f} s CPU for {parla_audio[-1]:.1f} s of audio, "
+            f"all cores {all_wall[-1]:.2f} s; piper {piper_cpu[-1]:.2f} s CPU for {piper_audio[-1]:.1f} s",
+            file=sys.stderr,
+        )
+    med = statistics.median
+    p = med(c / a for c, a in zip(parla_cpu, parla_audio))
+    q = med(c / a for c, a in zip(piper_cpu, piper_audio))
+    print(f"\nRendering {len(lines)} quotations with {voice}, {runs} runs, medians")
+    print(f"  CPU per second of audio, 1 job:  parla {p * 1000:.1f} ms, piper-tts {q * 1000:.1f} ms;  ratio {p / q:.2f}  (target <= 1.0)")
+    print(f"  audio: parla {med(parla_audio):.1f} s, piper-tts {med(piper_audio):.1f} s (the noise differs: so do the durations)")
+    eff = med(parla_cpu) / cores / med(all_wall)
+    print(f"  all {cores} cores: {med(all_wall):.2f} s wall against {med(parla_cpu):.2f} s CPU on 1 job;  efficiency {eff * 100:.0f} %  (target >= 90 %)")
+    size = os.path.getsize(model) / 1e6
+    if peaks:
+        print(f"  memory, one voice loaded: render worker peak {med(peaks):.1f} MB, model file {size:.1f} MB;  ratio {med(peaks) / size:.2f}  (target <= 2)")
+    print(f"  piper-tts peak resident memory: {med(piper_peaks):.1f} MB")
+
+
+main()
