@@ -214,11 +214,11 @@ static void piper_event(void *context, int kind, int position, int length, int s
 
 static int synth_callback(short *wav, int count, espeak_EVENT *events);
 
-static int speak_piper(const char *path, const char *text, int rate, int volume) {
+static int speak_piper(const char *path, const char *text, int rate, int volume, int options) {
     parla_piper_voice *voice = piper_voice(path);
     if (!voice) return STATUS_FAILED;
     parla_piper_output output = { NULL, piper_should_stop, piper_audio, piper_event };
-    int status = parla_piper_speak(voice, text, rate, volume, 0, &output, run_error, sizeof run_error);
+    int status = parla_piper_speak(voice, text, rate, volume, options, &output, run_error, sizeof run_error);
     // Piper's phonemes came from espeak-ng with a callback and a voice of their own.
     espeak_SetSynthCallback(synth_callback);
     current_voice[0] = 0;
@@ -243,7 +243,8 @@ static int speak(const unsigned char *p, uint32_t n) {
         if (!text) return STATUS_FAILED;
         memcpy(text, p + 26 + voice_length, text_length);
         text[text_length] = 0;
-        int status = speak_piper(voice + strlen(PARLA_PIPER_PREFIX), text, rate, volume);
+        int status = speak_piper(voice + strlen(PARLA_PIPER_PREFIX), text, rate, volume,
+                                 flags & PARLA_PIPER_RUN_EARLY_FIRST_CLAUSE ? PARLA_PIPER_EARLY_FIRST_CLAUSE : 0);
         free(text);
         return status;
     }

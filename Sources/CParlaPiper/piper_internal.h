@@ -58,9 +58,10 @@ piper_id_map *piper_id_map_create(const pj_value *map, char *error, size_t error
 void piper_id_map_free(piper_id_map *map);
 
 /// Turns `text` into sentences of phoneme ids with espeak-ng voice `espeak_voice`, calling
-/// `sentence` for each as soon as it is complete. Returns 0, or the non-zero value `sentence`
+/// `sentence` for each as soon as it is complete (with `early_first_clause`, the first clause
+/// that ends in a comma, colon or semicolon is a sentence of its own). Returns 0, or the non-zero value `sentence`
 /// returned (which stops it), or -1 with `error` set.
-int piper_phonemize(const char *text, const char *espeak_voice, const piper_id_map *map,
+int piper_phonemize(const char *text, const char *espeak_voice, const piper_id_map *map, int early_first_clause,
                     int (*sentence)(void *context, piper_sentence *s), void *context, char *error, size_t error_size);
 
 // MARK: ONNX Runtime (piper_runtime.c)

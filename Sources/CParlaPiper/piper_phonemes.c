@@ -230,7 +230,7 @@ static uint32_t terminator_of(const char *start, const char *end) {
     }
 }
 
-int piper_phonemize(const char *text, const char *espeak_voice, const piper_id_map *map,
+int piper_phonemize(const char *text, const char *espeak_voice, const piper_id_map *map, int early_first_clause,
                     int (*sentence)(void *context, piper_sentence *s), void *context, char *error, size_t error_size) {
     if (espeak_SetVoiceByName(espeak_voice) != EE_OK) {
         snprintf(error, error_size, "espeak-ng has no voice '%s', which this Piper voice's config names (espeak.voice)", espeak_voice);
@@ -314,12 +314,14 @@ int piper_phonemize(const char *text, const char *espeak_voice, const piper_id_m
         // The clause's punctuation is a phoneme of its own, when the voice has it.
         if (terminator && lookup(map, terminator) && !push_phoneme(&s, map, terminator, -1, error, error_size)) { status = -1; break; }
         clause = clause_end;
-        int ends = is_sentence_end(terminator) || !p || s.id_count > 400;
+        int clause_only = terminator == 0x2C || terminator == 0x3B || terminator == 0x3A;  // , ; :
+        int ends = is_sentence_end(terminator) || !p || s.id_count > 400 || (early_first_clause && clause_only);
         if (ends && s.id_count > 0) {
             if (!push_id(&s, map->eos, -1)) { snprintf(error, error_size, "out of memory"); status = -1; break; }
             status = sentence(context, &s);
             reset(&s);
             last_word = -1;
+            early_first_clause = 0;
         }
     }
     free(trace.bytes);

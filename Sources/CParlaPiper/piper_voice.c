@@ -250,9 +250,8 @@ static int speak_sentence(void *context, piper_sentence *s) {
     return 0;
 }
 
-int parla_piper_speak(parla_piper_voice *voice, const char *text, int rate, int volume, uint64_t seed,
+int parla_piper_speak(parla_piper_voice *voice, const char *text, int rate, int volume, int options,
                       const parla_piper_output *output, char *error, size_t error_size) {
-    (void)seed;
     error[0] = 0;
     if (rate < 80) rate = 80;
     if (rate > 450) rate = 450;
@@ -263,7 +262,8 @@ int parla_piper_speak(parla_piper_voice *voice, const char *text, int rate, int 
         .scales = { voice->noise_scale, voice->length_scale * 175.0f / (float)rate, voice->noise_w },
         .gain = (float)volume / 100.0f, .samples = 0, .error = error, .error_size = error_size,
     };
-    int status = piper_phonemize(text, voice->espeak_voice, voice->map, speak_sentence, &sp, error, error_size);
+    int status = piper_phonemize(text, voice->espeak_voice, voice->map, options & PARLA_PIPER_EARLY_FIRST_CLAUSE, speak_sentence, &sp,
+                                 error, error_size);
     if (status == PARLA_PIPER_STOPPED) return PARLA_PIPER_STOPPED;
     if (status != 0) {
         if (!error[0]) snprintf(error, error_size, "the Piper voice could not speak this text");

@@ -129,7 +129,8 @@ struct SelectionRun {
 
         The settings file ($XDG_CONFIG_HOME/parla/speak-selection.conf, default ~/.config/parla/...) \
         is created with every setting commented out on first use. Lines are "key = value"; keys: rate \
-        (80–450 words per minute), voice (an identifier from 'parla voices'), languages (preferred, \
+        (80–450 words per minute), voice (an identifier from 'parla voices'), voices (a voice per \
+        language, e.g. "en=piper.en_US-joe-medium"), languages (preferred, \
         e.g. "en, el"), device (a PulseAudio sink), notify (true/false), duck (true, false or dB: lower \
         other audio while speaking), sources (e.g. "accessibility, primary, clipboard"), timeout \
         (milliseconds each source may take).
@@ -172,7 +173,7 @@ struct SelectionRun {
         }
         _ = lock
         let settings = try SelectionSettings.load(path: options.config)
-        let catalog = try options.catalogOptions.load()
+        let catalog = try options.catalogOptions.load().preferring(settings.voices)
         var detector = try LanguageDetector.load(catalog: catalog)
         if !settings.languages.isEmpty { detector.preferences = LanguagePreferences(settings.languages) }
         let synth = SpeechSynthesizer(
@@ -520,6 +521,8 @@ enum Selection {
 struct SelectionSettings {
     var rate: Double?
     var voice: String?
+    /// A voice per language (language → voice identifier).
+    var voices: [LanguageTag: String] = [:]
     var languages: [LanguageTag] = []
     var device: String?
     var notify = false
@@ -539,6 +542,10 @@ struct SelectionSettings {
 
         # The voice for text in its language (see 'parla voices'), e.g. espeak-ng.en-gb.
         # voice = espeak-ng.en-us
+
+        # A voice per language, before each language's default: a Piper neural voice for
+        # English, say (see 'parla voices'; Piper voices go in ~/.local/share/parla/voices).
+        # voices = en=piper.en_US-joe-medium, fr=espeak-ng.fr
 
         # Preferred languages, most preferred first, for text the detector cannot decide
         # (default: from $LANGUAGE / $LANG).
@@ -625,6 +632,12 @@ struct SelectionSettings {
                 s.rate = r
             case "voice":
                 s.voice = value.isEmpty ? nil : value
+            case "voices":
+                do {
+                    s.voices = try VoiceCatalog.parseVoicePreferences([value])
+                } catch {
+                    throw fail("voices must be LANG=VOICE pairs separated by commas, like 'en=piper.en_US-joe-medium' (\(error))")
+                }
             case "languages":
                 do {
                     s.languages = try value.split(separator: ",").map { try LanguageTag(parsing: $0.trimmed()) }
@@ -657,7 +670,8 @@ struct SelectionSettings {
                 }
                 s.timeout = ms
             default:
-                throw fail("unknown setting '\(key)' (the settings are rate, voice, languages, device, notify, duck, sources and timeout)")
+                throw fail(
+                    "unknown setting '\(key)' (the settings are rate, voice, voices, languages, device, notify, duck, sources and timeout)")
             }
         }
         return s

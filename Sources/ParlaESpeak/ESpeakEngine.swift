@@ -216,6 +216,8 @@ func synthesizePlan(
         var flags = UInt32(espeakCHARS_UTF8)
         if input.isMarkup { flags |= UInt32(espeakSSML) }
         if index == plan.runs.count - 1 || endsSentence { flags |= UInt32(espeakENDPAUSE) }
+        // Live speech's first run, in a Piper voice: its first clause is heard sooner alone.
+        if skipsLeadingSilence, index == 0, run.voice.engine == SpeechVoice.piperEngine { flags |= PARLA_PIPER_RUN_EARLY_FIRST_CLAUSE }
         return RunRequest(
             voice: run.voice.engineVoiceName, rate: Int32(clamping: run.rate), pitch: Int32(clamping: run.pitch),
             volume: Int32(clamping: run.volume), punctuation: Int32(bitPattern: punct.rawValue), flags: flags, text: input.text)
@@ -392,7 +394,10 @@ final class ESpeakCore: RunEngine {
                                     RawEngineEvent(
                                         kind: kind, estimated: type & 0x80 != 0, position: position, length: length, sample: sample))
                             })
-                        return run.text.withCString { parla_piper_speak(voice, $0, run.rate, run.volume, 0, &output, &error, error.count) }
+                        let options = run.flags & PARLA_PIPER_RUN_EARLY_FIRST_CLAUSE != 0 ? Int32(PARLA_PIPER_EARLY_FIRST_CLAUSE) : 0
+                        return run.text.withCString {
+                            parla_piper_speak(voice, $0, run.rate, run.volume, options, &output, &error, error.count)
+                        }
                     }
                 }
             }

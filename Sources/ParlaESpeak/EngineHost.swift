@@ -118,7 +118,7 @@ final class EngineHost: RunEngine {
     func prepare(voices: [String]) throws(ParlaError) {
         let piper = voices.filter { $0.hasPrefix(piperVoicePrefix) && !preloaded.contains($0) }
         guard !piper.isEmpty else { return }
-        try launch()
+        _ = try start()  // READY first
         var w = MessageWriter()
         for voice in piper {
             let path = Array(voice.utf8.dropFirst(piperVoicePrefix.utf8.count))

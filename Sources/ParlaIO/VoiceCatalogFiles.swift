@@ -65,6 +65,7 @@ extension VoiceCatalog {
         let piper = VoiceCatalog.piperVoices(in: directories)
         guard !piper.isEmpty else { return self }
         var defaults = languageDefaults
+        var replaced = espeakDefaults
         var chosen: [String: SpeechVoice] = [:]
         for voice in piper {
             for tag in voice.languages {
@@ -73,13 +74,14 @@ extension VoiceCatalog {
                         continue
                     }
                     chosen[key] = voice
+                    if replaced[key] == nil, let before = defaults[key] { replaced[key] = before }
                     defaults[key] = voice.identifier
                 }
             }
         }
         return VoiceCatalog(
             voices: voices + piper, variants: variants, languageDefaults: defaults, scriptDefaults: scriptDefaults,
-            directories: self.directories + directories)
+            directories: self.directories + directories, espeakDefaults: replaced)
     }
 
     /// Where Piper voices are looked for: `$PARLA_PIPER_VOICES` (directories separated by

@@ -1,6 +1,7 @@
 // sd_parla: Parla as a speech-dispatcher output module. speech-dispatcher starts it with the
 // path of its configuration file, writes commands on its standard input and reads replies and
 // events from its standard output; diagnostics go to standard error (the server's module log).
+import FoundationEssentials
 import Glibc
 import Parla
 import ParlaSpeechd
@@ -15,7 +16,11 @@ let usage = """
     Usage: sd_parla [CONFIG-FILE]     speak the module protocol on standard input and output
            sd_parla --version | --help
 
-    Environment: PARLA_VOICES (the voice catalog), PULSE_SERVER (the sound server).
+    In the configuration file, lines 'ParlaPreferVoice "LANG=VOICE"' choose a voice per language
+    before its default (a Piper voice for English: ParlaPreferVoice "en=piper.en_US-joe-medium").
+
+    Environment: PARLA_VOICES (the voice catalog), PARLA_PIPER_VOICES (Piper voices),
+    PULSE_SERVER (the sound server).
     """
 
 let arguments = CommandLine.arguments.dropFirst()
@@ -84,8 +89,23 @@ final class ParlaSpeaker: ModuleSpeaker {
     func stop() { _ = synth.stop(at: .immediate) }
 }
 
+/// The `ParlaPreferVoice "LANG=VOICE"` lines of the configuration file.
+func voicePreferences(inConfiguration path: String?) -> [String] {
+    guard let path, let data = FileManager.default.contents(atPath: path) else { return [] }
+    var values: [String] = []
+    for line in String(decoding: data, as: UTF8.self).split(separator: "\n") {
+        let words = line.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
+        guard words.count == 2, words[0] == "ParlaPreferVoice" else { continue }
+        values.append(String(words[1].filter { $0 != "\"" && !$0.isWhitespace }))
+    }
+    return values
+}
+let preferredVoices = voicePreferences(inConfiguration: arguments.first)
+
 let session = ModuleSession(
-    catalog: { () throws(ParlaError) in try VoiceCatalog.default() },
+    catalog: { () throws(ParlaError) in
+        try VoiceCatalog.default().preferring(VoiceCatalog.parseVoicePreferences(preferredVoices))
+    },
     makeSpeaker: { device, session in ParlaSpeaker(device: device, session: session) },
     output: send,
     log: log)

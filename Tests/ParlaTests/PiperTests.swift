@@ -155,4 +155,53 @@ struct PiperTests {
         #expect(timeline.words.allSatisfy { $0.isEstimated })
         #expect(timeline.invariantViolation(input: text) == nil)
     }
+
+    /// A voice at another rate than espeak-ng's is resampled: one stream, one timeline, and the
+    /// words where the resampled audio puts them. (joe's config says 16,000 Hz here: the
+    /// samples are then read at the wrong rate, which is enough to exercise the path.)
+    @Test func aVoiceAtAnotherRateJoinsTheTimeline() async throws {
+        let dir = try PiperFixture.alteredVoice(
+            named: "sixteen", config: { $0.replacingOccurrences(of: "\"sample_rate\": 22050", with: "\"sample_rate\": 16000") })
+        let catalog = try VoiceCatalog.default().adding(piperVoicesIn: [dir.path]).preferring(["en": "piper.sixteen"])
+        #expect(try catalog.voice(identifier: "piper.sixteen").sampleRate == 16000)
+        let text = "Hello world. Καλημέρα κόσμε."
+        let (samples, timeline) = try await render(Utterance(string: text), with: SpeechSynthesizer(catalog: catalog))
+        #expect(timeline.sampleRate == 22050)
+        #expect(timeline.segments.map(\.voice) == ["piper.sixteen", "espeak-ng.el"])
+        #expect(timeline.invariantViolation(input: text) == nil, "\(timeline.invariantViolation(input: text) ?? "")")
+        #expect(samples.count == timeline.sampleCount)
+        let hello = try await render(try joe("Hello world."))
+        // 22,050 / 16,000 times as many samples as joe's own (the noise is the same: one seed).
+        let english = timeline.segments[0].endSample - timeline.segments[0].startSample
+        let ratio: Double = Double(english) / Double(hello.samples.count)
+        let expected: Double = 22050.0 / 16000.0
+        #expect(abs(ratio - expected) < 0.1, "\(english) vs \(hello.samples.count)")
+    }
+
+    @Test func ssmlVoiceNamesAndPreferencesChooseTheVoice() async throws {
+        let ssml = "<speak><voice name=\"espeak-ng.en-us\">Robot.</voice> <voice name=\"\(PiperFixture.voice)\">Natural.</voice></speak>"
+        let (_, timeline) = try await render(try Utterance(ssml: ssml))
+        #expect(timeline.segments.map(\.voice) == ["espeak-ng.en-us", PiperFixture.voice])
+        let unknown = try Utterance(ssml: "<speak><voice name=\"piper.nobody\">Who?</voice></speak>")
+        await #expect(throws: ParlaError.unknownVoice("piper.nobody")) { try await render(unknown) }
+        // A preference by language, on the utterance and on the catalog.
+        var u = Utterance(string: "Preferred, not default.")
+        u.preferredVoices = ["en": try catalog.voice(identifier: "espeak-ng.en-gb-x-rp")]
+        #expect(try await render(u).timeline.segments.map(\.voice) == ["espeak-ng.en-gb-x-rp"])
+        let preferring = SpeechSynthesizer(catalog: try catalog.preferring(["en": "espeak-ng.en-us"]))
+        #expect(try await render(Utterance(string: "Robot again."), with: preferring).timeline.segments.map(\.voice) == ["espeak-ng.en-us"])
+    }
+
+    @Test func spelledOutSpansInAPiperVoiceAreSpelledByEspeak() async throws {
+        var text = AttributedString("Call ")
+        var letters = AttributedString("ABC")
+        letters.speechSpellOut = true
+        text.append(letters)
+        text.append(AttributedString(" now."))
+        var u = Utterance(text)
+        u.language = "en"
+        let (_, timeline) = try await render(u)
+        #expect(timeline.segments.map(\.voice) == [PiperFixture.voice, "espeak-ng.en-us", PiperFixture.voice])
+        #expect(timeline.invariantViolation(input: u.inputText) == nil)
+    }
 }

@@ -39,11 +39,20 @@ typedef struct {
 enum { PARLA_PIPER_ESTIMATED = 0x80 };
 enum { PARLA_PIPER_OK = 0, PARLA_PIPER_STOPPED = 1, PARLA_PIPER_FAILED = 3 };
 
+/// parla_piper_speak's options: live speech, where the first sound matters, has its first clause
+/// ("Hello there," of "Hello there, how are you?") spoken as a sentence of its own: the model
+/// takes about as long per second of speech for any length, so a short first piece is heard
+/// sooner, and the rest is made while it plays.
+enum { PARLA_PIPER_EARLY_FIRST_CLAUSE = 1 };
+/// The bit of a run's flags (on the engine host's wire) that asks for it.
+#define PARLA_PIPER_RUN_EARLY_FIRST_CLAUSE 0x40000000u
+
 /// Speaks UTF-8 `text` (plain text, no markup). `rate` is in espeak-ng's words per minute
-/// (175 = the voice's own speed), `volume` 0-200 (100 = as the model speaks). `seed` seeds the
-/// model's noise, so that the same text, voice and seed give the same samples. Returns a
+/// (175 = the voice's own speed), `volume` 0-200 (100 = as the model speaks), `options`
+/// PARLA_PIPER_ options. The model's noise is seeded when the voice loads: a process that
+/// loads it, then speaks the same text, gives the same samples. Returns a
 /// PARLA_PIPER_ status; on failure, `error` says why.
-int parla_piper_speak(parla_piper_voice *voice, const char *text, int rate, int volume, uint64_t seed,
+int parla_piper_speak(parla_piper_voice *voice, const char *text, int rate, int volume, int options,
                       const parla_piper_output *output, char *error, size_t error_size);
 
 /// Where ONNX Runtime was loaded from, or NULL if it is not loaded.

@@ -208,8 +208,12 @@ public struct SpeechPlan: Sendable {
             let attrs = attributed.attributes
             // The run's languages: its attribute, else the detected segments it overlaps.
             var pieces: [(range: Range<Int>, language: LanguageTag)] = []
+            let spanVoice = try attrs[SpeechAttributes.VoiceAttribute.self].map { id throws(ParlaError) in try catalog.voice(identifier: id)
+            }
             if let explicit = attrs[SpeechAttributes.LanguageAttribute.self] {
                 pieces = [(offset..<(offset + count), explicit)]
+            } else if let spanVoice {
+                pieces = [(offset..<(offset + count), spanVoice.primaryLanguage ?? baseLanguage)]
             } else if detected.isEmpty {
                 pieces = [(offset..<(offset + count), baseLanguage)]
             } else {
@@ -234,7 +238,15 @@ public struct SpeechPlan: Sendable {
             }
             for piece in pieces {
                 let language = piece.language
-                let v = try voice(for: language)
+                var v: SpeechVoice
+                if let spanVoice { v = spanVoice } else { v = try voice(for: language) }
+                // Spelling out is espeak-ng's (SSML say-as): a Piper voice's span is spelled by
+                // espeak-ng's voice of the language.
+                if attrs[SpeechAttributes.SpellOutAttribute.self] == true, v.engine == SpeechVoice.piperEngine,
+                    let spelling = catalog.espeakVoice(for: language)
+                {
+                    v = spelling
+                }
                 let rateWPM =
                     (utterance.wordsPerMinute ?? v.rate ?? 175) * utterance.rate * (attrs[SpeechAttributes.RateAttribute.self] ?? 1)
                 let pitch = 50 * (v.pitch ?? 1) * utterance.pitchMultiplier * (attrs[SpeechAttributes.PitchAttribute.self] ?? 1)

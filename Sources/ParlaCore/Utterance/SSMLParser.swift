@@ -3,7 +3,7 @@ import RealModule
 
 /// Parses the subset of SSML 1.1 that maps onto Parla's speech attributes.
 ///
-/// Supported: `speak`, `voice`/`lang`/`p`/`s` (`xml:lang`), `prosody` (`rate`, `pitch`,
+/// Supported: `speak`, `voice` (`name`: a voice identifier; `xml:lang`), `lang`/`p`/`s` (`xml:lang`), `prosody` (`rate`, `pitch`,
 /// `volume`), `say-as` (`characters`, `spell-out`), `break` (`time`, `strength`), `sub`
 /// (`alias`), `mark` (`name`: a ``Utterance/Mark``). `emphasis`, `audio`, `phoneme` and unknown
 /// elements are transparent: their text is spoken. Malformed markup is an error naming the line and column.
@@ -168,6 +168,12 @@ struct SSMLParser {
             ctx.attributes.speechLanguage = tag
         }
         switch name {
+        case "voice":
+            // The voice is looked up when the utterance is planned (an unknown one is an error there).
+            if let voiceName = attrs["name"] {
+                guard !voiceName.isEmpty else { throw error("<voice name> is empty", at: tagStart) }
+                ctx.attributes.speechVoice = voiceName
+            }
         case "p", "s", "paragraph", "sentence":
             separate(at: tagRange)
         case "prosody":

@@ -77,6 +77,14 @@ public enum SpeechAttributes {
         public typealias Value = Bool
         public static let name = "Parla.speechSpellOut"
     }
+
+    /// The voice that speaks the span: a voice identifier such as `piper.en_US-joe-medium`
+    /// (SSML `<voice name>`). Its language is the span's unless the span has a language.
+    public enum VoiceAttribute: AttributedStringKey {
+        public typealias Value = String
+        public static let name = "Parla.speechVoice"
+        public static var inheritedByAddedText: Bool { false }
+    }
 }
 
 extension AttributeScopes {
@@ -100,6 +108,8 @@ extension AttributeScopes {
         public let speechPunctuation: SpeechAttributes.PunctuationAttribute
         /// Whether the span is spelled out.
         public let speechSpellOut: SpeechAttributes.SpellOutAttribute
+        /// The voice that speaks the span.
+        public let speechVoice: SpeechAttributes.VoiceAttribute
     }
 
     /// Parla's speech attributes, for `AttributedString(…, including: \.parla)`-style APIs.

@@ -13,13 +13,17 @@ public struct VoiceCatalog: Sendable {
     public let scriptDefaults: [String: LanguageTag]
     /// The directories the presets were loaded from.
     public let directories: [String]
+    /// Lowercased language tag → the espeak-ng voice that was its default before a Piper voice
+    /// took over (``/ParlaIO/ParlaCore/VoiceCatalog/adding(piperVoicesIn:)``): it spells out
+    /// what the Piper voice cannot.
+    public let espeakDefaults: [String: String]
 
     private let byIdentifier: [String: SpeechVoice]
 
     /// Creates a catalog from presets already in memory.
     public init(
         voices: [SpeechVoice], variants: [String] = [], languageDefaults: [String: String] = [:],
-        scriptDefaults: [String: LanguageTag] = [:], directories: [String] = []
+        scriptDefaults: [String: LanguageTag] = [:], directories: [String] = [], espeakDefaults: [String: String] = [:]
     ) {
         var map: [String: SpeechVoice] = [:]
         for v in voices { map[v.identifier.lowercased()] = v }
@@ -29,6 +33,22 @@ public struct VoiceCatalog: Sendable {
         self.languageDefaults = languageDefaults
         self.scriptDefaults = scriptDefaults
         self.directories = directories
+        self.espeakDefaults = espeakDefaults
+    }
+
+    /// The espeak-ng voice for `language`: the default it had before a Piper voice took over,
+    /// else the default, else an espeak-ng voice that speaks it; nil if none does.
+    public func espeakVoice(for language: LanguageTag) -> SpeechVoice? {
+        var tag: LanguageTag? = language
+        while let t = tag {
+            for table in [espeakDefaults, languageDefaults] {
+                if let id = table[t.identifier.lowercased()], let v = byIdentifier[id.lowercased()], v.engine != SpeechVoice.piperEngine {
+                    return v
+                }
+            }
+            tag = t.parent
+        }
+        return voices(speaking: language).first { $0.engine != SpeechVoice.piperEngine }
     }
 
     // MARK: Lookup
@@ -86,7 +106,8 @@ public struct VoiceCatalog: Sendable {
             defaults[tag.identifier.lowercased()] = voice.identifier
         }
         return VoiceCatalog(
-            voices: self.voices, variants: variants, languageDefaults: defaults, scriptDefaults: scriptDefaults, directories: directories)
+            voices: self.voices, variants: variants, languageDefaults: defaults, scriptDefaults: scriptDefaults, directories: directories,
+            espeakDefaults: espeakDefaults)
     }
 
     /// Parses voice preferences such as `en=piper.en_US-joe-medium,fr=espeak-ng.fr`

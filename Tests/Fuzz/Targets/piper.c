@@ -1,0 +1,38 @@
+// libFuzzer target: what a Piper voice's files can hold, against the C that reads them
+// (Sources/CParlaPiper): the first byte picks the reader, the rest is the file.
+//   0 (even): MODEL.onnx.json: the JSON reader, the config's fields and the phoneme id map;
+//   1 (odd):  MODEL.onnx: the protobuf walker that finds the Ceil node, and the rewrite that
+//             adds its output and seeds the random nodes, whose result must read back the same.
+// Built by scripts/fuzz with the sanitizers; no ONNX Runtime, no espeak-ng call.
+#include "piper_internal.h"
+#include <stdlib.h>
+#include <string.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    if (size < 1) return 0;
+    const uint8_t *body = data + 1;
+    size_t length = size - 1;
+    char error[300];
+    if ((data[0] & 1) == 0) {
+        pj_value *doc = pj_parse((const char *)body, length, error, sizeof error);
+        if (!doc) return 0;
+        (void)pj_string(pj_get(pj_get(doc, "espeak"), "voice"));
+        (void)pj_number(pj_get(pj_get(doc, "audio"), "sample_rate"), 0);
+        piper_id_map *map = piper_id_map_create(pj_get(doc, "phoneme_id_map"), error, sizeof error);
+        piper_id_map_free(map);
+        pj_free(doc);
+        return 0;
+    }
+    char name[512];
+    int found = piper_find_ceil_output(body, length, name, sizeof name);
+    size_t rewritten_length = 0;
+    unsigned char *rewritten = piper_rewrite_model(body, length, found == 1 ? name : "extra", 1.0f, &rewritten_length);
+    if (found >= 0 && rewritten) {
+        // The rewrite keeps the model readable and its Ceil node where it was.
+        char again[512];
+        int found_again = piper_find_ceil_output(rewritten, rewritten_length, again, sizeof again);
+        if (found_again != found || (found == 1 && strcmp(again, name) != 0)) abort();
+    }
+    free(rewritten);
+    return 0;
+}
