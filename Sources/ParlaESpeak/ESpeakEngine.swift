@@ -235,6 +235,9 @@ func synthesizePlan(
     var builder = TimelineBuilder(plan: plan, sampleRate: rate, emit: emit)
     builder.marksWords = marksWords
     builder.skipsLeadingSilence = skipsLeadingSilence
+    // Live speech also ends at the last sound, and takes a Piper voice's faint noise for silence.
+    builder.skipsTrailingSilence = skipsLeadingSilence
+    if skipsLeadingSilence { builder.silenceThreshold = 32 }
     builder.silence(plan.leadingSilence)
     for (index, run) in plan.runs.enumerated() {
         if stop.isRaised { throw .cancelled }

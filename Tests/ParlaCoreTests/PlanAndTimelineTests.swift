@@ -211,6 +211,56 @@ struct AlignmentTests {
         #expect(silent.count == 600)
     }
 
+    /// Live speech also drops the engine's silence after the last sound: the utterance ends when
+    /// its last sound is heard. Silence followed by more sound, by an event or by a planned pause
+    /// is kept, and a threshold makes a faint noise (a Piper voice's silence) count as silence.
+    @Test func trailingSilenceIsDroppedButNothingElse() throws {
+        let text = "one two"
+        let plan = try SpeechPlan(Utterance(string: text), catalog: testCatalog)
+        func build(threshold: Int16, _ blocks: [[Int16]], wordAfter: Int? = nil, pause: Bool = false) -> (SpeechTimeline, [Int16]) {
+            var timeline = SpeechTimeline(sampleRate: 10_000)
+            var audio: [Int16] = []
+            var b = TimelineBuilder(plan: plan, sampleRate: 10_000) { e in
+                timeline.record(e)
+                if case .audio(let a) = e { audio += a.samples }
+            }
+            b.skipsLeadingSilence = true
+            b.skipsTrailingSilence = true
+            b.silenceThreshold = threshold
+            b.beginRun(0, input: EngineInput(text: Substring(text).unicodeScalars, range: 0..<7, spellOut: false))
+            for (i, block) in blocks.enumerated() {
+                b.engineAudio(block)
+                if wordAfter == i { b.word(position: 5, length: 3, runSample: 1200) }
+            }
+            b.endRun()
+            b.endEngineAudio()
+            if pause { b.silence(.milliseconds(10)) }
+            b.finish()
+            return (timeline, audio)
+        }
+        let loud = [Int16](repeating: 1000, count: 1000), zeros = [Int16](repeating: 0, count: 500)
+        let faint = (0..<500).map { Int16($0 % 20) - 10 }
+        // The tail goes; the gap between two sounds stays.
+        let (t1, a1) = build(threshold: 0, [loud, zeros, loud, zeros, zeros])
+        #expect(a1.count == 2500)
+        #expect(t1.sampleCount == 2500)
+        #expect(t1.segments.last?.endSample == 2500)
+        // A word reported in held-back silence keeps its time (the silence is passed on first).
+        let (t2, a2) = build(threshold: 0, [loud, zeros, loud, zeros], wordAfter: 1)
+        #expect(a2.count == 2500)
+        #expect(t2.words.last?.startSample == 1200)
+        #expect(t2.words.last?.isEstimated == false)
+        #expect(t2.invariantViolation(input: text) == nil)
+        // A planned pause after the utterance is kept.
+        let (_, a3) = build(threshold: 0, [loud, zeros], pause: true)
+        #expect(a3.count == 1000 + 100)
+        // Faint noise counts as silence with a threshold, at both ends; not without one.
+        let (_, a4) = build(threshold: 32, [faint, loud, faint])
+        #expect(a4.count == 1000)
+        let (_, a5) = build(threshold: 0, [faint, loud, faint])
+        #expect(a5.count > 1000)
+    }
+
     /// Hostile samples: before the run, past the audio, far past Int32; and a sentence before
     /// any word. Times stay inside the audio, and moved ones are marked estimated.
     @Test func samplesOutsideTheAudioAreClampedAndMarked() throws {

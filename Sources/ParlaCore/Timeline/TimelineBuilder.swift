@@ -56,6 +56,18 @@ package struct TimelineBuilder {
     /// pause (``SpeechPlan/leadingSilence``) is kept, and so is everything after the first
     /// sound. Events are moved with the audio. Set it before the first event.
     public var skipsLeadingSilence = false
+    /// Whether the engine's silence after the utterance's last sound is dropped (live speech:
+    /// the utterance ends, and the next one starts, when its last sound has been heard). The
+    /// engine's audio that ends in silence is held back until more sound, an event, a planned
+    /// pause or the next run comes, so only the silence after everything else goes; a planned
+    /// pause (``SpeechPlan/trailingSilence``) is kept. Set it before the first event.
+    public var skipsTrailingSilence = false
+    /// The largest magnitude that counts as silence for ``skipsLeadingSilence`` and
+    /// ``skipsTrailingSilence``: 0, only exact zeros (espeak-ng's silence); a Piper voice's
+    /// silence is a faint noise (32 is −60 dBFS).
+    public var silenceThreshold: Int16 = 0
+    /// The engine's silent samples held back at the end of what it has sent (``skipsTrailingSilence``).
+    private var heldBack: [Int16] = []
     /// Engine samples dropped from the start of the current run, and from the utterance.
     private var runSkipped = 0
     private var skipped = 0
@@ -75,6 +87,7 @@ package struct TimelineBuilder {
 
     /// Appends `duration` of silence to the audio.
     public mutating func silence(_ duration: Duration) {
+        releaseHeldBack()
         let (s, atto) = duration.components
         let (whole, overflow) = Int(s).multipliedReportingOverflow(by: sampleRate)
         guard !overflow else { return }  // SpeechPlan accepts pauses of up to an hour
@@ -118,6 +131,7 @@ package struct TimelineBuilder {
 
     /// Starts run `index` of the plan, spoken from `input`.
     public mutating func beginRun(_ index: Int, input: EngineInput) {
+        releaseHeldBack()
         let run = plan.runs[index]
         runIndex = index
         runSkipped = 0
@@ -141,16 +155,39 @@ package struct TimelineBuilder {
     /// Adds a block of the engine's audio for the current run; without
     /// ``skipsLeadingSilence``, the same as ``audio(_:)``.
     public mutating func engineAudio(_ samples: [Int16]) {
-        guard skipsLeadingSilence, sampleCount == 0 else { return audio(samples) }
-        let sound = samples.firstIndex { $0 != 0 } ?? samples.count
-        runSkipped += sound
-        skipped += sound
-        if sound < samples.count { audio(Array(samples[sound...])) }
+        let threshold = silenceThreshold
+        func isSound(_ s: Int16) -> Bool { s.magnitude > threshold.magnitude }
+        var block = samples[...]
+        if skipsLeadingSilence, sampleCount == 0, heldBack.isEmpty {
+            let sound = block.firstIndex(where: isSound) ?? block.endIndex
+            runSkipped += sound - block.startIndex
+            skipped += sound - block.startIndex
+            block = block[sound...]
+            if block.isEmpty { return }
+        }
+        guard skipsTrailingSilence else { return audio(Array(block)) }
+        guard let last = block.lastIndex(where: isSound) else {
+            heldBack += block
+            return
+        }
+        releaseHeldBack()
+        audio(Array(block[...last]))
+        heldBack = Array(block[(last + 1)...])
     }
 
-    /// Ends the engine's audio: an utterance that made no sound at all gets back the silence
-    /// ``skipsLeadingSilence`` held back, so it still lasts as long as the engine made it.
+    /// Passes on the silence held back at the end of the engine's audio: something follows it.
+    private mutating func releaseHeldBack() {
+        guard !heldBack.isEmpty else { return }
+        let samples = heldBack
+        heldBack = []
+        audio(samples)
+    }
+
+    /// Ends the engine's audio: the silence after its last sound is dropped
+    /// (``skipsTrailingSilence``), and an utterance that made no sound at all gets back the
+    /// silence ``skipsLeadingSilence`` held back, so it still lasts as long as the engine made it.
     public mutating func endEngineAudio() {
+        heldBack = []
         guard sampleCount == 0, skipped > 0 else { return }
         zeros(skipped)
         skipped = 0
@@ -175,6 +212,7 @@ package struct TimelineBuilder {
     /// `estimated`: the engine itself says the time is a guess (a Piper voice whose model does
     /// not give its phonemes' lengths).
     public mutating func word(position: Int, length: Int, runSample: Int, estimated: Bool = false) {
+        releaseHeldBack()
         guard let input, var aligner else { return }
         guard let start = input.textOffset(ofEnginePosition: position &- 1) else { return }
         let endEngine = (position &- 1).addingReportingOverflow(max(length, 1) - 1)
@@ -192,6 +230,7 @@ package struct TimelineBuilder {
     /// outside the audio made so far, or before the previous sentence's, is clamped and the
     /// sentence marked as estimated.
     public mutating func sentence(position: Int, runSample: Int, estimated: Bool = false) {
+        releaseHeldBack()
         guard let input, let aligner, let position = input.textOffset(ofEnginePosition: position &- 1) else { return }
         // A sentence starts with a whole word, or at least a whole grapheme cluster.
         let start = aligner.wordStart(containing: position)
