@@ -70,9 +70,16 @@ typedef struct piper_session piper_session;
 /// Loads the runtime on first use; NULL and `error` (how to install it) if it cannot be.
 int piper_runtime_load(char *error, size_t error_size);
 /// A session for a model held in memory, with `threads` intra-op threads; `durations` names
-/// the output that holds the phoneme durations (NULL: none).
-piper_session *piper_session_create(const void *model, size_t length, int threads, const char *durations, char *error, size_t error_size);
+/// the output that holds the phoneme durations (NULL: none). With `ort_format`, the bytes are
+/// ONNX Runtime's own format, used in place: they must outlive the session. With `save_to`,
+/// the optimized model is also written there in that format (for a next load).
+piper_session *piper_session_create(const void *model, size_t length, int threads, const char *durations, int ort_format,
+                                    const char *save_to, char *error, size_t error_size);
 void piper_session_free(piper_session *session);
+/// Whether the session gives the phoneme durations.
+int piper_session_has_durations(const piper_session *session);
+/// The loaded ONNX Runtime's version ("1.32.0").
+const char *piper_runtime_version(void);
 /// Whether the model takes a speaker id input ("sid").
 int piper_session_has_speaker(const piper_session *session);
 /// Runs the model on `count` ids. On success *audio (malloc'd) holds *samples floats and, if

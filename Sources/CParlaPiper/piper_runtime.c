@@ -25,7 +25,7 @@ typedef struct OrtTensorTypeAndShapeInfo OrtTensorTypeAndShapeInfo;
 enum {
     ORT_GET_ERROR_MESSAGE = 2, ORT_CREATE_ENV = 3, ORT_CREATE_SESSION_FROM_ARRAY = 8, ORT_RUN = 9,
     ORT_CREATE_SESSION_OPTIONS = 10, ORT_SET_EXECUTION_MODE = 13, ORT_CREATE_RUN_OPTIONS = 39, ORT_RELEASE_RUN_OPTIONS = 97, ORT_ADD_RUN_CONFIG = 165, ORT_SET_OPTIMIZATION_LEVEL = 23,
-    ORT_SET_INTRA_OP_THREADS = 24, ORT_SET_INTER_OP_THREADS = 25, ORT_SESSION_INPUT_COUNT = 30,
+    ORT_SET_OPTIMIZED_MODEL_PATH = 11, ORT_SET_INTRA_OP_THREADS = 24, ORT_SET_INTER_OP_THREADS = 25, ORT_SESSION_INPUT_COUNT = 30, ORT_SESSION_OUTPUT_COUNT = 31, ORT_SESSION_OUTPUT_NAME = 37,
     ORT_SESSION_INPUT_NAME = 36, ORT_CREATE_TENSOR_WITH_DATA = 49, ORT_GET_TENSOR_DATA = 51,
     ORT_GET_ELEMENT_TYPE = 60, ORT_GET_ELEMENT_COUNT = 64, ORT_GET_TYPE_AND_SHAPE = 65, ORT_CREATE_CPU_MEMORY_INFO = 69,
     ORT_ALLOCATOR_FREE = 76, ORT_DEFAULT_ALLOCATOR = 78, ORT_RELEASE_ENV = 92, ORT_RELEASE_STATUS = 93,
@@ -43,6 +43,7 @@ static void *const *api;
 static OrtEnv *env;
 static OrtMemoryInfo *cpu_memory;
 static char loaded_from[PATH_MAX];
+static char runtime_version[64];
 static char load_error[2048];
 static int load_tried;
 
@@ -120,6 +121,7 @@ int piper_runtime_load(char *error, size_t error_size) {
         return 0;
     }
     api = table;
+    snprintf(runtime_version, sizeof runtime_version, "%s", base->get_version ? base->get_version() : "unknown");
     if (failed(ORT(ORT_CREATE_ENV, OrtStatus *(*)(int, const char *, OrtEnv **))(ORT_LOG_ERROR, "parla", &env), "ONNX Runtime could not start",
                load_error, sizeof load_error) ||
         failed(ORT(ORT_CREATE_CPU_MEMORY_INFO, OrtStatus *(*)(int, int, OrtMemoryInfo **))(ORT_ARENA, 0, &cpu_memory),
@@ -142,7 +144,8 @@ struct piper_session {
     char durations[512];
 };
 
-piper_session *piper_session_create(const void *model, size_t length, int threads, const char *durations, char *error, size_t error_size) {
+piper_session *piper_session_create(const void *model, size_t length, int threads, const char *durations, int ort_format,
+                                    const char *save_to, char *error, size_t error_size) {
     if (!piper_runtime_load(error, error_size)) return NULL;
     OrtSessionOptions *options = NULL;
     if (failed(ORT(ORT_CREATE_SESSION_OPTIONS, OrtStatus *(*)(OrtSessionOptions **))(&options), "ONNX Runtime", error, error_size)) return NULL;
@@ -152,6 +155,18 @@ piper_session *piper_session_create(const void *model, size_t length, int thread
     if (!st) st = ORT(ORT_SET_OPTIMIZATION_LEVEL, OrtStatus *(*)(OrtSessionOptions *, int))(options, ORT_OPTIMIZE_ALL);
     // Threads that spin between runs would take a core from the rest of the program.
     if (!st) st = ORT(ORT_ADD_SESSION_CONFIG, OrtStatus *(*)(OrtSessionOptions *, const char *, const char *))(options, "session.intra_op.allow_spinning", "0");
+    typedef OrtStatus *(*config_fn)(OrtSessionOptions *, const char *, const char *);
+    config_fn config = ORT(ORT_ADD_SESSION_CONFIG, config_fn);
+    if (!st && ort_format) {
+        // The weights stay in the caller's buffer (a mapped file): nothing is copied or parsed.
+        st = config(options, "session.load_model_format", "ORT");
+        if (!st) st = config(options, "session.use_ort_model_bytes_directly", "1");
+        if (!st) st = config(options, "session.use_ort_model_bytes_for_initializers", "1");
+    }
+    if (!st && save_to) {
+        st = ORT(ORT_SET_OPTIMIZED_MODEL_PATH, OrtStatus *(*)(OrtSessionOptions *, const char *))(options, save_to);
+        if (!st) st = config(options, "session.save_model_format", "ORT");
+    }
     const char *extra = getenv("PARLA_PIPER_CONFIG");  // key=value, for measuring ONNX Runtime's options
     if (!st && extra && strchr(extra, '=')) {
         char key[256];
@@ -197,6 +212,17 @@ piper_session *piper_session_create(const void *model, size_t length, int thread
             if (strcmp(name, "input") == 0 || strcmp(name, "input_lengths") == 0 || strcmp(name, "scales") == 0) names_ok++;
             ORT(ORT_ALLOCATOR_FREE, OrtStatus *(*)(OrtAllocator *, void *))(allocator, name);
         }
+        // A model in ONNX Runtime's format was saved with the durations as its second output.
+        size_t outputs = 0;
+        if (names_ok == 3 && ort_format && !durations &&
+            !ORT(ORT_SESSION_OUTPUT_COUNT, OrtStatus *(*)(OrtSession *, size_t *))(s->session, &outputs) && outputs >= 2) {
+            char *name = NULL;
+            if (!ORT(ORT_SESSION_OUTPUT_NAME, OrtStatus *(*)(OrtSession *, size_t, OrtAllocator *, char **))(s->session, 1, allocator, &name) && name) {
+                snprintf(s->durations, sizeof s->durations, "%s", name);
+                s->has_durations = 1;
+                ORT(ORT_ALLOCATOR_FREE, OrtStatus *(*)(OrtAllocator *, void *))(allocator, name);
+            }
+        }
         if (names_ok == 3) return s;
         if (!error[0]) snprintf(error, error_size, "the model does not take Piper's inputs (input, input_lengths, scales): it is not a Piper voice");
     }
@@ -212,6 +238,9 @@ void piper_session_free(piper_session *s) {
 }
 
 int piper_session_has_speaker(const piper_session *s) { return s->has_speaker; }
+int piper_session_has_durations(const piper_session *s) { return s->has_durations; }
+
+const char *piper_runtime_version(void) { return runtime_version; }
 
 // The elements of `value` as floats (malloc'd), converting int64 if need be; NULL on error.
 static float *copy_floats(OrtValue *value, size_t *count, char *error, size_t error_size) {

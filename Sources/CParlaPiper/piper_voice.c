@@ -4,9 +4,16 @@
 #include <espeak-ng/speak_lib.h>
 #include <malloc.h>
 #include <math.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 /// The rate runs are delivered at: espeak-ng's, so that one utterance mixing both engines is
 /// one stream with one timeline. A voice at another rate is resampled.
@@ -19,7 +26,103 @@ struct parla_piper_voice {
     int sample_rate;
     float noise_scale, length_scale, noise_w;
     int exact_timing;
+    void *mapped;  // the cached model in ONNX Runtime's format, used in place
+    size_t mapped_length;
 };
+
+// MARK: The cache of prepared models
+
+// A prepared model (the durations an output, the noise seeded, ONNX Runtime's optimizations
+// applied) is kept in ONNX Runtime's own format in ~/.cache/parla/piper-models: the next load
+// maps it and uses its weights in place, instead of reading, rewriting, parsing and optimizing
+// 63 MB (joe: 0.45 s), and processes that map it share its pages. Its name holds the model's
+// size and time and the runtime's version, so a changed model or runtime makes a new one.
+// PARLA_PIPER_CACHE=DIR puts it elsewhere; PARLA_PIPER_CACHE=0 turns it off.
+#define PREPARED_VERSION "r1"
+
+static int cache_path(const char *model_path, const struct stat *st, char *out, size_t size) {
+    const char *explicit = getenv("PARLA_PIPER_CACHE");
+    if (explicit && strcmp(explicit, "0") == 0) return 0;
+    char dir[PATH_MAX];
+    const char *cache = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    if (explicit && *explicit) snprintf(dir, sizeof dir, "%s", explicit);
+    else if (cache && *cache) snprintf(dir, sizeof dir, "%s/parla/piper-models", cache);
+    else if (home && *home) snprintf(dir, sizeof dir, "%s/.cache/parla/piper-models", home);
+    else return 0;
+    const char *slash = strrchr(model_path, '/');
+    const char *name = slash ? slash + 1 : model_path;
+    size_t stem = strlen(name) > 5 && strcmp(name + strlen(name) - 5, ".onnx") == 0 ? strlen(name) - 5 : strlen(name);
+    if (stem > 200) stem = 200;
+    int n = snprintf(out, size, "%s/%.*s-%lld-%lld-%s-ort%s.ort", dir, (int)stem, name, (long long)st->st_size, (long long)st->st_mtime,
+                     PREPARED_VERSION, piper_runtime_version());
+    return n > 0 && (size_t)n < size;
+}
+
+static void make_directories(const char *file) {
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s", file);
+    for (char *p = path + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = 0;
+        mkdir(path, 0700);
+        *p = '/';
+    }
+}
+
+// Removes the other prepared copies of the model whose copy is `path` (an older version of the
+// model or of the runtime): one copy per model name is kept.
+static void remove_older_copies(const char *path) {
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash) return;
+    *slash = 0;
+    const char *name = slash + 1;
+    // The model's name is what comes before "-SIZE-TIME-rN-ortVERSION.ort": four dashes from the end.
+    const char *size = NULL;
+    int dashes = 0;
+    for (const char *p = name + strlen(name); p > name; p--) {
+        if (*p == '-' && ++dashes == 4) { size = p; break; }
+    }
+    if (!size) return;
+    size_t stem = (size_t)(size - name) + 1;  // with the dash
+    DIR *d = opendir(dir);
+    if (!d) return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        size_t n = strlen(e->d_name);
+        if (strcmp(e->d_name, name) == 0 || n < 5 || strcmp(e->d_name + n - 4, ".ort") != 0) continue;
+        if (strncmp(e->d_name, name, stem) != 0) continue;
+        char old[PATH_MAX + 256];
+        snprintf(old, sizeof old, "%s/%s", dir, e->d_name);
+        unlink(old);
+    }
+    closedir(d);
+}
+
+// Maps the cached model at `path` and makes a session of it; 0 if there is none or it fails
+// (a damaged one is removed).
+static int load_prepared(parla_piper_voice *v, const char *path, int threads) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    struct stat st;
+    void *map = MAP_FAILED;
+    if (fstat(fd, &st) == 0 && st.st_size > 0) map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (map == MAP_FAILED) return 0;
+    char error[1500];
+    error[0] = 0;
+    v->session = piper_session_create(map, (size_t)st.st_size, threads, NULL, 1, NULL, error, sizeof error);
+    if (!v->session) {
+        munmap(map, (size_t)st.st_size);
+        unlink(path);
+        return 0;
+    }
+    v->mapped = map;
+    v->mapped_length = (size_t)st.st_size;
+    v->exact_timing = piper_session_has_durations(v->session);
+    return 1;
+}
 
 static unsigned char *read_file(const char *path, size_t *length, size_t limit, char *error, size_t error_size, const char *what) {
     FILE *f = fopen(path, "rb");
@@ -92,6 +195,24 @@ parla_piper_voice *parla_piper_load(const char *model_path, char *error, size_t 
     pj_free(config);
     if (error[0]) { parla_piper_free(v); return NULL; }
 
+    const char *threads_text = getenv("PARLA_PIPER_THREADS");
+    int threads = threads_text && atoi(threads_text) > 0 ? atoi(threads_text) : 1;
+    struct stat model_stat;
+    if (stat(model_path, &model_stat) != 0) {
+        snprintf(error, error_size, "the voice's model %s cannot be read (%s)", model_path, strerror(errno));
+        parla_piper_free(v);
+        return NULL;
+    }
+    if (!piper_runtime_load(error, error_size)) {
+        parla_piper_free(v);
+        return NULL;
+    }
+    char prepared_path[PATH_MAX + 300];
+    int cacheable = cache_path(model_path, &model_stat, prepared_path, sizeof prepared_path);
+    if (cacheable && load_prepared(v, prepared_path, threads)) {
+        malloc_trim(0);
+        return v;
+    }
     size_t model_length = 0;
     unsigned char *model = read_file(model_path, &model_length, 2u << 30, error, error_size, "the voice's model");
     if (!model) { parla_piper_free(v); return NULL; }
@@ -112,11 +233,26 @@ parla_piper_voice *parla_piper_load(const char *model_path, char *error, size_t 
         parla_piper_free(v);
         return NULL;
     }
-    const char *threads_text = getenv("PARLA_PIPER_THREADS");
-    int threads = threads_text && atoi(threads_text) > 0 ? atoi(threads_text) : 1;
     char session_error[1500];
     session_error[0] = 0;
-    v->session = piper_session_create(prepared, prepared_length, threads, v->exact_timing ? ceil : NULL, session_error, sizeof session_error);
+    // Saved, in ONNX Runtime's format, for the next load: under a temporary name, renamed once whole.
+    char saving[PATH_MAX + 340];
+    int save = cacheable && snprintf(saving, sizeof saving, "%s.%d.tmp", prepared_path, (int)getpid()) < (int)sizeof saving;
+    if (save) make_directories(saving);
+    v->session = piper_session_create(prepared, prepared_length, threads, v->exact_timing ? ceil : NULL, 0, save ? saving : NULL,
+                                      session_error, sizeof session_error);
+    if (!v->session && save) {
+        // Perhaps the cache cannot be written: without it.
+        unlink(saving);
+        save = 0;
+        session_error[0] = 0;
+        v->session = piper_session_create(prepared, prepared_length, threads, v->exact_timing ? ceil : NULL, 0, NULL, session_error,
+                                          sizeof session_error);
+    }
+    if (save && v->session) {
+        if (rename(saving, prepared_path) == 0) remove_older_copies(prepared_path);
+        else unlink(saving);
+    }
     free(prepared);
     if (!v->session) {
         if (strstr(session_error, "ONNX Runtime (libonnxruntime") || strstr(session_error, "is not an ONNX Runtime"))
@@ -140,6 +276,7 @@ parla_piper_voice *parla_piper_load(const char *model_path, char *error, size_t 
 void parla_piper_free(parla_piper_voice *v) {
     if (!v) return;
     piper_session_free(v->session);
+    if (v->mapped) munmap(v->mapped, v->mapped_length);
     piper_id_map_free(v->map);
     free(v);
 }

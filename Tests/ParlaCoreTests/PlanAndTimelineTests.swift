@@ -240,23 +240,23 @@ struct AlignmentTests {
         }
         let loud = [Int16](repeating: 1000, count: 1000), zeros = [Int16](repeating: 0, count: 500)
         let faint = (0..<500).map { Int16($0 % 20) - 10 }
-        // The tail goes; the gap between two sounds stays.
+        // The tail goes but for 10 ms (100 samples here); the gap between two sounds stays.
         let (t1, a1) = build(threshold: 0, [loud, zeros, loud, zeros, zeros])
-        #expect(a1.count == 2500)
-        #expect(t1.sampleCount == 2500)
-        #expect(t1.segments.last?.endSample == 2500)
+        #expect(a1.count == 2600)
+        #expect(t1.sampleCount == 2600)
+        #expect(t1.segments.last?.endSample == 2600)
         // A word reported in held-back silence keeps its time (the silence is passed on first).
         let (t2, a2) = build(threshold: 0, [loud, zeros, loud, zeros], wordAfter: 1)
-        #expect(a2.count == 2500)
+        #expect(a2.count == 2600)
         #expect(t2.words.last?.startSample == 1200)
         #expect(t2.words.last?.isEstimated == false)
         #expect(t2.invariantViolation(input: text) == nil)
         // A planned pause after the utterance is kept.
         let (_, a3) = build(threshold: 0, [loud, zeros], pause: true)
-        #expect(a3.count == 1000 + 100)
+        #expect(a3.count == 1000 + 100 + 100)
         // Faint noise counts as silence with a threshold, at both ends; not without one.
         let (_, a4) = build(threshold: 32, [faint, loud, faint])
-        #expect(a4.count == 1000)
+        #expect(a4.count == 1100)
         let (_, a5) = build(threshold: 0, [faint, loud, faint])
         #expect(a5.count > 1000)
     }

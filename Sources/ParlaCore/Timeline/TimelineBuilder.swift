@@ -183,11 +183,17 @@ package struct TimelineBuilder {
         audio(samples)
     }
 
-    /// Ends the engine's audio: the silence after its last sound is dropped
-    /// (``skipsTrailingSilence``), and an utterance that made no sound at all gets back the
-    /// silence ``skipsLeadingSilence`` held back, so it still lasts as long as the engine made it.
+    /// Ends the engine's audio: the silence after its last sound is dropped but for 10 ms
+    /// (``skipsTrailingSilence``: the end of the sound itself, fading, is never cut, and the
+    /// utterance ends just after it is heard), and an utterance that made no sound at all gets
+    /// back the silence ``skipsLeadingSilence`` held back, so it still lasts as long as the
+    /// engine made it.
     public mutating func endEngineAudio() {
-        heldBack = []
+        if !heldBack.isEmpty {
+            let kept = Array(heldBack.prefix(sampleRate / 100))
+            heldBack = []
+            audio(kept)
+        }
         guard sampleCount == 0, skipped > 0 else { return }
         zeros(skipped)
         skipped = 0
