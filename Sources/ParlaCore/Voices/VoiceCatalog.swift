@@ -14,7 +14,7 @@ public struct VoiceCatalog: Sendable {
     /// The directories the presets were loaded from.
     public let directories: [String]
     /// Lowercased language tag → the espeak-ng voice that was its default before a Piper voice
-    /// took over (``/ParlaIO/ParlaCore/VoiceCatalog/adding(piperVoicesIn:)``): it spells out
+    /// took over (`adding(piperVoicesIn:)`, in ParlaIO): it spells out
     /// what the Piper voice cannot.
     public let espeakDefaults: [String: String]
 
