@@ -243,8 +243,12 @@ static int speak(const unsigned char *p, uint32_t n) {
         if (!text) return STATUS_FAILED;
         memcpy(text, p + 26 + voice_length, text_length);
         text[text_length] = 0;
-        int status = speak_piper(voice + strlen(PARLA_PIPER_PREFIX), text, rate, volume,
-                                 flags & PARLA_PIPER_RUN_EARLY_FIRST_CLAUSE ? PARLA_PIPER_EARLY_FIRST_CLAUSE : 0);
+        // For measuring it, PARLA_PIPER_EARLY_CLAUSE=0 turns the early first clause off, and
+        // "all" asks it of every run (a file rendered the way live speech is spoken).
+        const char *early = getenv("PARLA_PIPER_EARLY_CLAUSE");
+        int asked = (flags & PARLA_PIPER_RUN_EARLY_FIRST_CLAUSE) || (early && strcmp(early, "all") == 0);
+        int options = asked && !(early && strcmp(early, "0") == 0) ? PARLA_PIPER_EARLY_FIRST_CLAUSE : 0;
+        int status = speak_piper(voice + strlen(PARLA_PIPER_PREFIX), text, rate, volume, options);
         free(text);
         return status;
     }

@@ -50,6 +50,8 @@ typedef struct {
     size_t word_count, word_capacity;
     int sentence_position;  // where the sentence starts (1-based scalar), 0 if unknown
     int estimated;          // words were spread over phonemes by guess, not matched
+    int continues;          // the rest of a sentence whose first clause was spoken alone
+    int goes_on;            // that first clause: the rest of its sentence follows
 } piper_sentence;
 
 typedef struct piper_id_map piper_id_map;

@@ -127,6 +127,8 @@ static void reset(piper_sentence *s) {
     s->word_count = 0;
     s->sentence_position = 0;
     s->estimated = 0;
+    s->continues = 0;
+    s->goes_on = 0;
 }
 
 // Appends one phoneme (a scalar) and its pad; 0 if the voice has no id for it (then `error`).
@@ -318,8 +320,11 @@ int piper_phonemize(const char *text, const char *espeak_voice, const piper_id_m
         int ends = is_sentence_end(terminator) || !p || s.id_count > 400 || (early_first_clause && clause_only);
         if (ends && s.id_count > 0) {
             if (!push_id(&s, map->eos, -1)) { snprintf(error, error_size, "out of memory"); status = -1; break; }
+            int split = early_first_clause && clause_only && !is_sentence_end(terminator) && p;
+            s.goes_on = split;
             status = sentence(context, &s);
             reset(&s);
+            s.continues = split;
             last_word = -1;
             early_first_clause = 0;
         }

@@ -373,7 +373,7 @@ static int speak_sentence(void *context, piper_sentence *s) {
         int sample = (int)(starts[s->words[w].first_id] * per_frame);
         if (sentence_sample < 0) {
             sentence_sample = sample;
-            if (s->sentence_position > 0) {
+            if (s->sentence_position > 0 && !s->continues) {
                 event_samples[events] = sample;
                 order[events++] = -1;
             }
@@ -381,8 +381,19 @@ static int speak_sentence(void *context, piper_sentence *s) {
         event_samples[events] = sample;
         order[events++] = (int)w;
     }
-    emit_audio(sp, pcm, out_count, event_samples, s, order, events);
-    sp->samples += (long long)out_count;
+    // The rest of a sentence whose first clause went ahead alone starts where its first phoneme
+    // does: the model's lead-in silence there would lengthen the clause's pause (by some 45 ms).
+    // Likewise the clause itself ends before the model's closing silence (its last id, EOS).
+    size_t skip = 0;
+    if (s->continues && s->id_count > 2) skip = (size_t)(starts[2] * per_frame);
+    if (s->goes_on && s->id_count > 1) {
+        size_t end = (size_t)(starts[s->id_count - 1] * per_frame);
+        if (end < out_count) out_count = end;
+    }
+    if (skip > out_count) skip = out_count;
+    for (size_t e = 0; e < events; e++) event_samples[e] = event_samples[e] > (int)skip ? event_samples[e] - (int)skip : 0;
+    emit_audio(sp, pcm + skip, out_count - skip, event_samples, s, order, events);
+    sp->samples += (long long)(out_count - skip);
     free(pcm); free(event_samples); free(order); free(starts); free(audio); free(durations);
     return 0;
 }

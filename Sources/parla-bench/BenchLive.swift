@@ -58,6 +58,9 @@ struct BenchLive: AsyncParsableCommand {
     static let long = "One two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen."
 
     func run() async throws {
+        // The reference renderings of a Piper voice are made as live speech is spoken (its
+        // first clause alone), so that they are the same audio (engine_host.c).
+        setenv("PARLA_PIPER_EARLY_CLAUSE", "all", 0)
         var recorder: PulseAudioRecorder?
         for _ in 0..<250 where recorder == nil {  // the sink is loaded just after the socket appears
             recorder = try? PulseAudioRecorder(source: sink + ".monitor", server: server)
@@ -268,7 +271,10 @@ struct BenchLive: AsyncParsableCommand {
             if case .audio(let b) = e { box.append(b.samples) }
         }
         let pcm = box.samples
+        // Live speech skips the engine's silence before the first sound (up to -60 dBFS, as
+        // TimelineBuilder does): its samples are counted from there.
         let firstLoudPCM = pcm.firstIndex { $0.magnitude >= 300 } ?? 0
+        let leadIn = pcm.firstIndex { $0.magnitude > 32 } ?? 0
         let boundary = timeline.segments.count > 1 ? timeline.segments[1].startSample : pcm.count / 2
         let pcmSilence = silence(in: pcm, around: boundary)
 
@@ -290,7 +296,7 @@ struct BenchLive: AsyncParsableCommand {
             // Sample s of the utterance reached the monitor at first + (s - firstLoudPCM) / rate.
             var line: [String] = []
             for (time, sample) in words {
-                let heard = Double(first) + Double(sample - firstLoudPCM) * 1e9 / 22050
+                let heard = Double(first) + Double(sample + leadIn - firstLoudPCM) * 1e9 / 22050
                 f.drift.append((Double(time) - heard) / 1e6)
                 line.append("\(sample):\(fmt(f.drift.last ?? .nan))")
             }
