@@ -28,6 +28,7 @@ struct parla_piper_voice {
     int exact_timing;
     void *mapped;  // the cached model in ONNX Runtime's format, used in place
     size_t mapped_length;
+    char prepared_path[PATH_MAX + 300];  // where that copy is ("" if none)
 };
 
 // MARK: The cache of prepared models
@@ -209,6 +210,7 @@ parla_piper_voice *parla_piper_load(const char *model_path, char *error, size_t 
     }
     char prepared_path[PATH_MAX + 300];
     int cacheable = cache_path(model_path, &model_stat, prepared_path, sizeof prepared_path);
+    if (cacheable) snprintf(v->prepared_path, sizeof v->prepared_path, "%s", prepared_path);
     if (cacheable && load_prepared(v, prepared_path, threads)) {
         malloc_trim(0);
         return v;
@@ -271,6 +273,34 @@ parla_piper_voice *parla_piper_load(const char *model_path, char *error, size_t 
         return NULL;
     }
     return v;
+}
+
+int parla_piper_rethread(parla_piper_voice *v, int threads) {
+    if (!v || threads < 1) return 0;
+    if (!v->mapped) {
+        // Loaded from the model itself: its prepared copy was saved then.
+        if (!v->prepared_path[0]) return 0;
+        int fd = open(v->prepared_path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) return 0;
+        struct stat st;
+        void *map = MAP_FAILED;
+        if (fstat(fd, &st) == 0 && st.st_size > 0) map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+        close(fd);
+        if (map == MAP_FAILED) return 0;
+        v->mapped = map;
+        v->mapped_length = (size_t)st.st_size;
+    }
+    char error[1500];
+    error[0] = 0;
+    piper_session *session = piper_session_create(v->mapped, v->mapped_length, threads, NULL, 1, NULL, error, sizeof error);
+    if (!session) return 0;
+    if (piper_session_has_durations(session) != piper_session_has_durations(v->session)) {
+        piper_session_free(session);
+        return 0;
+    }
+    piper_session_free(v->session);
+    v->session = session;
+    return 1;
 }
 
 void parla_piper_free(parla_piper_voice *v) {

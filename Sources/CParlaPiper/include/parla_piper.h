@@ -17,6 +17,11 @@ typedef struct parla_piper_voice parla_piper_voice;
 /// Loads ONNX Runtime (once) and the voice at `model_path` (its config is MODEL.json beside
 /// it). Returns NULL and writes why into `error` (with what to do) if either cannot be loaded.
 parla_piper_voice *parla_piper_load(const char *model_path, char *error, size_t error_size);
+/// Gives a loaded voice a session of its own with `threads` intra-op threads, made from its
+/// prepared copy (cached, mapped: some 80 ms), for a process forked after the voice was loaded:
+/// ONNX Runtime's threads do not survive a fork, so a voice loaded before one has one thread.
+/// Returns 1 if it did; 0 leaves the voice as it was (no prepared copy, or it failed).
+int parla_piper_rethread(parla_piper_voice *voice, int threads);
 /// Frees a voice.
 void parla_piper_free(parla_piper_voice *voice);
 /// The voice's sample rate (Hz).
