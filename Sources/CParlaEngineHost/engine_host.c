@@ -192,6 +192,14 @@ static parla_piper_voice *piper_voice(const char *path) {
     return voice;
 }
 
+// The Piper voice a child spoke with (its index in piper_voices, -1 for none): the child's
+// exit status tells the host (EXIT_USED_PIPER + index), whose next spare then makes that voice
+// a threaded session while it waits (spare_threads_voice). Only then: making one costs some
+// 80 ms of CPU, which every espeak-ng utterance would otherwise pay once Piper had been used.
+enum { EXIT_USED_PIPER = 64 };
+static int used_piper_voice = -1;
+static int spare_threads_voice = -1;
+
 static int piper_should_stop(void *context) { (void)context; return check_stop() || out_lost; }
 
 static void piper_audio(void *context, const int16_t *samples, int count) {
@@ -217,6 +225,8 @@ static int synth_callback(short *wav, int count, espeak_EVENT *events);
 static int speak_piper(const char *path, const char *text, int rate, int volume, int options) {
     parla_piper_voice *voice = piper_voice(path);
     if (!voice) return STATUS_FAILED;
+    for (int i = 0; i < (int)(sizeof piper_voices / sizeof *piper_voices); i++)
+        if (piper_voices[i].voice == voice) used_piper_voice = i;
     parla_piper_output output = { NULL, piper_should_stop, piper_audio, piper_event };
     int status = parla_piper_speak(voice, text, rate, volume, options, &output, run_error, sizeof run_error);
     // Piper's phonemes came from espeak-ng with a callback and a voice of their own.
@@ -391,11 +401,13 @@ static void fork_spare(void) {
         // While it waits, the spare gives the Piper voices it inherited sessions with threads
         // of their own (those made before the fork have one: threads do not survive it):
         // "Hello there," is heard in 42 ms of inference on 2 threads instead of 67 on one.
+        // Only for the voice just loaded or spoken with (spare_threads_voice).
         long cores = sysconf(_SC_NPROCESSORS_ONLN);
         const char *asked = getenv("PARLA_PIPER_LIVE_THREADS");
         int threads = asked && atoi(asked) > 0 ? atoi(asked) : cores > 4 ? 4 : cores > 1 ? (int)cores : 1;
-        for (size_t i = 0; threads > 1 && i < sizeof piper_voices / sizeof *piper_voices; i++)
-            if (piper_voices[i].voice) parla_piper_rethread(piper_voices[i].voice, threads);
+        int v = spare_threads_voice;
+        if (threads > 1 && v >= 0 && v < (int)(sizeof piper_voices / sizeof *piper_voices) && piper_voices[v].voice)
+            parla_piper_rethread(piper_voices[v].voice, threads);
         unsigned char start;
         ssize_t r;
         do r = read(go[0], &start, 1);
@@ -403,7 +415,8 @@ static void fork_spare(void) {
         if (r != 1) _exit(0);  // the host has ended
         close(go[0]);
         out_fd = output[1];
-        _exit(speak_utterance());
+        int status = speak_utterance();
+        _exit(status == 0 && used_piper_voice >= 0 ? EXIT_USED_PIPER + used_piper_voice : status);
     }
     close(go[0]);
     close(output[1]);
@@ -467,7 +480,13 @@ static void run_utterance(uint32_t id) {
         while (waitpid(child, &status, 0) < 0 && errno == EINTR) {}
     }
     if (!alive && child > 0) return;  // Parla is gone
-    if (child < 0 || WIFSIGNALED(status) || (WIFEXITED(status) && WEXITSTATUS(status) != 0)) {
+    spare_threads_voice = -1;
+    int code = WIFEXITED(status) ? WEXITSTATUS(status) : 0;
+    if (child > 0 && WIFEXITED(status) && code >= EXIT_USED_PIPER && code < EXIT_USED_PIPER + (int)(sizeof piper_voices / sizeof *piper_voices)) {
+        spare_threads_voice = code - EXIT_USED_PIPER;
+        code = 0;
+    }
+    if (child < 0 || WIFSIGNALED(status) || (WIFEXITED(status) && code != 0)) {
         put_header(MSG_CRASHED, 8);
         put_u32(id);
         put_u32(child < 0 ? 0 : WIFSIGNALED(status) ? (uint32_t)WTERMSIG(status) : 0);
@@ -570,7 +589,9 @@ int parla_engine_host_main(void) {
                 for (size_t i = 0; i < sizeof piper_voices / sizeof *piper_voices; i++)
                     if (piper_voices[i].voice && strcmp(piper_voices[i].path, path) == 0) known = 1;
                 loaded = known || piper_voice(path) != NULL;
-                if (!known && loaded) {
+                for (int i = 0; loaded && i < (int)(sizeof piper_voices / sizeof *piper_voices); i++)
+                    if (piper_voices[i].voice && strcmp(piper_voices[i].path, path) == 0) spare_threads_voice = i;
+                if (loaded && (!known || spare_pid > 0)) {
                     espeak_SetSynthCallback(synth_callback);
                     current_voice[0] = 0;
                     drop_spare();
