@@ -236,6 +236,16 @@ static int speak_piper(const char *path, const char *text, int rate, int volume,
     return status == PARLA_PIPER_OK ? STATUS_OK : status == PARLA_PIPER_STOPPED ? STATUS_STOPPED : STATUS_FAILED;
 }
 
+// A SPEAK message's text (the rest of its payload after the voice), NUL-terminated, malloc'd.
+static char *run_text(const unsigned char *p, uint32_t n, uint32_t voice_length) {
+    size_t text_length = n - 26 - voice_length;
+    char *text = malloc(text_length + 1);
+    if (!text) return NULL;
+    memcpy(text, p + 26 + voice_length, text_length);
+    text[text_length] = 0;
+    return text;
+}
+
 static int speak(const unsigned char *p, uint32_t n) {
     if (n < 26) return STATUS_FAILED;
     current_seq = get_u32(p);
@@ -248,11 +258,8 @@ static int speak(const unsigned char *p, uint32_t n) {
     memcpy(voice, p + 26, voice_length);
     voice[voice_length] = 0;
     if (strncmp(voice, PARLA_PIPER_PREFIX, strlen(PARLA_PIPER_PREFIX)) == 0) {
-        size_t text_length = n - 26 - voice_length;
-        char *text = malloc(text_length + 1);
+        char *text = run_text(p, n, voice_length);
         if (!text) return STATUS_FAILED;
-        memcpy(text, p + 26 + voice_length, text_length);
-        text[text_length] = 0;
         // For measuring it, PARLA_PIPER_EARLY_CLAUSE=0 turns the early first clause off, and
         // "all" asks it of every run (a file rendered the way live speech is spoken).
         const char *early = getenv("PARLA_PIPER_EARLY_CLAUSE");
@@ -273,12 +280,9 @@ static int speak(const unsigned char *p, uint32_t n) {
     espeak_SetParameter(espeakPITCH, pitch, 0);
     espeak_SetParameter(espeakVOLUME, volume, 0);
     espeak_SetParameter(espeakPUNCTUATION, punctuation, 0);
-    size_t text_length = n - 26 - voice_length;
-    char *text = malloc(text_length + 1);
+    char *text = run_text(p, n, voice_length);
     if (!text) return STATUS_FAILED;
-    memcpy(text, p + 26 + voice_length, text_length);
-    text[text_length] = 0;
-    espeak_ERROR status = espeak_Synth(text, text_length + 1, 0, POS_CHARACTER, 0, flags, NULL, NULL);
+    espeak_ERROR status = espeak_Synth(text, n - 26 - voice_length + 1, 0, POS_CHARACTER, 0, flags, NULL, NULL);
     free(text);
     if (stop_requested) return STATUS_STOPPED;
     return status == EE_OK ? STATUS_OK : STATUS_FAILED;

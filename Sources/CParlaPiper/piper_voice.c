@@ -101,26 +101,35 @@ static void remove_older_copies(const char *path) {
     closedir(d);
 }
 
-// Maps the cached model at `path` and makes a session of it; 0 if there is none or it fails
-// (a damaged one is removed).
-static int load_prepared(parla_piper_voice *v, const char *path, int threads) {
+// Maps the file at `path` read-only; NULL if it cannot be (or is empty).
+static void *map_file(const char *path, size_t *length) {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return 0;
+    if (fd < 0) return NULL;
     struct stat st;
     void *map = MAP_FAILED;
     if (fstat(fd, &st) == 0 && st.st_size > 0) map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
     close(fd);
-    if (map == MAP_FAILED) return 0;
+    if (map == MAP_FAILED) return NULL;
+    *length = (size_t)st.st_size;
+    return map;
+}
+
+// Maps the cached model at `path` and makes a session of it; 0 if there is none or it fails
+// (a damaged one is removed).
+static int load_prepared(parla_piper_voice *v, const char *path, int threads) {
+    size_t length = 0;
+    void *map = map_file(path, &length);
+    if (!map) return 0;
     char error[1500];
     error[0] = 0;
-    v->session = piper_session_create(map, (size_t)st.st_size, threads, NULL, 1, NULL, error, sizeof error);
+    v->session = piper_session_create(map, length, threads, NULL, 1, NULL, error, sizeof error);
     if (!v->session) {
-        munmap(map, (size_t)st.st_size);
+        munmap(map, length);
         unlink(path);
         return 0;
     }
     v->mapped = map;
-    v->mapped_length = (size_t)st.st_size;
+    v->mapped_length = length;
     v->exact_timing = piper_session_has_durations(v->session);
     return 1;
 }
@@ -279,16 +288,7 @@ int parla_piper_rethread(parla_piper_voice *v, int threads) {
     if (!v || threads < 1) return 0;
     if (!v->mapped) {
         // Loaded from the model itself: its prepared copy was saved then.
-        if (!v->prepared_path[0]) return 0;
-        int fd = open(v->prepared_path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0) return 0;
-        struct stat st;
-        void *map = MAP_FAILED;
-        if (fstat(fd, &st) == 0 && st.st_size > 0) map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-        close(fd);
-        if (map == MAP_FAILED) return 0;
-        v->mapped = map;
-        v->mapped_length = (size_t)st.st_size;
+        if (!v->prepared_path[0] || !(v->mapped = map_file(v->prepared_path, &v->mapped_length))) return 0;
     }
     char error[1500];
     error[0] = 0;
