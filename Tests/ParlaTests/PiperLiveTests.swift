@@ -52,3 +52,54 @@ extension LiveSpeechTests {
         #expect(loud.count > 5000)
     }
 }
+
+extension LiveSpeechTests {
+    /// joe, live: a pause at a word waits for the word's end, and an interrupting announcement
+    /// (joe too) suspends the reading, which then carries on from its sentence with the
+    /// original offsets: every word after the resume point once and in order.
+    @Test func aPiperVoicePausesAtAWordAndResumesAfterAnAnnouncement() async throws {
+        if let missing = PiperFixture.missing { Issue.record(Comment(rawValue: missing)) }
+        let server = try await TestAudioServer.start()
+        let catalog = try VoiceCatalog.default().adding(piperVoicesIn: [PiperFixture.voiceDirectory])
+        let synth = SpeechSynthesizer(
+            catalog: catalog, audioOutput: AudioOutputOptions(device: server.sink, server: server.server), engine: ESpeakEngine())
+        try await synth.prepareToSpeak()
+        #expect((try? catalog.voice(for: "en"))?.engine == SpeechVoice.piperEngine)
+        let log = EventLog(synth)
+        var u = Utterance(string: Self.reading, language: "en")
+        u.resumesAfterInterruption = true
+        let id = synth.speak(u)
+
+        // Pause at a word: the word being heard ends, then nothing more until continue.
+        #expect(await log.wait { log.words(id).count >= 2 })
+        #expect(synth.pause(at: .word))
+        #expect(await log.wait { log.of(id).contains { $0.kind.name == "paused" } })
+        let count = log.words(id).count
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(log.words(id).count == count)
+        #expect(synth.continue())
+
+        // An interrupting announcement, then the reading carries on from its sentence.
+        #expect(await log.wait(timeout: 20) { log.words(id).contains { $0.text == "has" } })
+        let result = await synth.announce("New message from Ana")
+        #expect(result.wasSuccessful)
+        #expect(await log.wait(timeout: 40) { log.terminal(id) != nil })
+        guard case .finished = log.terminal(id)?.kind else {
+            Issue.record("the reading did not finish: \(log.of(id).map(\.kind.name))")
+            return
+        }
+        let r = resumed(log, id)
+        #expect(r.count == 1)
+        let sentenceStarts = ["The first", "The second", "The third", "The fourth", "The fifth"].map { scalarOffset(of: $0, in: Self.reading) }
+        let start = try #require(r.first?.scalarRange.lowerBound)
+        #expect(sentenceStarts.contains(start), "resumed at \(String(describing: r.first))")
+        let reference = try await synth.write(u) { _ in }.words.map(\.range).filter { $0.lowerBound >= start }
+        let events = log.of(id)
+        let resumeIndex = try #require(events.firstIndex { $0.kind.name == "resumed" })
+        let after = events[resumeIndex...].compactMap { e -> Range<Int>? in
+            if case .willSpeakWord(let w) = e.kind { return w.scalarRange } else { return nil }
+        }
+        #expect(after == reference)
+        #expect(server.recorder.loudSampleTimes(after: events[resumeIndex].time.nanoseconds).count > 5000)
+    }
+}
