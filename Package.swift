@@ -87,7 +87,7 @@ let package = Package(
         .target(
             name: "ParlaIO", dependencies: ["ParlaCore", .product(name: "SystemPackage", package: "swift-system")],
             swiftSettings: swiftSettings),
-        .target(name: "ParlaESpeak", dependencies: ["ParlaCore", "ParlaIO", "CESpeakNGLazy", "CParlaEngineHost", "CParlaPiper"], swiftSettings: swiftSettings),
+        .target(name: "ParlaESpeak", dependencies: ["ParlaCore", "ParlaIO", "CParlaEngineHost"], swiftSettings: swiftSettings),
         .target(name: "ParlaPulseAudio", dependencies: ["ParlaCore", "ParlaIO", "CPulseAudioLazy", "CParlaDuckGuard"], swiftSettings: swiftSettings),
         .target(name: "ParlaTesting", dependencies: ["ParlaCore", "ParlaIO", "ParlaPulseAudio", "CPulseAudioLazy"], swiftSettings: swiftSettings),
         // Batch rendering: the renderer and its orchestration of worker processes, the worker

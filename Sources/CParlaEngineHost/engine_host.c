@@ -1,23 +1,22 @@
 // Parla's engine host: espeak-ng in a process of its own (see EngineHost.swift for why).
 //
 // It reads runs to speak on standard input and writes the audio and the raw engine events
-// on standard output, in the messages of EngineWire.swift: a type byte, a little-endian
-// 32-bit payload length, the payload. It repairs nothing: Parla treats what it reports as
-// untrusted. It runs as the small `parla-engine` program, or inside any program that links
+// on standard output, in the messages of parla_engine_wire.h (which EngineHost.swift reads
+// too). It speaks through the engine driver (engine_driver.c), as render workers do. It
+// repairs nothing: Parla treats what it reports as untrusted. It runs as the small `parla-engine` program, or inside any program that links
 // Parla, started again with PARLA_ENGINE_HOST=1 (engine_host_hook.c).
 //
 // Every utterance is spoken by a child forked for it from the loaded engine (message
-// MSG_BEGIN), as render workers do for their chunks: espeak-ng 1.51 can corrupt its memory on
-// one text and crash on a later one, and keeps hidden state from one text to the next, so
+// BEGIN), as render workers do for their chunks: espeak-ng 1.51 can corrupt its memory on one
+// text and crash on a later one, and keeps hidden state from one text to the next, so
 // each utterance starts from the same pristine state. The child writes into a pipe of this
 // process, which passes on only whole messages; if the child dies, the host says so
-// (MSG_CRASHED) and goes on with the next utterance.
+// (CRASHED) and goes on with the next utterance.
 #define _GNU_SOURCE
 #include "parla_engine_host.h"
-#include "parla_piper.h"
+#include "parla_engine_driver.h"
+#include "parla_engine_wire.h"
 #include <errno.h>
-#include <espeak-ng/speak_lib.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <poll.h>
 #include <signal.h>
@@ -26,30 +25,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <wchar.h>
-
-enum { MSG_SPEAK = 'S', MSG_STOP = 'X', MSG_LIST_VOICES = 'V', MSG_BEGIN = 'B', MSG_FINISH = 'F', MSG_PRELOAD = 'P',
-       MSG_READY = 'R', MSG_PRELOADED = 'p', MSG_AUDIO = 'A', MSG_EVENT = 'E', MSG_DONE = 'D', MSG_VOICE_LIST = 'L', MSG_CRASHED = 'C' };
-enum { STATUS_OK = 0, STATUS_STOPPED = 1, STATUS_UNKNOWN_VOICE = 2, STATUS_FAILED = 3 };
-enum { EVENT_WORD = 1, EVENT_SENTENCE = 2 };
-#define MAX_MESSAGE (64u << 20)
-
-// espeak-ng creates an audio device at initialisation even for synchronous output, which
-// connects to the sound server (a stream on PulseAudio, a wake-up of a suspended sink, a hang
-// of up to 30 s when the server accepts connections but plays nothing). Defining the
-// pcaudiolib constructor here, in the program (and exporting it: Package.swift), makes
-// espeak-ng's call resolve to this one, whether the program links libespeak-ng or loads it
-// on first use (CESpeakNGLazy): no audio device, no connection. Parla plays through its own
-// PulseAudio stream.
-struct audio_object;
-struct audio_object *create_audio_device_object(const char *device, const char *application_name, const char *description) {
-    (void)device; (void)application_name; (void)description;
-    return NULL;
-}
-
-// In CESpeakNGLazy, when libespeak-ng is loaded on first use; absent from the small
-// parla-engine program, which links it.
-const char *parla_espeak_load_error(void) __attribute__((weak));
 
 // Output, gathered per audio block.
 static unsigned char *out;
@@ -110,7 +85,7 @@ static int read_message(unsigned char **payload, uint32_t *length) {
     unsigned char header[5];
     if (!read_full(0, header, 5)) return -1;
     uint32_t n = get_u32(header + 1);
-    if (n > MAX_MESSAGE) return -1;
+    if (n > PARLA_ENGINE_MAX_MESSAGE) return -1;
     unsigned char *p = malloc(n ? n : 1);
     if (!p || !read_full(0, p, n)) { free(p); return -1; }
     *payload = p;
@@ -131,7 +106,7 @@ static int check_stop(void) {
         uint32_t n = 0;
         int type = read_message(&payload, &n);
         if (type < 0) { stop_requested = 1; out_lost = 1; break; }  // Parla is gone
-        if (type == MSG_STOP && n >= 4 && get_u32(payload) >= current_seq) stop_requested = 1;
+        if (type == PARLA_MSG_STOP && n >= 4 && get_u32(payload) >= current_seq) stop_requested = 1;
         free(payload);
         if (stop_requested) break;
         p.revents = 0;
@@ -139,153 +114,63 @@ static int check_stop(void) {
     return stop_requested;
 }
 
-// Audio first, then the events of the block (written with the next block, or at the end).
-static int synth_callback(short *wav, int count, espeak_EVENT *events) {
-    if (check_stop() || out_lost) return 1;
-    if (wav && count > 0) {
-        put_header(MSG_AUDIO, (uint32_t)count * 2);
-        put(wav, (size_t)count * 2);
-        flush_out();
-    }
-    for (espeak_EVENT *e = events; e && e->type != espeakEVENT_LIST_TERMINATED; e++) {
-        unsigned char kind = e->type == espeakEVENT_WORD ? EVENT_WORD : e->type == espeakEVENT_SENTENCE ? EVENT_SENTENCE : 0;
-        if (!kind) continue;
-        put_header(MSG_EVENT, 13);
-        put(&kind, 1);
-        put_u32((uint32_t)e->text_position);
-        put_u32((uint32_t)e->length);
-        put_u32((uint32_t)e->sample);
-    }
-    return out_lost ? 1 : 0;
-}
+// What the engine reports for a run becomes messages: each audio block is written at once,
+// its events with the next block or at the run's end.
+static int run_should_stop(void *context) { (void)context; return check_stop() || out_lost; }
 
-static char current_voice[4200];
-
-// MARK: Piper voices
-
-// The Piper voices loaded: by the host before it forks (MSG_PRELOAD), so that every child
-// speaks with them at once, or by a child for its own utterance.
-static struct { char path[4096]; parla_piper_voice *voice; } piper_voices[4];
-// Why the last run failed, sent with its MSG_DONE.
-static char run_error[2048];
-
-static parla_piper_voice *piper_voice(const char *path) {
-    for (size_t i = 0; i < sizeof piper_voices / sizeof *piper_voices; i++)
-        if (piper_voices[i].voice && strcmp(piper_voices[i].path, path) == 0) return piper_voices[i].voice;
-    if (strlen(path) >= sizeof piper_voices[0].path) {
-        snprintf(run_error, sizeof run_error, "the Piper voice's path is too long");
-        return NULL;
-    }
-    parla_piper_voice *voice = parla_piper_load(path, run_error, sizeof run_error);
-    if (!voice) return NULL;
-    // The oldest goes when all places are taken.
-    size_t slot = sizeof piper_voices / sizeof *piper_voices - 1;
-    for (size_t i = 0; i < sizeof piper_voices / sizeof *piper_voices; i++)
-        if (!piper_voices[i].voice) { slot = i; break; }
-    if (piper_voices[slot].voice) {
-        parla_piper_free(piper_voices[slot].voice);
-        memmove(&piper_voices[1], &piper_voices[0], slot * sizeof *piper_voices);
-        slot = 0;
-    }
-    strcpy(piper_voices[slot].path, path);
-    piper_voices[slot].voice = voice;
-    return voice;
-}
-
-// The Piper voice a child spoke with (its index in piper_voices, -1 for none): the child's
-// exit status tells the host (EXIT_USED_PIPER + index), whose next spare then makes that voice
-// a threaded session while it waits (spare_threads_voice). Only then: making one costs some
-// 80 ms of CPU, which every espeak-ng utterance would otherwise pay once Piper had been used.
-enum { EXIT_USED_PIPER = 64 };
-static int used_piper_voice = -1;
-static int spare_threads_voice = -1;
-
-static int piper_should_stop(void *context) { (void)context; return check_stop() || out_lost; }
-
-static void piper_audio(void *context, const int16_t *samples, int count) {
+static void run_audio(void *context, const int16_t *samples, int count) {
     (void)context;
     if (count <= 0) return;
-    put_header(MSG_AUDIO, (uint32_t)count * 2);
+    put_header(PARLA_MSG_AUDIO, (uint32_t)count * 2);
     put(samples, (size_t)count * 2);
     flush_out();
 }
 
-static void piper_event(void *context, int kind, int position, int length, int sample) {
+static void run_event(void *context, int kind, int position, int length, int sample) {
     (void)context;
     unsigned char k = (unsigned char)kind;
-    put_header(MSG_EVENT, 13);
+    put_header(PARLA_MSG_EVENT, 13);
     put(&k, 1);
     put_u32((uint32_t)position);
     put_u32((uint32_t)length);
     put_u32((uint32_t)sample);
 }
 
-static int synth_callback(short *wav, int count, espeak_EVENT *events);
+// Why the last run failed, sent with its DONE.
+static char run_error[2048];
 
-static int speak_piper(const char *path, const char *text, int rate, int volume, int options) {
-    parla_piper_voice *voice = piper_voice(path);
-    if (!voice) return STATUS_FAILED;
-    for (int i = 0; i < (int)(sizeof piper_voices / sizeof *piper_voices); i++)
-        if (piper_voices[i].voice == voice) used_piper_voice = i;
-    parla_piper_output output = { NULL, piper_should_stop, piper_audio, piper_event };
-    int status = parla_piper_speak(voice, text, rate, volume, options, &output, run_error, sizeof run_error);
-    // Piper's phonemes came from espeak-ng with a callback and a voice of their own.
-    espeak_SetSynthCallback(synth_callback);
-    current_voice[0] = 0;
-    if (status == PARLA_PIPER_OK) run_error[0] = 0;
-    return status == PARLA_PIPER_OK ? STATUS_OK : status == PARLA_PIPER_STOPPED ? STATUS_STOPPED : STATUS_FAILED;
-}
+// The Piper voice a child spoke with (its slot, -1 for none): the child's exit status tells
+// the host (EXIT_USED_PIPER + slot), whose next spare then gives that voice a threaded
+// session while it waits (spare_threads_voice). Only then: making one costs some 80 ms of
+// CPU, which every espeak-ng utterance would otherwise pay once Piper had been used.
+enum { EXIT_USED_PIPER = 64 };
+static int spare_threads_voice = -1;
 
-// A SPEAK message's text (the rest of its payload after the voice), NUL-terminated, malloc'd.
-static char *run_text(const unsigned char *p, uint32_t n, uint32_t voice_length) {
-    size_t text_length = n - 26 - voice_length;
-    char *text = malloc(text_length + 1);
-    if (!text) return NULL;
-    memcpy(text, p + 26 + voice_length, text_length);
-    text[text_length] = 0;
-    return text;
-}
-
+// Speaks a SPEAK message's run; returns its PARLA_RUN_ status.
 static int speak(const unsigned char *p, uint32_t n) {
-    if (n < 26) return STATUS_FAILED;
+    if (n < 26) return PARLA_RUN_FAILED;
     current_seq = get_u32(p);
     stop_requested = 0;
-    uint32_t flags = get_u32(p + 4);
-    int32_t rate = (int32_t)get_u32(p + 8), pitch = (int32_t)get_u32(p + 12), volume = (int32_t)get_u32(p + 16), punctuation = (int32_t)get_u32(p + 20);
     uint32_t voice_length = p[24] | (uint32_t)p[25] << 8;
-    if (26 + voice_length > n || voice_length >= sizeof current_voice) return STATUS_FAILED;
-    char voice[sizeof current_voice];
-    memcpy(voice, p + 26, voice_length);
-    voice[voice_length] = 0;
-    if (strncmp(voice, PARLA_PIPER_PREFIX, strlen(PARLA_PIPER_PREFIX)) == 0) {
-        char *text = run_text(p, n, voice_length);
-        if (!text) return STATUS_FAILED;
-        // For measuring it, PARLA_PIPER_EARLY_CLAUSE=0 turns the early first clause off, and
-        // "all" asks it of every run (a file rendered the way live speech is spoken).
-        const char *early = getenv("PARLA_PIPER_EARLY_CLAUSE");
-        int asked = (flags & PARLA_PIPER_RUN_EARLY_FIRST_CLAUSE) || (early && strcmp(early, "all") == 0);
-        int options = asked && !(early && strcmp(early, "0") == 0) ? PARLA_PIPER_EARLY_FIRST_CLAUSE : 0;
-        int status = speak_piper(voice + strlen(PARLA_PIPER_PREFIX), text, rate, volume, options);
-        free(text);
-        return status;
-    }
-    if (strcmp(voice, current_voice) != 0) {
-        if (espeak_SetVoiceByName(voice) != EE_OK) {
-            current_voice[0] = 0;
-            return STATUS_UNKNOWN_VOICE;
-        }
-        strcpy(current_voice, voice);
-    }
-    espeak_SetParameter(espeakRATE, rate, 0);
-    espeak_SetParameter(espeakPITCH, pitch, 0);
-    espeak_SetParameter(espeakVOLUME, volume, 0);
-    espeak_SetParameter(espeakPUNCTUATION, punctuation, 0);
-    char *text = run_text(p, n, voice_length);
-    if (!text) return STATUS_FAILED;
-    espeak_ERROR status = espeak_Synth(text, n - 26 - voice_length + 1, 0, POS_CHARACTER, 0, flags, NULL, NULL);
-    free(text);
-    if (stop_requested) return STATUS_STOPPED;
-    return status == EE_OK ? STATUS_OK : STATUS_FAILED;
+    if (26 + (size_t)voice_length > n) return PARLA_RUN_FAILED;
+    // The voice and the text, each NUL-terminated, in one block.
+    size_t text_length = n - 26 - voice_length;
+    char *strings = malloc(voice_length + 1 + text_length + 1);
+    if (!strings) return PARLA_RUN_FAILED;
+    memcpy(strings, p + 26, voice_length);
+    strings[voice_length] = 0;
+    memcpy(strings + voice_length + 1, p + 26 + voice_length, text_length);
+    strings[voice_length + 1 + text_length] = 0;
+    parla_run run = {
+        .voice = strings, .text = strings + voice_length + 1, .text_length = text_length,
+        .flags = get_u32(p + 4), .rate = (int32_t)get_u32(p + 8), .pitch = (int32_t)get_u32(p + 12),
+        .volume = (int32_t)get_u32(p + 16), .punctuation = (int32_t)get_u32(p + 20),
+    };
+    parla_run_output output = { NULL, run_should_stop, run_audio, run_event };
+    int status = parla_engine_speak(&run, &output, run_error, sizeof run_error);
+    free(strings);
+    if (stop_requested && status != PARLA_RUN_FAILED) return PARLA_RUN_STOPPED;
+    return status;
 }
 
 // Whether the host has read espeak-ng's list of voices (2.4 ms), which a child needs to select
@@ -296,47 +181,42 @@ static int speak(const unsigned char *p, uint32_t n) {
 // it inherit the list.
 static int voices_listed;
 
-static void list_voices(void) {
-    const espeak_VOICE **voices = espeak_ListVoices(NULL);  // read again at each call
-    voices_listed = 1;
-    size_t total = 0;
-    for (int i = 0; voices && voices[i]; i++) {
-        const char *id = voices[i]->identifier;
-        if (!id) continue;
-        const char *slash = strrchr(id, '/');
-        total += strlen(slash ? slash + 1 : id) + 1;
-    }
-    put_header(MSG_VOICE_LIST, (uint32_t)total);
-    for (int i = 0; voices && voices[i]; i++) {
-        const char *id = voices[i]->identifier;
-        if (!id) continue;
-        const char *slash = strrchr(id, '/');
-        const char *name = slash ? slash + 1 : id;
-        put(name, strlen(name));
-        put("\n", 1);
-    }
+static void add_length(void *context, const char *name) { *(size_t *)context += strlen(name) + 1; }
+
+static void add_name(void *context, const char *name) {
+    (void)context;
+    put(name, strlen(name));
+    put("\n", 1);
 }
 
-// A child's life: speak the utterance's runs until MSG_FINISH or the end of input.
+static void list_voices(void) {
+    voices_listed = 1;
+    size_t total = 0;
+    parla_engine_voice_names(add_length, &total);
+    put_header(PARLA_MSG_VOICE_LIST, (uint32_t)total);
+    parla_engine_voice_names(add_name, NULL);
+}
+
+// A child's life: speak the utterance's runs until PARLA_MSG_FINISH or the end of input.
 static int speak_utterance(void) {
     for (;;) {
         unsigned char *payload = NULL;
         uint32_t n = 0;
         int type = read_message(&payload, &n);
-        if (type < 0 || type == MSG_FINISH) { free(payload); break; }
-        if (type == MSG_SPEAK) {
+        if (type < 0 || type == PARLA_MSG_FINISH) { free(payload); break; }
+        if (type == PARLA_MSG_SPEAK) {
             run_error[0] = 0;
             int status = speak(payload, n);
             if (out_lost) { free(payload); return 0; }
-            size_t why = status == STATUS_FAILED ? strlen(run_error) : 0;
-            put_header(MSG_DONE, 8 + (uint32_t)why);
+            size_t why = status == PARLA_RUN_FAILED ? strlen(run_error) : 0;
+            put_header(PARLA_MSG_DONE, 8 + (uint32_t)why);
             put_u32(current_seq);
             put_u32((uint32_t)status);
             put(run_error, why);
-        } else if (type == MSG_LIST_VOICES) {
+        } else if (type == PARLA_MSG_LIST_VOICES) {
             list_voices();
         }
-        // MSG_STOP here is for a run that has already ended.
+        // PARLA_MSG_STOP here is for a run that has already ended.
         free(payload);
         flush_out();
         if (out_lost) return 0;
@@ -365,7 +245,7 @@ static int relay(int from) {
         size_t whole = 0;
         while (length - whole >= 5) {
             uint32_t n = get_u32(buffer + whole + 1);
-            if (n > MAX_MESSAGE) { whole = length; break; }  // garbage: drop it all
+            if (n > PARLA_ENGINE_MAX_MESSAGE) { whole = length; break; }  // garbage: drop it all
             if (length - whole < 5 + (size_t)n) break;
             whole += 5 + n;
         }
@@ -384,7 +264,7 @@ static int relay(int from) {
 
 // The child for the next utterance, forked while the host waits for it (the fork is then off
 // the path of the first sound): it waits for a byte on `spare_go`, written once the host has
-// read the utterance's MSG_BEGIN, then speaks as a child forked then would. Its output is
+// read the utterance's PARLA_MSG_BEGIN, then speaks as a child forked then would. Its output is
 // `spare_out`. No spare: spare_pid is 0.
 static pid_t spare_pid;
 static int spare_go = -1, spare_out = -1;
@@ -409,9 +289,7 @@ static void fork_spare(void) {
         long cores = sysconf(_SC_NPROCESSORS_ONLN);
         const char *asked = getenv("PARLA_PIPER_LIVE_THREADS");
         int threads = asked && atoi(asked) > 0 ? atoi(asked) : cores > 4 ? 4 : cores > 1 ? (int)cores : 1;
-        int v = spare_threads_voice;
-        if (threads > 1 && v >= 0 && v < (int)(sizeof piper_voices / sizeof *piper_voices) && piper_voices[v].voice)
-            parla_piper_rethread(piper_voices[v].voice, threads);
+        if (threads > 1 && spare_threads_voice >= 0) parla_engine_rethread_piper_slot(spare_threads_voice, threads);
         unsigned char start;
         ssize_t r;
         do r = read(go[0], &start, 1);
@@ -420,7 +298,8 @@ static void fork_spare(void) {
         close(go[0]);
         out_fd = output[1];
         int status = speak_utterance();
-        _exit(status == 0 && used_piper_voice >= 0 ? EXIT_USED_PIPER + used_piper_voice : status);
+        int used = parla_engine_last_piper_slot();
+        _exit(status == 0 && used >= 0 ? EXIT_USED_PIPER + used : status);
     }
     close(go[0]);
     close(output[1]);
@@ -467,7 +346,7 @@ static void drop_spare(void) {
     spare_go = spare_out = -1;
 }
 
-// Speaks utterance `id` in a child (the spare, else one forked now); reports MSG_CRASHED (the
+// Speaks utterance `id` in a child (the spare, else one forked now); reports PARLA_MSG_CRASHED (the
 // id and the signal, 0 for none) if it died of a signal or failed, or could not be started.
 static void run_utterance(uint32_t id) {
     int from = -1;
@@ -486,39 +365,16 @@ static void run_utterance(uint32_t id) {
     if (!alive && child > 0) return;  // Parla is gone
     spare_threads_voice = -1;
     int code = WIFEXITED(status) ? WEXITSTATUS(status) : 0;
-    if (child > 0 && WIFEXITED(status) && code >= EXIT_USED_PIPER && code < EXIT_USED_PIPER + (int)(sizeof piper_voices / sizeof *piper_voices)) {
+    if (child > 0 && WIFEXITED(status) && code >= EXIT_USED_PIPER && code < EXIT_USED_PIPER + PARLA_ENGINE_PIPER_SLOTS) {
         spare_threads_voice = code - EXIT_USED_PIPER;
         code = 0;
     }
     if (child < 0 || WIFSIGNALED(status) || (WIFEXITED(status) && code != 0)) {
-        put_header(MSG_CRASHED, 8);
+        put_header(PARLA_MSG_CRASHED, 8);
         put_u32(id);
         put_u32(child < 0 ? 0 : WIFSIGNALED(status) ? (uint32_t)WTERMSIG(status) : 0);
         flush_out();
     }
-}
-
-// espeak-ng (1.51) lower-cases a voice's name, looks for a file of that name, and only then
-// reads every voice file to find the voice by its name: "en-US" (file gmw/en-US) took 2.4 ms
-// and 2,300 system calls, where "gmw/en" took 0.15 ms. espeak_SetVoiceByFile lower-cases its
-// path too, so the file is opened here and passed as /proc/self/fd/N, a path with nothing to
-// lower-case: 0.2 ms, the same voice (the same samples and events, plain and SSML). Without
-// /proc or the file, the voice is selected by name as before.
-static int load_first_voice(void) {
-    const char *data = NULL;
-    espeak_Info(&data);
-    char path[4096];
-    if (data && snprintf(path, sizeof path, "%s/lang/%s/%s", data, PARLA_ENGINE_FIRST_VOICE_FAMILY, PARLA_ENGINE_FIRST_VOICE) < (int)sizeof path) {
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd >= 0) {
-            char by_descriptor[32];
-            snprintf(by_descriptor, sizeof by_descriptor, "/proc/self/fd/%d", fd);
-            espeak_ERROR status = espeak_SetVoiceByFile(by_descriptor);
-            close(fd);
-            if (status == EE_OK) return 1;
-        }
-    }
-    return espeak_SetVoiceByName(PARLA_ENGINE_FIRST_VOICE) == EE_OK;
 }
 
 // Whether nothing comes on standard input for `milliseconds`.
@@ -532,35 +388,23 @@ static int idle(int milliseconds) {
 
 int parla_engine_host_main(void) {
     signal(SIGPIPE, SIG_IGN);  // a write to a gone Parla fails and ends the loop instead
-    // Phoneme events, in IPA, are what Piper's voices map their words with (piper_phonemes.c).
-    int rate = espeak_Initialize(AUDIO_OUTPUT_SYNCHRONOUS, 100, NULL, 0x8000 /* espeakINITIALIZE_DONT_EXIT */ | espeakINITIALIZE_PHONEME_EVENTS | espeakINITIALIZE_PHONEME_IPA);
+    char why[600];
+    int rate = parla_engine_init(why, sizeof why);
     if (rate <= 0) {
-        const char *why = "espeak-ng could not be initialised (is the espeak-ng-data package installed? Run scripts/setup)";
-        char loading[600];
-        // Set when libespeak-ng is loaded on first use (CESpeakNGLazy) and could not be.
-        const char *load_error = parla_espeak_load_error ? parla_espeak_load_error() : NULL;
-        if (load_error) {
-            snprintf(loading, sizeof loading, "libespeak-ng could not be loaded: %s", load_error);
-            why = loading;
-        }
-        put_header(MSG_READY, 8 + (uint32_t)strlen(why));
+        put_header(PARLA_MSG_READY, 8 + (uint32_t)strlen(why));
         put_u32(PARLA_ENGINE_PROTOCOL);
         put_u32(0);
         put(why, strlen(why));
         flush_out();
         return 1;
     }
-    espeak_SetSynthCallback(synth_callback);
-    // "some" punctuation: the symbols that carry meaning, as speech-dispatcher reads them.
-    const wchar_t list[] = L"@#$%^&_[]{}\\~";
-    espeak_SetPunctuationList(list);
     // Loading the first voice loads data every voice shares (3 to 14 ms); done once here, a
     // forked child then selects any voice in 0.1 to 1.4 ms (once the list of voices is read,
     // below). The voice loaded is Parla's English one (the catalog's default for "en"): a
     // child whose first run is in it keeps it as loaded here (selecting it again took 0.3 to
     // 0.7 ms).
-    if (load_first_voice()) strcpy(current_voice, PARLA_ENGINE_FIRST_VOICE);
-    put_header(MSG_READY, 8);
+    parla_engine_select_first_voice();
+    put_header(PARLA_MSG_READY, 8);
     put_u32(PARLA_ENGINE_PROTOCOL);
     put_u32((uint32_t)rate);
     flush_out();
@@ -570,34 +414,28 @@ int parla_engine_host_main(void) {
         uint32_t n = 0;
         int type = read_message(&payload, &n);
         if (type < 0) break;
-        if (type == MSG_BEGIN) {
+        if (type == PARLA_MSG_BEGIN) {
             run_utterance(n >= 4 ? get_u32(payload) : 0);
             if (!voices_listed && idle(100)) {
-                espeak_ListVoices(NULL);
+                parla_engine_read_voice_list();
                 voices_listed = 1;
             }
             if (!out_lost) fork_spare();
-        } else if (type == MSG_LIST_VOICES) {
+        } else if (type == PARLA_MSG_LIST_VOICES) {
             list_voices();
-        } else if (type == MSG_PRELOAD) {
+        } else if (type == PARLA_MSG_PRELOAD) {
             // Loaded here, before the fork, so every child has it warm; the spare child was
             // forked without it and is replaced. A voice that cannot load fails in the child
             // that needs it, with the reason.
-            char path[4096];
+            char voice[4200];
             int loaded = 0;
             run_error[0] = 0;
-            if (n > 0 && n < sizeof path) {
-                memcpy(path, payload, n);
-                path[n] = 0;
-                int known = 0;
-                for (size_t i = 0; i < sizeof piper_voices / sizeof *piper_voices; i++)
-                    if (piper_voices[i].voice && strcmp(piper_voices[i].path, path) == 0) known = 1;
-                loaded = known || piper_voice(path) != NULL;
-                for (int i = 0; loaded && i < (int)(sizeof piper_voices / sizeof *piper_voices); i++)
-                    if (piper_voices[i].voice && strcmp(piper_voices[i].path, path) == 0) spare_threads_voice = i;
+            if (n < sizeof voice - strlen(PARLA_PIPER_PREFIX)) {
+                snprintf(voice, sizeof voice, "%s%.*s", PARLA_PIPER_PREFIX, (int)n, (const char *)payload);
+                int known = parla_engine_piper_slot(voice) >= 0;
+                loaded = known || parla_engine_preload(voice, run_error, sizeof run_error);
+                if (loaded) spare_threads_voice = parla_engine_piper_slot(voice);
                 if (loaded && (!known || spare_pid > 0)) {
-                    espeak_SetSynthCallback(synth_callback);
-                    current_voice[0] = 0;
                     drop_spare();
                     fork_spare();
                 }
@@ -605,17 +443,17 @@ int parla_engine_host_main(void) {
                 snprintf(run_error, sizeof run_error, "the Piper voice's path is too long");
             }
             size_t why = loaded ? 0 : strlen(run_error);
-            put_header(MSG_PRELOADED, 4 + (uint32_t)why);
+            put_header(PARLA_MSG_PRELOADED, 4 + (uint32_t)why);
             put_u32((uint32_t)loaded);
             put(run_error, why);
-        } else if (type == MSG_SPEAK) {
+        } else if (type == PARLA_MSG_SPEAK) {
             // A run outside an utterance: refused.
-            put_header(MSG_DONE, 8);
+            put_header(PARLA_MSG_DONE, 8);
             put_u32(n >= 4 ? get_u32(payload) : 0);
-            put_u32(STATUS_FAILED);
+            put_u32(PARLA_RUN_FAILED);
         }
         free(payload);
-        // MSG_STOP and MSG_FINISH here are for an utterance that has already ended.
+        // PARLA_MSG_STOP and PARLA_MSG_FINISH here are for an utterance that has already ended.
         flush_out();
         if (out_lost) return 0;
     }

@@ -1,6 +1,4 @@
-internal import CESpeakNG
-internal import CESpeakNGLazy
-internal import CParlaPiper
+internal import CParlaEngineHost
 import ParlaCore
 import Synchronization
 
@@ -207,20 +205,20 @@ func synthesizePlan(
 ) throws(ParlaError) -> Int {
     func request(_ index: Int, _ input: EngineInput, endsSentence: Bool) -> RunRequest {
         let run = plan.runs[index]
-        let punct: espeak_PUNCT_TYPE =
+        let punctuation =
             switch run.punctuation {
-            case .none: espeakPUNCT_NONE
-            case .some: espeakPUNCT_SOME
-            case .all: espeakPUNCT_ALL
+            case .none: PARLA_PUNCTUATION_NONE
+            case .some: PARLA_PUNCTUATION_SOME
+            case .all: PARLA_PUNCTUATION_ALL
             }
-        var flags = UInt32(espeakCHARS_UTF8)
-        if input.isMarkup { flags |= UInt32(espeakSSML) }
-        if index == plan.runs.count - 1 || endsSentence { flags |= UInt32(espeakENDPAUSE) }
+        var flags: UInt32 = 0
+        if input.isMarkup { flags |= UInt32(PARLA_RUN_SSML) }
+        if index == plan.runs.count - 1 || endsSentence { flags |= UInt32(PARLA_RUN_END_PAUSE) }
         // Live speech's first run, in a Piper voice: its first clause is heard sooner alone.
-        if skipsLeadingSilence, index == 0, run.voice.engine == SpeechVoice.piperEngine { flags |= PARLA_PIPER_RUN_EARLY_FIRST_CLAUSE }
+        if skipsLeadingSilence, index == 0, run.voice.engine == SpeechVoice.piperEngine { flags |= UInt32(PARLA_RUN_EARLY_FIRST_CLAUSE) }
         return RunRequest(
             voice: run.voice.engineVoiceName, rate: Int32(clamping: run.rate), pitch: Int32(clamping: run.pitch),
-            volume: Int32(clamping: run.volume), punctuation: Int32(bitPattern: punct.rawValue), flags: flags, text: input.text)
+            volume: Int32(clamping: run.volume), punctuation: Int32(punctuation), flags: flags, text: input.text)
     }
     // The first run goes with the utterance's start, before waiting for the engine to load:
     // it is spoken as soon as the engine is ready.
@@ -269,70 +267,44 @@ func synthesizePlan(
     return builder.sampleCount
 }
 
-/// The calls into espeak-ng in this process, confined by its owner to one thread at a time.
+/// The engine driver (`engine_driver.c`, the one that also speaks in the engine host) in this
+/// process, confined by its owner to one thread at a time.
 final class ESpeakCore: RunEngine {
     private var sampleRate: Int?
-    private var currentVoice: String?
-
-    /// Piper voices loaded in this process, by model path.
-    private var piperVoices: [String: OpaquePointer] = [:]
 
     // In this process, an utterance is only the runs in a row.
     func beginUtterance(first: RunRequest?) {}
     func endUtterance() {}
 
-    func prepare(voices: [String]) throws(ParlaError) {
-        for voice in voices where voice.hasPrefix(piperVoicePrefix) {
-            _ = try start()
-            _ = try piperVoice(String(voice.dropFirst(piperVoicePrefix.count)))
-        }
-    }
-
-    /// The Piper voice at `path`, loaded once.
-    private func piperVoice(_ path: String) throws(ParlaError) -> OpaquePointer {
-        if let voice = piperVoices[path] { return voice }
-        var error = [CChar](repeating: 0, count: 2048)
-        guard let voice = parla_piper_load(path, &error, error.count) else {
-            espeak_SetSynthCallback(synthCallback)
-            currentVoice = nil
-            throw .engineFailure(String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
-        }
-        espeak_SetSynthCallback(synthCallback)
-        currentVoice = nil
-        piperVoices[path] = voice
-        return voice
-    }
-
     func start() throws(ParlaError) -> Int {
         if let sampleRate { return sampleRate }
-        // espeakINITIALIZE_DONT_EXIT: report errors instead of exiting; phoneme events in IPA for
-        // Piper's voices, which map their words with them (piper_phonemes.c).
-        let options: Int32 = 0x8000 | espeakINITIALIZE_PHONEME_EVENTS | espeakINITIALIZE_PHONEME_IPA
-        let rate = espeak_Initialize(AUDIO_OUTPUT_SYNCHRONOUS, 100, nil, options)
-        guard rate > 0 else {
-            if let why = parla_espeak_load_error() { throw .engineFailure("libespeak-ng could not be loaded: \(String(cString: why))") }
-            throw .engineFailure("espeak-ng could not be initialised (is the espeak-ng-data package installed? Run scripts/setup)")
-        }
-        espeak_SetSynthCallback(synthCallback)
-        // "some" punctuation: the symbols that carry meaning, as speech-dispatcher reads them.
-        var list: [wchar_t] = "@#$%^&_[]{}\\~".unicodeScalars.map { wchar_t(bitPattern: $0.value) } + [0]
-        espeak_SetPunctuationList(&list)
+        var error = [CChar](repeating: 0, count: 1024)
+        let rate = parla_engine_init(&error, error.count)
+        guard rate > 0 else { throw .engineFailure(Self.text(error, or: "espeak-ng could not be initialised")) }
         sampleRate = Int(rate)
         return Int(rate)
     }
 
+    func prepare(voices: [String]) throws(ParlaError) {
+        for voice in voices where voice.hasPrefix(piperVoicePrefix) {
+            _ = try start()
+            var error = [CChar](repeating: 0, count: 2048)
+            guard parla_engine_preload(voice, &error, error.count) == 1 else {
+                throw .engineFailure(Self.text(error, or: "the Piper voice could not be loaded"))
+            }
+        }
+    }
+
     func installedVoices() throws(ParlaError) -> [String] {
         _ = try start()
-        guard let list = espeak_ListVoices(nil) else { return [] }
-        var names: [String] = []
-        var i = 0
-        while let v = list[i] {
-            if let id = v.pointee.identifier {
-                names.append(String(String(cString: id).split(separator: "/").last ?? ""))
-            }
-            i += 1
-        }
-        return names
+        final class Names { var list: [String] = [] }
+        let names = Names()
+        parla_engine_voice_names(
+            { context, name in
+                guard let context, let name else { return }
+                Unmanaged<Names>.fromOpaque(context).takeUnretainedValue().list.append(String(cString: name))
+            }, Unmanaged.passUnretained(names).toOpaque())
+        return withExtendedLifetime(names) { names.list }
     }
 
     func speak(
@@ -340,46 +312,13 @@ final class ESpeakCore: RunEngine {
         audio: (UnsafeBufferPointer<Int16>) -> Void, event: (RawEngineEvent) -> Void
     ) throws(ParlaError) {
         _ = try start()
-        if run.voice.hasPrefix(piperVoicePrefix) {
-            return try speakPiper(run, shouldStop: shouldStop, audio: audio, event: event)
-        }
-        try setVoice(run.voice)
-        espeak_SetParameter(espeakRATE, run.rate, 0)
-        espeak_SetParameter(espeakPITCH, run.pitch, 0)
-        espeak_SetParameter(espeakVOLUME, run.volume, 0)
-        espeak_SetParameter(espeakPUNCTUATION, run.punctuation, 0)
-        let status = withoutActuallyEscaping(shouldStop) { shouldStop in
-            withoutActuallyEscaping(audio) { audio in
-                withoutActuallyEscaping(event) { event in
-                    let context = SynthContext(shouldStop: shouldStop, audio: audio, event: event)
-                    return withExtendedLifetime(context) {
-                        run.text.withCString { cText in
-                            espeak_Synth(
-                                cText, run.text.utf8.count + 1, 0, POS_CHARACTER, 0, run.flags, nil,
-                                Unmanaged.passUnretained(context).toOpaque())
-                        }
-                    }
-                }
-            }
-        }
-        if shouldStop() { throw .cancelled }
-        guard status == EE_OK else {
-            throw .engineFailure("espeak_Synth returned error \(status.rawValue)")
-        }
-    }
-
-    private func speakPiper(
-        _ run: RunRequest, shouldStop: () -> Bool,
-        audio: (UnsafeBufferPointer<Int16>) -> Void, event: (RawEngineEvent) -> Void
-    ) throws(ParlaError) {
-        let voice = try piperVoice(String(run.voice.dropFirst(piperVoicePrefix.count)))
         var error = [CChar](repeating: 0, count: 2048)
         let status = withoutActuallyEscaping(shouldStop) { shouldStop in
             withoutActuallyEscaping(audio) { audio in
                 withoutActuallyEscaping(event) { event in
                     let context = SynthContext(shouldStop: shouldStop, audio: audio, event: event)
                     return withExtendedLifetime(context) {
-                        var output = parla_piper_output(
+                        var output = parla_run_output(
                             context: Unmanaged.passUnretained(context).toOpaque(),
                             should_stop: { c in
                                 guard let c else { return 1 }
@@ -391,37 +330,35 @@ final class ESpeakCore: RunEngine {
                                     UnsafeBufferPointer(start: samples, count: Int(count)))
                             },
                             event: { c, kind, position, length, sample in
-                                let type = UInt8(truncatingIfNeeded: kind)
-                                guard let c, let kind = RawEngineEvent.Kind(rawValue: type & 0x7F) else { return }
-                                Unmanaged<SynthContext>.fromOpaque(c).takeUnretainedValue().event(
-                                    RawEngineEvent(
-                                        kind: kind, estimated: type & 0x80 != 0, position: position, length: length, sample: sample))
+                                guard let c, let e = RawEngineEvent(kind: kind, position: position, length: length, sample: sample) else {
+                                    return
+                                }
+                                Unmanaged<SynthContext>.fromOpaque(c).takeUnretainedValue().event(e)
                             })
-                        let options = run.flags & PARLA_PIPER_RUN_EARLY_FIRST_CLAUSE != 0 ? Int32(PARLA_PIPER_EARLY_FIRST_CLAUSE) : 0
-                        return run.text.withCString {
-                            parla_piper_speak(voice, $0, run.rate, run.volume, options, &output, &error, error.count)
+                        return run.voice.withCString { voice in
+                            run.text.withCString { text in
+                                var request = parla_run(
+                                    voice: voice, text: text, text_length: run.text.utf8.count, rate: run.rate, pitch: run.pitch,
+                                    volume: run.volume, punctuation: run.punctuation, flags: run.flags)
+                                return parla_engine_speak(&request, &output, &error, error.count)
+                            }
                         }
                     }
                 }
             }
         }
-        // Piper's phonemes came from espeak-ng with a callback and a voice of their own.
-        espeak_SetSynthCallback(synthCallback)
-        currentVoice = nil
-        if shouldStop() || status == Int32(PARLA_PIPER_STOPPED) { throw .cancelled }
-        guard status == Int32(PARLA_PIPER_OK) else {
-            throw .engineFailure(String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+        if shouldStop() || Int(status) == PARLA_RUN_STOPPED { throw .cancelled }
+        switch Int(status) {
+        case PARLA_RUN_OK: return
+        case PARLA_RUN_UNKNOWN_VOICE: throw .unknownEngineVoice(run.voice)
+        default: throw .engineFailure(Self.text(error, or: "espeak-ng could not speak this text"))
         }
     }
 
-    private func setVoice(_ name: String) throws(ParlaError) {
-        guard name != currentVoice else { return }
-        let status = espeak_SetVoiceByName(name)
-        guard status == EE_OK else {
-            currentVoice = nil
-            throw ParlaError.unknownEngineVoice(name)
-        }
-        currentVoice = name
+    /// A C string the driver wrote, or `fallback` if it is empty.
+    private static func text(_ buffer: [CChar], or fallback: String) -> String {
+        let text = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return text.isEmpty ? fallback : text
     }
 }
 
@@ -444,35 +381,4 @@ private final class SynthContext {
         self.audio = audio
         self.event = event
     }
-}
-
-/// espeak-ng's synthesis callback: audio first, then the events that belong to it.
-/// Returns 1 to make espeak-ng abort when stop was requested.
-private func synthCallback(
-    _ wav: UnsafeMutablePointer<Int16>?, _ count: Int32, _ events: UnsafeMutablePointer<espeak_EVENT>?
-) -> Int32 {
-    guard let events else { return 0 }
-    var e = events
-    while e.pointee.type != espeakEVENT_LIST_TERMINATED { e += 1 }
-    guard let userData = e.pointee.user_data ?? events.pointee.user_data else { return 0 }
-    let context = Unmanaged<SynthContext>.fromOpaque(userData).takeUnretainedValue()
-    if context.shouldStop() { return 1 }
-    if let wav, count > 0 {
-        context.audio(UnsafeBufferPointer(start: wav, count: Int(count)))
-    }
-    var ev = events
-    while ev.pointee.type != espeakEVENT_LIST_TERMINATED {
-        let kind: RawEngineEvent.Kind? =
-            switch ev.pointee.type {
-            case espeakEVENT_WORD: .word
-            case espeakEVENT_SENTENCE: .sentence
-            default: nil
-            }
-        if let kind {
-            context.event(
-                RawEngineEvent(kind: kind, position: ev.pointee.text_position, length: ev.pointee.length, sample: ev.pointee.sample))
-        }
-        ev += 1
-    }
-    return 0
 }

@@ -200,23 +200,22 @@ final class EngineHost: RunEngine {
             case .event:
                 guard !stopSent else { continue }
                 var r = PayloadReader(payload)
-                let type = r.u8()
-                let kind = RawEngineEvent.Kind(rawValue: type & 0x7F)
+                let kind = Int32(r.u8())
                 let e = (position: r.i32(), length: r.i32(), sample: r.i32())
-                if let kind, r.isValid {
-                    event(RawEngineEvent(kind: kind, estimated: type & 0x80 != 0, position: e.position, length: e.length, sample: e.sample))
+                if r.isValid, let raw = RawEngineEvent(kind: kind, position: e.position, length: e.length, sample: e.sample) {
+                    event(raw)
                 }
             case .done:
                 var r = PayloadReader(payload)
                 let done = r.u32()
-                let status = EngineRunStatus(rawValue: r.i32())
+                let status = r.i32()
                 guard done == mine else { continue }  // the end of a run stopped earlier
                 if stopSent || shouldStop() { throw .cancelled }
                 let why = String(decoding: r.rest(), as: UTF8.self)
                 switch status {
-                case .ok: return
-                case .unknownVoice: throw .unknownEngineVoice(voice)
-                case .stopped: throw .cancelled
+                case Int32(PARLA_RUN_OK): return
+                case Int32(PARLA_RUN_UNKNOWN_VOICE): throw .unknownEngineVoice(voice)
+                case Int32(PARLA_RUN_STOPPED): throw .cancelled
                 default:
                     if !why.isEmpty { throw .engineFailure(why) }
                     throw .engineFailure("espeak-ng could not speak this text")

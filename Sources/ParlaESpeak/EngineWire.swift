@@ -1,66 +1,62 @@
+internal import CParlaEngineHost
 import ParlaIO
 
 #if canImport(Glibc)
     import Glibc
 #endif
 
-/// The messages between Parla and its engine host (see ``EngineHost``; the host's side is
-/// `engine_host.c`, which must agree): a type byte, a little-endian 32-bit payload length,
-/// and the payload.
-enum EngineMessage: UInt8 {
+/// The type of a message between Parla and its engine host (see ``EngineHost``): a type byte,
+/// a little-endian 32-bit payload length, and the payload. The numbers, and what each
+/// payload holds, are in `parla_engine_wire.h`, which the host's side reads too.
+struct EngineMessage: RawRepresentable, Equatable {
+    var rawValue: UInt8
+    init(rawValue: UInt8) { self.rawValue = rawValue }
+    private init(_ value: Int) { rawValue = UInt8(truncatingIfNeeded: value) }
+
     // Parla → host
-    /// Speak one run: seq u32, flags u32, rate, pitch, volume, punctuation (i32 each), the
-    /// voice name (u16 length + UTF-8), then the text (UTF-8, the rest of the payload).
-    case speak = 0x53
-    /// Stop speaking run seq (u32) or any earlier one.
-    case stop = 0x58
-    /// List the installed voices.
-    case listVoices = 0x56
-    /// Begin utterance id (u32): the host forks a child from its loaded engine to speak it.
-    case begin = 0x42
-    /// The utterance is over: its child exits.
-    case finish = 0x46
-    /// Load the Piper voice whose model is at this path (UTF-8, the whole payload) in the host
-    /// itself, so that the children it forks for utterances have it loaded.
-    case preload = 0x50
+    static let speak = EngineMessage(PARLA_MSG_SPEAK)
+    static let stop = EngineMessage(PARLA_MSG_STOP)
+    static let listVoices = EngineMessage(PARLA_MSG_LIST_VOICES)
+    static let begin = EngineMessage(PARLA_MSG_BEGIN)
+    static let finish = EngineMessage(PARLA_MSG_FINISH)
+    static let preload = EngineMessage(PARLA_MSG_PRELOAD)
     // host → Parla
-    /// The engine is loaded: sample rate (i32; 0 and a message if it failed to load).
-    case ready = 0x52
-    /// Audio: native 16-bit samples.
-    case audio = 0x41
-    /// A voice asked for with `preload`: loaded (u32 1) or not (0, then why, UTF-8).
-    case preloaded = 0x70
-    /// An engine event: type u8, position i32, length i32, sample i32.
-    case event = 0x45
-    /// A run ended: seq u32, status i32 (``EngineRunStatus``), and for a failure, why (UTF-8,
-    /// the rest of the payload, possibly empty).
-    case done = 0x44
-    /// The installed voices: names separated by newlines.
-    case voiceList = 0x4C
-    /// The child speaking utterance id (u32) died: the signal (u32, 0 if it exited in error).
-    case crashed = 0x43
+    static let ready = EngineMessage(PARLA_MSG_READY)
+    static let preloaded = EngineMessage(PARLA_MSG_PRELOADED)
+    static let audio = EngineMessage(PARLA_MSG_AUDIO)
+    static let event = EngineMessage(PARLA_MSG_EVENT)
+    static let done = EngineMessage(PARLA_MSG_DONE)
+    static let voiceList = EngineMessage(PARLA_MSG_VOICE_LIST)
+    static let crashed = EngineMessage(PARLA_MSG_CRASHED)
 }
 
-/// How one run ended in the engine.
-enum EngineRunStatus: Int32 {
-    case ok = 0
-    case stopped = 1
-    case unknownVoice = 2
-    case synthesisFailed = 3
-}
-
-/// An engine event as espeak-ng reported it (untrusted: ``TimelineBuilder`` repairs it).
+/// An engine event as espeak-ng or a Piper voice reported it (untrusted: ``TimelineBuilder``
+/// repairs it).
 struct RawEngineEvent {
-    enum Kind: UInt8 {
-        case word = 1
-        case sentence = 2
+    enum Kind {
+        case word
+        case sentence
     }
     var kind: Kind
-    /// The engine's time is a guess (sent as the kind's top bit).
+    /// The engine's time is a guess (the kind's PARLA_EVENT_ESTIMATED bit).
     var estimated = false
     var position: Int32
     var length: Int32
     var sample: Int32
+
+    /// The event of the engine driver's numbers (`parla_engine_driver.h`); nil for a kind
+    /// Parla does not know.
+    init?(kind: Int32, position: Int32, length: Int32, sample: Int32) {
+        switch kind & ~Int32(PARLA_EVENT_ESTIMATED) {
+        case Int32(PARLA_EVENT_WORD): self.kind = .word
+        case Int32(PARLA_EVENT_SENTENCE): self.kind = .sentence
+        default: return nil
+        }
+        estimated = kind & Int32(PARLA_EVENT_ESTIMATED) != 0
+        self.position = position
+        self.length = length
+        self.sample = sample
+    }
 }
 
 /// Builds messages.

@@ -3,8 +3,6 @@
 /// The environment variable that turns a process linking Parla's engine into its engine host
 /// (set only in the environment of the child Parla starts; the host removes it at once).
 #define PARLA_ENGINE_HOST_ENV "PARLA_ENGINE_HOST"
-/// The version of the messages between Parla and its engine host (EngineWire.swift).
-#define PARLA_ENGINE_PROTOCOL 2
 // The voice the host loads before its first utterance: Parla's voice for English, the
 // catalog's default for "en" (voices/defaults.json), spelled as Parla sends it: the host
 // compares names exactly (a test checks they agree).

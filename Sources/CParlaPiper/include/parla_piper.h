@@ -49,8 +49,6 @@ enum { PARLA_PIPER_OK = 0, PARLA_PIPER_STOPPED = 1, PARLA_PIPER_FAILED = 3 };
 /// takes about as long per second of speech for any length, so a short first piece is heard
 /// sooner, and the rest is made while it plays.
 enum { PARLA_PIPER_EARLY_FIRST_CLAUSE = 1 };
-/// The bit of a run's flags (on the engine host's wire) that asks for it.
-#define PARLA_PIPER_RUN_EARLY_FIRST_CLAUSE 0x40000000u
 
 /// Speaks UTF-8 `text` (plain text, no markup). `rate` is in espeak-ng's words per minute
 /// (175 = the voice's own speed), `volume` 0-200 (100 = as the model speaks), `options`
