@@ -65,12 +65,14 @@ let package = Package(
             linkerSettings: [.unsafeFlags(["-Xlinker", "-soname=libpcaudio.so.0"])]),
 
         // MARK: Library
-        .target(name: "CParlaWorker", dependencies: ["CParlaEngineHost"]),
+        // The system calls of helper processes (engine hosts, render workers) Swift does not import.
+        .target(name: "CParlaProcess"),
+        .target(name: "CParlaWorker", dependencies: ["CParlaProcess", "CParlaEngineHost"]),
         // Piper's neural voices: ONNX Runtime loaded on first use, espeak-ng's phonemes and the
         // model's own phoneme durations (runs where espeak-ng runs: the engine host, render workers).
         .target(name: "CParlaPiper", dependencies: ["CESpeakNGLazy"], linkerSettings: [.linkedLibrary("m")]),
         .target(
-            name: "CParlaEngineHost", dependencies: ["CESpeakNGLazy", "CParlaPiper"],
+            name: "CParlaEngineHost", dependencies: ["CESpeakNGLazy", "CParlaPiper", "CParlaProcess"],
             // libespeak-ng is loaded with dlopen, after the link: the program must still offer
             // it this replacement for pcaudiolib's audio output (engine_host.c).
             linkerSettings: [.unsafeFlags(["-Xlinker", "--export-dynamic-symbol=create_audio_device_object"])]),
@@ -85,14 +87,14 @@ let package = Package(
         // Files, descriptors, threads and the clock: atomic files, WAV/timings/caption writers,
         // line and text input, loading the voice catalog and the language model.
         .target(
-            name: "ParlaIO", dependencies: ["ParlaCore", .product(name: "SystemPackage", package: "swift-system")],
+            name: "ParlaIO", dependencies: ["ParlaCore", "CParlaProcess", .product(name: "SystemPackage", package: "swift-system")],
             swiftSettings: swiftSettings),
         .target(name: "ParlaESpeak", dependencies: ["ParlaCore", "ParlaIO", "CParlaEngineHost"], swiftSettings: swiftSettings),
         .target(name: "ParlaPulseAudio", dependencies: ["ParlaCore", "ParlaIO", "CPulseAudioLazy", "CParlaDuckGuard"], swiftSettings: swiftSettings),
         .target(name: "ParlaTesting", dependencies: ["ParlaCore", "ParlaIO", "ParlaPulseAudio", "CPulseAudioLazy"], swiftSettings: swiftSettings),
         // Batch rendering: the renderer and its orchestration of worker processes, the worker
         // protocol and loop, the results log, and the batch input formats.
-        .target(name: "ParlaBatch", dependencies: ["ParlaCore", "ParlaIO", "ParlaESpeak", "CParlaWorker"], swiftSettings: swiftSettings),
+        .target(name: "ParlaBatch", dependencies: ["ParlaCore", "ParlaIO", "ParlaESpeak", "CParlaWorker", "CParlaProcess"], swiftSettings: swiftSettings),
         .target(name: "Parla", dependencies: ["ParlaCore", "ParlaIO", "ParlaBatch", "ParlaESpeak", "ParlaPulseAudio"], swiftSettings: swiftSettings),
         // speech-dispatcher's module protocol, settings and messages (pure: tested with a fake speaker).
         .target(name: "ParlaSpeechd", dependencies: ["ParlaCore"], swiftSettings: swiftSettings),

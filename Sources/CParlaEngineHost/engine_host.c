@@ -16,6 +16,7 @@
 #include "parla_engine_host.h"
 #include "parla_engine_driver.h"
 #include "parla_engine_wire.h"
+#include "parla_process.h"
 #include <errno.h>
 #include <stdio.h>
 #include <poll.h>

@@ -5,6 +5,7 @@
 // because it can crash on some texts; see EngineHost.swift.
 #define _GNU_SOURCE
 #include "parla_engine_host.h"
+#include "parla_process.h"
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -16,8 +17,6 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
-
-void parla_die_with_parent(void) { prctl(PR_SET_PDEATHSIG, SIGKILL); }
 
 // Called before libespeak-ng is loaded (CESpeakNGLazy): loads Parla's stand-in for pcaudiolib
 // (CParlaAudioNull, whose soname is libpcaudio.so.0) if it is installed with this program, so
@@ -39,12 +38,6 @@ void parla_espeak_before_load(void) {
         snprintf(path, sizeof path, "%s%s", directory, places[i]);
         if (access(path, R_OK) == 0 && dlopen(path, RTLD_NOW | RTLD_GLOBAL)) return;
     }
-}
-
-int parla_pipe_cloexec(int fds[2]) { return pipe2(fds, O_CLOEXEC); }
-
-int parla_spawn_close_from(posix_spawn_file_actions_t *actions, int fd) {
-    return posix_spawn_file_actions_addclosefrom_np(actions, fd);
 }
 
 static int prestarted_pid, prestarted_input = -1, prestarted_output = -1;
@@ -103,21 +96,6 @@ int parla_take_prestarted_host(int *pid, int *input, int *output) {
     *input = prestarted_input;
     *output = prestarted_output;
     return 1;
-}
-
-int parla_helper_role(const char *name) {
-    const char *value = getenv(name);
-    if (value == NULL) return 0;
-    char *end = NULL;
-    long pid = (value[0] == '1' && value[1] == ':') ? strtol(value + 2, &end, 10) : 0;
-    int valid = pid > 0 && end != NULL && *end == 0;
-    unsetenv(name);
-    if (!valid) return 0;
-    if (getppid() == (pid_t)pid) return 1;
-    // Not started by `pid`: inherited from elsewhere, unless `pid` has died (then this process
-    // was orphaned and must not run the program's own main).
-    if (kill((pid_t)pid, 0) != 0 && errno == ESRCH) _exit(0);
-    return 0;
 }
 
 __attribute__((constructor)) static void parla_engine_host_hook(void) {

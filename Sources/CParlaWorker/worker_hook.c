@@ -4,7 +4,7 @@
 // fork-per-chunk design needs. Other programs see no difference.
 #define _GNU_SOURCE
 #include "parla_worker.h"
-#include "parla_engine_host.h"
+#include "parla_process.h"
 #include <errno.h>
 #include <sched.h>
 #include <fcntl.h>
@@ -14,33 +14,6 @@
 #include <unistd.h>
 
 extern int parla_render_worker_main(void);
-
-pid_t parla_fork(void) { return fork(); }
-
-int parla_syncfs(int fd) { return syncfs(fd); }
-
-int parla_allowed_cpus(void) {
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) != 0) return 1;
-    int n = CPU_COUNT(&set);
-    return n > 0 ? n : 1;
-}
-
-int parla_pin_to_allowed_cpu(pid_t pid, int index) {
-    cpu_set_t allowed, one;
-    if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return -1;
-    int seen = 0;
-    for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
-        if (!CPU_ISSET(cpu, &allowed)) continue;
-        if (seen++ == index) {
-            CPU_ZERO(&one);
-            CPU_SET(cpu, &one);
-            return sched_setaffinity(pid, sizeof one, &one);
-        }
-    }
-    errno = EINVAL;
-    return -1;
-}
 
 void parla_item_child_setup(void) {
     // The item's process dies with its worker, and never reads the worker's requests or

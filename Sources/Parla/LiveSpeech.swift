@@ -13,7 +13,7 @@ import Synchronization
 /// (speak, stop, pause), the engine thread (audio and marks as they are synthesized), and the
 /// playback clock (a dedicated thread that polls each stream's played position and delivers
 /// what the listener has reached).
-final class LiveSpeech: @unchecked Sendable {
+final class LiveSpeech: Sendable {
     private static let ids = Atomic<Int>(0)
 
     let output: any AudioSink
@@ -623,6 +623,9 @@ package struct LiveProsodyChange: Sendable {
 }
 
 /// One started utterance (every field is guarded by ``LiveSpeech``'s state lock).
+///
+/// Unchecked: its mutable fields are read and written only inside `LiveSpeech.state`'s
+/// `withLock`, which reaches a playback only through the state it guards.
 private final class Playback: @unchecked Sendable {
     let id: UtteranceID
     /// What is due when: the events, pauses, stops and the end.
@@ -658,6 +661,9 @@ private struct Restart {
 /// One run of the engine over a playback's plan: the first from its start, and one more from
 /// each word where a change of rate or pitch took effect. Its audio lands in the stream from
 /// sample ``base`` on. Fields other than the constants are guarded by the state lock.
+///
+/// Unchecked: `sawSentence` and `skipsFirstSentence` are read and written only inside
+/// `LiveSpeech.state`'s `withLock`; the rest are constants of Sendable types.
 private final class SynthesisPass: @unchecked Sendable {
     let plan: SpeechPlan
     let stop = StopFlag()

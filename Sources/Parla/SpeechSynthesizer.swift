@@ -180,11 +180,7 @@ public final class SpeechSynthesizer: Sendable {
             } onCancel: {
                 stop.raise()
             }
-            if let error = sink.error { throw error }
-            guard let wav = sink.wav, let timeline = sink.timeline else {
-                throw ParlaError.engineFailure("espeak-ng never said its sample rate")
-            }
-            try wav.finish()
+            let timeline = try sink.finish()
             if let timingsFile {
                 if let broken = timeline.invariantViolation(input: utterance.inputText) { throw ParlaError.invalidTimeline(broken) }
                 try timingsFile.write(Array(timeline.json().utf8))
@@ -192,7 +188,7 @@ public final class SpeechSynthesizer: Sendable {
             }
             return timeline
         } catch {
-            wavFile.discard()
+            sink.discard()
             timingsFile?.discard()
             if let error = sink.error { throw error }
             throw error
@@ -201,30 +197,58 @@ public final class SpeechSynthesizer: Sendable {
 }
 
 /// Collects a rendering on the engine thread: audio to the WAV file, marks to the timeline.
-/// Both start when the engine has its sample rate (``start(sampleRate:)``).
-private final class FileSink: @unchecked Sendable {
-    let file: AtomicFile
-    private(set) var wav: WAVFileWriter?
-    private(set) var timeline: SpeechTimeline?
-    var error: ParlaError?
+/// Both start when the engine has its sample rate (``start(sampleRate:)``). It owns the file;
+/// the engine thread writes and the caller finishes, each holding the lock.
+private final class FileSink: Sendable {
+    private struct State {
+        let file: AtomicFile
+        var wav: WAVFileWriter?
+        var timeline: SpeechTimeline?
+        var error: ParlaError?
+    }
+    private let state: Mutex<State>
 
-    init(file: AtomicFile) {
-        self.file = file
+    init(file: sending AtomicFile) {
+        state = Mutex(State(file: file))
     }
 
+    /// Why writing failed, if it did.
+    var error: ParlaError? { state.withLock { $0.error } }
+
     func start(sampleRate: Int) throws(ParlaError) {
-        wav = try WAVFileWriter(file: file, sampleRate: sampleRate)
-        timeline = SpeechTimeline(sampleRate: sampleRate)
+        try state.withLock { (state: inout State) throws(ParlaError) in
+            state.wav = try WAVFileWriter(file: state.file, sampleRate: sampleRate)
+            state.timeline = SpeechTimeline(sampleRate: sampleRate)
+        }
     }
 
     func take(_ event: SynthesisEvent, stop: StopFlag) {
-        guard error == nil, let wav else { return }
-        if case .audio(let b) = event {
-            do { try wav.append(b.samples) } catch {
-                self.error = error
-                stop.raise()
+        state.withLock { state in
+            guard state.error == nil, let wav = state.wav else { return }
+            if case .audio(let b) = event {
+                do throws(ParlaError) { try wav.append(b.samples) } catch {
+                    state.error = error
+                    stop.raise()
+                }
             }
+            state.timeline?.record(event)
         }
-        timeline?.record(event)
     }
+
+    /// Finishes the WAV file and returns the timeline.
+    /// - Throws: the error writing met, or ``ParlaError/engineFailure(_:)`` if the engine never
+    ///   started.
+    func finish() throws(ParlaError) -> SpeechTimeline {
+        try state.withLock { (state: inout State) throws(ParlaError) -> SpeechTimeline in
+            if let error = state.error { throw error }
+            guard let wav = state.wav, let timeline = state.timeline else {
+                throw ParlaError.engineFailure("espeak-ng never said its sample rate")
+            }
+            try wav.finish()
+            return timeline
+        }
+    }
+
+    /// Removes what was written.
+    func discard() { state.withLock { $0.file.discard() } }
 }

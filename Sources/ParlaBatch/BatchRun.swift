@@ -1,4 +1,4 @@
-internal import CParlaWorker
+internal import CParlaProcess
 import Dispatch
 import FoundationEssentials
 import ParlaCore
@@ -10,7 +10,7 @@ import Synchronization
 #endif
 
 /// One run of a batch: its workers, its results log and its counts.
-final class BatchRun: @unchecked Sendable {
+final class BatchRun: Sendable {
     let options: BatchRenderOptions
     let settings: RenderSettings
     /// Whether Piper voices are installed: their synthesis is some 50 times slower than
@@ -128,7 +128,7 @@ final class BatchRun: @unchecked Sendable {
         let wake = DispatchSemaphore(value: 0), committed = DispatchSemaphore(value: 0)
         startThread(name: "parla.render.commit") { [self] in
             while !rendering.isRaised {
-                let due = lastCommit + 1_000_000_000, now = monotonicNanoseconds()
+                let due = lastCommit.load(ordering: .relaxed) + 1_000_000_000, now = monotonicNanoseconds()
                 if now >= due {
                     commitPending()
                 } else {
@@ -374,13 +374,13 @@ final class BatchRun: @unchecked Sendable {
         }
     }
 
-    /// When the committing thread last synced (touched by that thread, then by `run()` after it ended).
-    private var lastCommit: UInt64 = 0
+    /// When the committing thread last synced.
+    private let lastCommit = Atomic<UInt64>(0)
 
     /// Syncs the output's file system, then appends the result lines of the items finished
     /// before the sync.
     private func commitPending(droppingPages: Bool = true) {
-        lastCommit = monotonicNanoseconds()
+        lastCommit.store(monotonicNanoseconds(), ordering: .relaxed)
         let (lines, files) = shared.withLock { s in
             defer {
                 s.pending = []

@@ -1,3 +1,4 @@
+internal import CParlaProcess
 internal import CParlaWorker
 import FoundationEssentials
 import ParlaCore

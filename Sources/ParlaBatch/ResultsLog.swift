@@ -10,17 +10,18 @@ import Synchronization
 #endif
 
 /// `results.jsonl`: streamed once to learn which ids are done, then appended one whole line per write.
-final class ResultsLog: @unchecked Sendable {
+final class ResultsLog: Sendable {
     let path: String
     private let fd: Int32
     /// The ids whose last line says "ok".
-    private(set) var done: Set<String> = []
+    let done: Set<String>
     private let directory: String
 
     init(directory: String) throws {
         self.directory = directory
         path = directory + "/results.jsonl"
         var endsInsideALine = false
+        var done: Set<String> = []
         let existing = open(path, O_RDONLY | O_CLOEXEC)
         if existing >= 0 {
             defer { close(existing) }
@@ -41,6 +42,7 @@ final class ResultsLog: @unchecked Sendable {
         } else if errno != ENOENT {
             throw ParlaError.unreadableInput(path: path, reason: systemErrorMessage())
         }
+        self.done = done
         fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw ParlaError.unwritableOutput(path: path, reason: systemErrorMessage()) }
         // A line cut short by a crash or a full disk must not swallow the next one.

@@ -9,6 +9,10 @@ import Synchronization
 /// media players do: `+`/`-` faster and slower, `]`/`[` louder and quieter, space pauses and
 /// resumes. The terminal is put in non-canonical, no-echo mode (Ctrl-C still interrupts) and
 /// restored by ``finish()``.
+///
+/// Sendable because every stored property is a `let`, and each is Sendable but `source`:
+/// a dispatch source may be cancelled from any thread, which is all ``finish()`` does with it,
+/// but swift-corelibs-libdispatch does not mark its protocols Sendable.
 final class KeyControl: @unchecked Sendable {
     /// Each press changes the rate by this factor, and the volume by 3 dB.
     static let rateStep = 1.1
@@ -16,7 +20,8 @@ final class KeyControl: @unchecked Sendable {
 
     private let fd: Int32
     private let ownsFD: Bool
-    private var saved = termios()
+    /// The terminal's settings before, restored by ``finish()``.
+    private let saved: termios
     private let source: any DispatchSourceRead
     private let synth: SpeechSynthesizer
     /// What the keys changed, for the summary line.
@@ -90,7 +95,8 @@ final class KeyControl: @unchecked Sendable {
     /// volume the keys left, nil if none was pressed.
     func finish() -> String? {
         source.cancel()
-        tcsetattr(fd, TCSANOW, &saved)
+        var restored = saved
+        tcsetattr(fd, TCSANOW, &restored)
         if ownsFD { close(fd) }
         guard changed.withLock({ $0 }) else { return nil }
         let p = synth.liveProsody

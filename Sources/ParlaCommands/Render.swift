@@ -327,13 +327,12 @@ struct ProgressDisplay {
     }
 }
 
-/// A value used by one thread at a time, behind a lock.
-final class Locked<Value>: @unchecked Sendable {
-    private var value: Value
-    private let lock = Mutex(())
-    init(_ value: Value) { self.value = value }
-    func withValue<R, E: Error>(_ body: (inout Value) throws(E) -> R) throws(E) -> R {
-        try lock.withLock { _ throws(E) in try body(&value) }
+/// A value that several threads use in turn, behind a lock (a `Mutex` that closures can share).
+final class Locked<Value>: Sendable {
+    private let mutex: Mutex<Value>
+    init(_ value: sending Value) { mutex = Mutex(value) }
+    func withValue<R, E: Error>(_ body: (inout sending Value) throws(E) -> sending R) throws(E) -> sending R {
+        try mutex.withLock { (value: inout sending Value) throws(E) -> sending R in try body(&value) }
     }
 }
 

@@ -1,18 +1,7 @@
 internal import CParlaEngineHost
 import ParlaCore
+import ParlaIO
 import Synchronization
-
-/// A flag that stops synthesis at the engine's next audio block (within tens of milliseconds),
-/// without waiting for the engine's thread.
-public final class StopFlag: Sendable {
-    private let raised = Atomic<Bool>(false)
-    /// Creates a lowered flag.
-    public init() {}
-    /// Asks the synthesis that watches this flag to stop.
-    public func raise() { raised.store(true, ordering: .releasing) }
-    /// Whether stop has been requested.
-    public var isRaised: Bool { raised.load(ordering: .acquiring) }
-}
 
 /// The espeak-ng engine of live speech and of ``SpeechSynthesizer``'s renderings.
 ///

@@ -62,3 +62,51 @@ package func waitForExit(_ pid: pid_t?) -> Int32 {
 package func systemErrorMessage(_ code: Int32 = errno) -> String {
     Errno(rawValue: code).description
 }
+
+/// Writes all of `bytes` to `fd`, retrying after signals and partial writes; false on error
+/// (a socket whose reader is gone fails with EPIPE, without SIGPIPE).
+///
+/// Not ParlaIO's `writeAll`: a socket is written with `send(MSG_NOSIGNAL)`, so that an engine
+/// host that died cannot kill the program Parla runs in, and the library need not ignore
+/// SIGPIPE for the whole process behind its host's back.
+package func writeFully(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
+    bytes.withUnsafeBytes { buf in
+        guard var p = buf.baseAddress else { return true }
+        var left = buf.count
+        while left > 0 {
+            var n = Glibc.send(fd, p, left, Int32(MSG_NOSIGNAL))
+            if n < 0 && errno == ENOTSOCK { n = Glibc.write(fd, p, left) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                return false
+            }
+            p += n
+            left -= n
+        }
+        return true
+    }
+}
+
+/// Fills `buffer` from `fd`; false at end of file or on error.
+package func readFully(_ fd: Int32, _ buffer: UnsafeMutableRawBufferPointer) -> Bool {
+    guard let base = buffer.baseAddress else { return true }
+    var got = 0
+    while got < buffer.count {
+        let n = readSome(fd, into: UnsafeMutableRawBufferPointer(start: base + got, count: buffer.count - got))
+        if n <= 0 { return false }
+        got += n
+    }
+    return true
+}
+
+/// Reads one message from `fd` (blocking); nil at end of file, on error or for a message
+/// longer than `limit` bytes.
+package func readMessage(_ fd: Int32, limit: Int = 64 << 20) -> (type: UInt8, payload: [UInt8])? {
+    var header = [UInt8](repeating: 0, count: 5)
+    guard header.withUnsafeMutableBytes({ readFully(fd, $0) }) else { return nil }
+    let length = Int(UInt32(header[1]) | UInt32(header[2]) << 8 | UInt32(header[3]) << 16 | UInt32(header[4]) << 24)
+    guard length <= limit else { return nil }
+    var payload = [UInt8](repeating: 0, count: length)
+    guard payload.withUnsafeMutableBytes({ readFully(fd, $0) }) else { return nil }
+    return (header[0], payload)
+}

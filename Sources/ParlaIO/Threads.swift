@@ -1,5 +1,6 @@
 import ParlaCore
 import Dispatch
+import Synchronization
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Darwin)
@@ -69,4 +70,16 @@ package func initCleanSpawnAttributes(_ attributes: inout posix_spawnattr_t) {
     for sig in [SIGTERM, SIGHUP, SIGPIPE, SIGINT, SIGQUIT, SIGUSR1, SIGUSR2, SIGCHLD] { sigaddset(&defaults, sig) }
     posix_spawnattr_setsigdefault(&attributes, &defaults)
     posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+}
+
+/// A flag that stops synthesis at the engine's next audio block (within tens of milliseconds),
+/// without waiting for the engine's thread.
+public final class StopFlag: Sendable {
+    private let raised = Atomic<Bool>(false)
+    /// Creates a lowered flag.
+    public init() {}
+    /// Asks the synthesis that watches this flag to stop.
+    public func raise() { raised.store(true, ordering: .releasing) }
+    /// Whether stop has been requested.
+    public var isRaised: Bool { raised.load(ordering: .acquiring) }
 }

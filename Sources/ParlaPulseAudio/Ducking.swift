@@ -43,6 +43,9 @@ package enum DuckingMode: Sendable, Equatable {
 /// tells its guard, a small helper process (`duck_guard.c`), what the volume was: if this
 /// process dies without restoring (SIGKILL, a crash), the guard's socket closes and the guard
 /// restores the volumes itself.
+///
+/// Unchecked: its state is read and written only with its output's main-loop lock held,
+/// by the output's threads or by libpulse's callbacks on the main loop's thread.
 package final class Ducker: @unchecked Sendable {
     let options: DuckingOptions
     let role: String

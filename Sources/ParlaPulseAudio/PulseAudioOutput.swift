@@ -54,6 +54,9 @@ public struct AudioOutputOptions: Sendable, Hashable {
 ///
 /// Every libpulse call is made with the main loop's lock held; callbacks run on the main
 /// loop's own thread (with the lock held) and only record state.
+///
+/// Unchecked: its `var`s are read and written only with the main loop's lock held (``lock()``,
+/// ``locked(_:)``, or inside libpulse's callbacks), and the loop itself is behind a `Mutex`.
 public final class PulseAudioOutput: @unchecked Sendable {
     /// The options the output was created with.
     public let options: AudioOutputOptions
@@ -306,6 +309,9 @@ public final class PulseAudioOutput: @unchecked Sendable {
 
 /// One utterance's playback stream: audio goes in with ``write(_:)``, and
 /// ``playedSamples()`` says how far the listener has heard.
+///
+/// Unchecked: its `var`s are read and written only with its output's main-loop lock held,
+/// by the calling thread or by libpulse's callbacks on the main loop's thread.
 public final class PlaybackStream: @unchecked Sendable {
     /// What the stream is doing.
     public enum Status: Sendable, Equatable {

@@ -33,7 +33,7 @@ package enum ModuleEvent: Sendable {
 /// - `PAUSE` plays on to the next `__spd_` mark (the server inserts one after each sentence and
 ///   resumes by sending the text after the last one it got), reports it, then `704 PAUSE`;
 /// - `STOP` and `PAUSE` get no reply.
-package final class ModuleSession: @unchecked Sendable {
+package final class ModuleSession: Sendable {
     private let loadCatalog: @Sendable () throws(ParlaError) -> VoiceCatalog
     private let makeSpeaker: @Sendable (_ device: String?, _ session: ModuleSession) -> any ModuleSpeaker
     private let output: @Sendable (String) -> Void

@@ -9,6 +9,9 @@ import ParlaPulseAudio
 /// Records a PulseAudio source (typically a sink's monitor, `SINK.monitor`) and stamps every
 /// sample with the CLOCK_MONOTONIC time it arrived, so tests and benchmarks can prove that sound
 /// really reached the server, and when.
+///
+/// Unchecked: its `var`s are read and written only with its main loop's lock held (by the
+/// caller, or by libpulse's read callback on the main loop's thread).
 public final class PulseAudioRecorder: @unchecked Sendable {
     /// A block of recorded samples; the last sample arrived at `arrivalNanoseconds`.
     public struct Block: Sendable {

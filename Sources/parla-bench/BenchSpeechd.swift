@@ -3,6 +3,7 @@ import Parla
 import ParlaCommands
 import ParlaCore
 import ParlaTesting
+import Synchronization
 #if canImport(Glibc)
     import Glibc
 #endif
@@ -258,7 +259,8 @@ extension BenchLive {
     }
 }
 
-final class SampleBox: @unchecked Sendable {
-    var samples: [Int16] = []
-    func append(_ s: [Int16]) { samples += s }
+final class SampleBox: Sendable {
+    private let state = Mutex<[Int16]>([])
+    var samples: [Int16] { state.withLock { $0 } }
+    func append(_ s: [Int16]) { state.withLock { $0 += s } }
 }

@@ -9,7 +9,7 @@ import Synchronization
 /// A minimal client of speech-dispatcher's SSIP protocol, for the benchmark: every line the
 /// server sends is stamped with CLOCK_MONOTONIC as it arrives (a reader thread of its own), so an
 /// event's time is when a client could first have seen it.
-final class SSIPClient: @unchecked Sendable {
+final class SSIPClient: Sendable {
     struct Message: Sendable {
         var code: Int
         var data: [String]

@@ -11,6 +11,9 @@ import FoundationEssentials
 /// `bits` bits of the hash times 0x9E3779B97F4A7C15. In a group with `Group.wholeWords`, a
 /// framed word longer than `maxOrder` is hashed whole too (words tell close neighbours apart
 /// more surely than their n-grams: Malay "kerana", Indonesian "karena").
+///
+/// Unchecked: every stored property is a `let`; all are Sendable but `storage`, a read-only
+/// mapping of the model file that nothing writes to while the model lives.
 public final class LanguageModel: @unchecked Sendable {
     /// The languages of one script group and their n-gram table.
     public struct Group: Sendable {

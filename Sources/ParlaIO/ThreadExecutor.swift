@@ -1,5 +1,4 @@
 import Dispatch
-import ParlaIO
 import ParlaCore
 import Synchronization
 #if canImport(Glibc)
@@ -14,12 +13,12 @@ import Synchronization
 /// thread keeps those blocking calls off Swift's cooperative thread pool. It is a task
 /// executor too: a task that prefers it runs its nonisolated code on this thread, and so
 /// reaches the engine without waiting for a thread of the pool.
-final class ThreadExecutor: SerialExecutor, TaskExecutor, @unchecked Sendable {
+package final class ThreadExecutor: SerialExecutor, TaskExecutor, Sendable {
     private let jobs = Mutex<[UnownedJob]>([])
     private let available = DispatchSemaphore(value: 0)
 
     /// Starts the thread; it lives for the rest of the process.
-    init(name: String) {
+    package init(name: String) {
         startThread(name: name) { [self] in run() }
     }
 
@@ -31,7 +30,7 @@ final class ThreadExecutor: SerialExecutor, TaskExecutor, @unchecked Sendable {
         }
     }
 
-    func enqueue(_ job: consuming ExecutorJob) {
+    package func enqueue(_ job: consuming ExecutorJob) {
         let unowned = UnownedJob(job)
         jobs.withLock { $0.append(unowned) }
         available.signal()

@@ -1,6 +1,5 @@
 import FoundationEssentials
-import ParlaIO
-internal import CParlaEngineHost
+internal import CParlaProcess
 import ParlaCore
 #if canImport(Glibc)
     import Glibc
@@ -17,6 +16,13 @@ package struct ChildProcess: Sendable {
     package let input: Int32
     /// Reads its standard output.
     package let output: Int32
+
+    /// A helper started otherwise (the engine host forked before `main`).
+    package init(pid: Int32, input: Int32, output: Int32) {
+        self.pid = pid
+        self.input = input
+        self.output = output
+    }
 
     /// Starts `/proc/self/exe` (the running program, even if its file was replaced or deleted
     /// since it started) with `environment` added to this process's, `role` as its name in

@@ -1,0 +1,60 @@
+// The system calls of Parla's helper processes (parla_process.h).
+#define _GNU_SOURCE
+#include "parla_process.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+void parla_die_with_parent(void) { prctl(PR_SET_PDEATHSIG, SIGKILL); }
+
+int parla_pipe_cloexec(int fds[2]) { return pipe2(fds, O_CLOEXEC); }
+
+int parla_spawn_close_from(posix_spawn_file_actions_t *actions, int fd) {
+    return posix_spawn_file_actions_addclosefrom_np(actions, fd);
+}
+
+pid_t parla_fork(void) { return fork(); }
+
+int parla_syncfs(int fd) { return syncfs(fd); }
+
+int parla_allowed_cpus(void) {
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) != 0) return 1;
+    int n = CPU_COUNT(&set);
+    return n > 0 ? n : 1;
+}
+
+int parla_pin_to_allowed_cpu(pid_t pid, int index) {
+    cpu_set_t allowed, one;
+    if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return -1;
+    int seen = 0;
+    for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+        if (!CPU_ISSET(cpu, &allowed)) continue;
+        if (seen++ == index) {
+            CPU_ZERO(&one);
+            CPU_SET(cpu, &one);
+            return sched_setaffinity(pid, sizeof one, &one);
+        }
+    }
+    errno = EINVAL;
+    return -1;
+}
+
+int parla_helper_role(const char *name) {
+    const char *value = getenv(name);
+    if (value == NULL) return 0;
+    char *end = NULL;
+    long pid = (value[0] == '1' && value[1] == ':') ? strtol(value + 2, &end, 10) : 0;
+    int valid = pid > 0 && end != NULL && *end == 0;
+    unsetenv(name);
+    if (!valid) return 0;
+    if (getppid() == (pid_t)pid) return 1;
+    // Not started by `pid`: inherited from elsewhere, unless `pid` has died (then this process
+    // was orphaned and must not run the program's own main).
+    if (kill((pid_t)pid, 0) != 0 && errno == ESRCH) _exit(0);
+    return 0;
+}
