@@ -57,3 +57,23 @@ extension LanguageDetector {
     }
 
 }
+
+extension LanguagePreferences {
+    /// From the POSIX locale environment: `LANGUAGE` (a colon-separated list), then `LC_ALL`,
+    /// `LC_MESSAGES` and `LANG`. `C` and `POSIX` name no language.
+    public static func fromEnvironment(_ env: [String: String] = ProcessInfo.processInfo.environment) -> LanguagePreferences {
+        var out: [LanguageTag] = []
+        func add(_ raw: String) {
+            // "pt_BR.UTF-8@euro" -> "pt-BR"
+            let base = raw.split(separator: ".").first.map(String.init) ?? raw
+            let noModifier = base.split(separator: "@").first.map(String.init) ?? base
+            guard !noModifier.isEmpty, noModifier != "C", noModifier != "POSIX", let tag = LanguageTag(noModifier) else { return }
+            if !out.contains(tag) { out.append(tag) }
+        }
+        if let list = env["LANGUAGE"], !list.isEmpty { list.split(separator: ":").forEach { add(String($0)) } }
+        for key in ["LC_ALL", "LC_MESSAGES", "LANG"] {
+            if let v = env[key], !v.isEmpty { add(v); break }
+        }
+        return LanguagePreferences(out)
+    }
+}

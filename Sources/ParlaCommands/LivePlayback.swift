@@ -1,0 +1,56 @@
+import ArgumentParser
+import Dispatch
+import FoundationEssentials
+import Parla
+import ParlaESpeak
+import ParlaIO
+import ParlaPulseAudio
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The live output, connected on a thread of its own (which loads libpulse, 1.5 ms on an idle
+/// core and 2.5–6 at start-up: see CPulseAudioLazy) while the text is read and planned and
+/// the engine starts. The thread starts at once, not when a task of the cooperative pool gets
+/// to it (which took 2–4 ms at start-up, measured with perf probes, while the pool's threads
+/// were being made). The output itself is made here: it loads nothing until it is used.
+func connectingOutput(_ options: AudioOutputOptions) -> PulseAudioOutput {
+    let output = PulseAudioOutput(options: options)
+    startThread(name: "parla.connect") {
+        // A failure here is the utterance's too: it is reported when it fails.
+        try? output.connect()
+    }
+    return output
+}
+
+/// Speaks `utterance` live and waits for its end, showing the highlighted text or printing
+/// `--events json` lines; the caller has installed `Interrupt.onSignal` to stop `synth`.
+/// - Throws: `ExitCode(130)` when a signal cut it off, the error it failed with.
+func playToEnd(
+    _ utterance: Utterance, plannedAs plan: SpeechPlan? = nil, with synth: SpeechSynthesizer, highlight: Bool, eventsJSON: Bool,
+    keys: Bool = false
+) async throws {
+    if let code = Interrupt.signalled { throw ExitCode(code) }
+    let events = synth.events()
+    let control = keys ? KeyControl(synth: synth) : nil
+    defer {
+        if let line = control?.finish() { printError(line) }
+    }
+    let id = plan.map { synth.speak(utterance, plannedAs: $0) } ?? synth.speak(utterance)
+    if Interrupt.signalled != nil { synth.stop(at: .immediate) }  // a signal just before speak
+    var view = highlight ? HighlightView(text: utterance.inputText, width: HighlightView.terminalWidth()) : nil
+    for await event in events where event.utterance == id {
+        if eventsJSON { writeStandardOutput(Say.json(event)) }
+        if var v = view {
+            if case .willSpeakWord(let r) = event.kind { writeStandardOutput(v.highlight(r.scalarRange)) }
+            if event.kind.isTerminal { writeStandardOutput(v.finish()) }
+            view = v
+        }
+        switch event.kind {
+        case .finished: return
+        case .cancelled: throw ExitCode(Interrupt.signalled ?? 1)
+        case .failed(let error): throw error
+        default: continue
+        }
+    }
+}

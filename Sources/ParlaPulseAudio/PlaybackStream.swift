@@ -1,0 +1,343 @@
+internal import CPulseAudio
+internal import CPulseAudioLazy
+import ParlaCore
+import ParlaIO
+import Synchronization
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// One utterance's playback stream: audio goes in with ``write(_:)``, and
+/// ``playedSamples()`` says how far the listener has heard.
+///
+/// Unchecked: its `var`s are read and written only with its output's main-loop lock held,
+/// by the calling thread or by libpulse's callbacks on the main loop's thread.
+public final class PlaybackStream: @unchecked Sendable {
+    /// What the stream is doing.
+    public enum Status: Sendable, Equatable {
+        /// Connecting or playing.
+        case active
+        /// Every sample written has been played (after ``finishInput()``).
+        case drained
+        /// The stream failed (server gone, device missing); it plays nothing more.
+        case failed(ParlaError)
+        /// ``close()`` was called.
+        case closed
+    }
+
+    private let output: PulseAudioOutput
+    private var stream: OpaquePointer?
+    /// Samples per second.
+    public let sampleRate: Int
+    private var pending: [Int16] = []
+    private var pendingOffset = 0
+    private var inputFinished = false
+    private var drainRequested = false
+    private var drainOperation: OpaquePointer?
+    private var status: Status = .active
+    private var isCorked = false
+    /// The gain applied to samples as they are handed to the server (linear, 0 to 1).
+    private var gain = 1.0
+    /// Samples handed to the server so far.
+    private var sentSamples = 0
+    /// Number of times the server ran out of audio while playing.
+    public private(set) var underflows = 0
+    /// When the stream was asked for, whether the server has made it, and when its played
+    /// position last moved: a server that leaves it waiting fails it (``checkProgress()``).
+    private let createdAt = monotonicNanoseconds()
+    private var isReady = false
+    private var lastPlayed = -1
+    private var lastProgressAt: UInt64 = 0
+    /// Whether the output's ducker counts this stream as playing.
+    private var countedForDucking = false
+
+    /// Lock held by the caller.
+    init(output: PulseAudioOutput, context: OpaquePointer, sampleRate: Int, name: String) throws(ParlaError) {
+        self.output = output
+        self.sampleRate = sampleRate
+        var spec = pa_sample_spec(format: PA_SAMPLE_S16LE, rate: UInt32(sampleRate), channels: 1)
+        let props = pa_proplist_new()
+        defer { pa_proplist_free(props) }
+        pa_proplist_sets(props, "media.role", output.options.role)
+        pa_proplist_sets(props, "media.name", name)
+        pa_proplist_sets(props, "application.name", output.options.applicationName)
+        guard let s = pa_stream_new_with_proplist(context, name, &spec, nil, props) else {
+            throw .audioFailure(output.errorText(pa_context_errno(context)))
+        }
+        stream = s
+        // Keep self alive while libpulse may call back; balanced in detach().
+        let me = Unmanaged.passRetained(self).toOpaque()
+        pa_stream_set_state_callback(
+            s,
+            { _, userdata in
+                guard let userdata else { return }
+                Unmanaged<PlaybackStream>.fromOpaque(userdata).takeUnretainedValue().stateChanged()
+            }, me)
+        pa_stream_set_write_callback(
+            s,
+            { _, _, userdata in
+                guard let userdata else { return }
+                Unmanaged<PlaybackStream>.fromOpaque(userdata).takeUnretainedValue().pump()
+            }, me)
+        pa_stream_set_underflow_callback(
+            s,
+            { _, userdata in
+                guard let userdata else { return }
+                Unmanaged<PlaybackStream>.fromOpaque(userdata).takeUnretainedValue().underflows += 1
+            }, me)
+        // 5 ms to 10 s: outside that a latency is a mistake, and would not fit the server's field.
+        let latency =
+            Double(output.options.targetLatency.components.seconds) + Double(output.options.targetLatency.components.attoseconds) / 1e18
+        let latencyBytes = UInt32(clamping: Int(min(max(latency.isNaN ? 0 : latency, 0.005), 10) * Double(sampleRate)) * 2)
+        var attr = pa_buffer_attr(
+            maxlength: UInt32.max, tlength: latencyBytes, prebuf: UInt32.max, minreq: UInt32.max, fragsize: UInt32.max)
+        let flags = pa_stream_flags_t(
+            rawValue:
+                PA_STREAM_INTERPOLATE_TIMING.rawValue | PA_STREAM_AUTO_TIMING_UPDATE.rawValue | PA_STREAM_ADJUST_LATENCY.rawValue)
+        if pa_stream_connect_playback(s, output.options.device, &attr, flags, nil, nil) < 0 {
+            let reason = output.errorText(pa_context_errno(context))
+            detach()
+            throw .audioFailure(reason)
+        }
+        if let ducker = output.ducker {
+            countedForDucking = true
+            ducker.streamStarted(context: context)
+        }
+    }
+
+    /// Lock held (callback).
+    private func stateChanged() {
+        guard let s = stream else { return }
+        let state = pa_stream_get_state(s)
+        if state == PA_STREAM_READY {
+            isReady = true
+            lastProgressAt = monotonicNanoseconds()
+            pump()
+        } else if state == PA_STREAM_FAILED || state == PA_STREAM_TERMINATED {
+            let ctx = pa_stream_get_context(s)
+            let code = ctx.map { pa_context_errno($0) } ?? 0
+            let contextAlive = ctx.map { pa_context_get_state($0) == PA_CONTEXT_READY } ?? false
+            if case .active = status {
+                if code == Int32(PA_ERR_NOENTITY.rawValue), let device = output.options.device, contextAlive {
+                    status = .failed(.audioDeviceNotFound(device))
+                } else if contextAlive {
+                    status = .failed(.audioFailure(output.errorText(code)))
+                } else {
+                    status = .failed(.audioServerLost(reason: output.errorText(code)))
+                }
+            }
+        }
+        pa_threaded_mainloop_signal(output.mainloop, 0)
+    }
+
+    /// Sends as much pending audio as the server asks for. Lock held.
+    private func pump() {
+        guard let s = stream, case .active = status, pa_stream_get_state(s) == PA_STREAM_READY else { return }
+        var room = pa_stream_writable_size(s)
+        if room == Int.max || room == -1 { return }
+        while room >= 2 && pendingOffset < pending.count {
+            let count = min(room / 2, pending.count - pendingOffset)
+            let rc: Int32
+            if gain == 1 {
+                rc = pending.withUnsafeBufferPointer { buf -> Int32 in
+                    guard let base = buf.baseAddress else { return -1 }
+                    return pa_stream_write(s, base + pendingOffset, count * 2, nil, 0, PA_SEEK_RELATIVE)
+                }
+            } else {
+                let g = gain
+                let scaled = pending[pendingOffset..<(pendingOffset + count)].map { Int16((Double($0) * g).rounded()) }
+                rc = scaled.withUnsafeBufferPointer { buf -> Int32 in
+                    guard let base = buf.baseAddress else { return -1 }
+                    return pa_stream_write(s, base, count * 2, nil, 0, PA_SEEK_RELATIVE)
+                }
+            }
+            if rc < 0 { break }
+            pendingOffset += count
+            sentSamples += count
+            room -= count * 2
+        }
+        if pendingOffset > 65536 && pendingOffset * 2 > pending.count {
+            pending.removeFirst(pendingOffset)
+            pendingOffset = 0
+        }
+        if inputFinished && pendingOffset == pending.count && !drainRequested {
+            drainRequested = true
+            let me = Unmanaged.passUnretained(self).toOpaque()
+            drainOperation = pa_stream_drain(
+                s,
+                { _, success, userdata in
+                    guard let userdata else { return }
+                    let me = Unmanaged<PlaybackStream>.fromOpaque(userdata).takeUnretainedValue()
+                    if success != 0, case .active = me.status { me.status = .drained }
+                    pa_threaded_mainloop_signal(me.output.mainloop, 0)
+                }, me)
+        }
+    }
+
+    /// Queues `samples` for playback.
+    /// - Throws: the stream's failure, if it has failed.
+    public func write(_ samples: [Int16]) throws(ParlaError) {
+        try output.locked { () throws(ParlaError) in
+            if case .failed(let e) = status { throw e }
+            guard case .active = status else { return }
+            pending.append(contentsOf: samples)
+            pump()
+        }
+    }
+
+    /// Says that no more audio follows: what is queued plays to the end (the stream starts
+    /// even if less than its buffer was written), then the status becomes ``Status/drained``.
+    public func finishInput() {
+        output.lock()
+        defer { output.unlock() }
+        inputFinished = true
+        pump()
+    }
+
+    /// The stream's state.
+    public var currentStatus: Status {
+        output.lock()
+        defer { output.unlock() }
+        checkProgress()
+        return status
+    }
+
+    /// Fails the stream if the server has left it waiting longer than the output's
+    /// ``AudioOutputOptions/serverTimeout``: not made, or not playing while audio waits (a
+    /// PipeWire whose session manager is stopped accepts streams and never links them).
+    /// Lock held.
+    private func checkProgress() {
+        guard case .active = status, stream != nil else { return }
+        let now = monotonicNanoseconds(), limit = output.timeoutNanoseconds
+        guard isReady else {
+            if now &- createdAt > limit {
+                status = .failed(.audioServerStalled("accepted a stream but did not start it within \(output.formatSeconds(limit))"))
+            }
+            return
+        }
+        let played = playedLocked() ?? 0
+        let waiting = sentSamples + pending.count - pendingOffset - played
+        // Once playing, a loaded server may be slow to report its first timing or to catch
+        // up: only three times the deadline without progress counts as stuck.
+        if isCorked || played != lastPlayed || waiting <= 0 {
+            lastPlayed = played
+            lastProgressAt = now
+        } else if now &- lastProgressAt > 3 &* limit {
+            status = .failed(
+                .audioServerStalled("stopped playing: nothing was heard for \(output.formatSeconds(3 &* limit)) while audio waited"))
+        }
+    }
+
+    /// How many samples the listener has heard: the server's played position, corrected by the
+    /// sink's latency and interpolated between timing updates. Nil until the server has reported
+    /// its first timing.
+    public func playedSamples() -> Int? {
+        output.lock()
+        defer { output.unlock() }
+        if case .drained = status { return sentSamples }
+        checkProgress()
+        return playedLocked()
+    }
+
+    /// The server's played position in samples, nil before its first timing report or when the
+    /// stream is not active. Lock held.
+    private func playedLocked() -> Int? {
+        guard let s = stream, case .active = status else { return nil }
+        var usec: pa_usec_t = 0
+        guard pa_stream_get_time(s, &usec) == 0 else { return nil }
+        // The server's clock is untrusted: a time beyond what was written is what was written.
+        let written = sentSamples + pending.count - pendingOffset
+        let (product, overflow) = Int(clamping: usec).multipliedReportingOverflow(by: sampleRate)
+        return overflow ? written : min(product / 1_000_000, written)
+    }
+
+    /// Samples written but not yet played (0 once the stream is not playing).
+    public func samplesAhead() -> Int {
+        output.lock()
+        defer { output.unlock() }
+        guard stream != nil, case .active = status else { return 0 }
+        return max(0, sentSamples + pending.count - pendingOffset - (playedLocked() ?? 0))
+    }
+
+    /// Drops the audio written from stream sample `sample` on, if none of it has been handed to
+    /// the server yet and at least `margin` samples before it have not either (so the server does
+    /// not run dry while what replaces it is made). The stream then takes more input, even after
+    /// ``finishInput()``, as long as the server was not yet asked to drain it.
+    /// - Returns: whether the audio was dropped (false: too late, keep it).
+    public func discard(from sample: Int, margin: Int) -> Bool {
+        output.lock()
+        defer { output.unlock() }
+        guard stream != nil, case .active = status, !drainRequested else { return false }
+        let written = sentSamples + pending.count - pendingOffset
+        guard sample >= sentSamples + max(margin, 0), sample <= written else { return false }
+        pending.removeSubrange((pendingOffset + sample - sentSamples)...)
+        inputFinished = false
+        return true
+    }
+
+    /// Sets the stream's volume (linear amplitude, 0 to 1) for every sample not yet handed to
+    /// the server: the change is heard once the server's buffer (``AudioOutputOptions/targetLatency``)
+    /// has played. It is applied to the samples, not through the server's stream volume, which
+    /// the server would remember for every later stream of the same role (a screen reader's too).
+    public func setVolume(_ volume: Double) {
+        output.lock()
+        defer { output.unlock() }
+        gain = volume.isFinite ? min(max(volume, 0), 1) : 1
+    }
+
+    /// Samples written so far.
+    public var writtenSamples: Int {
+        output.lock()
+        defer { output.unlock() }
+        return sentSamples + pending.count - pendingOffset
+    }
+
+    /// Pauses (true) or resumes (false) playback where it is: the buffered audio is kept.
+    public func setCorked(_ corked: Bool) {
+        output.lock()
+        defer { output.unlock() }
+        guard let s = stream, corked != isCorked else { return }
+        isCorked = corked
+        if let op = pa_stream_cork(s, corked ? 1 : 0, nil, nil) { pa_operation_unref(op) }
+        if let op = pa_stream_update_timing_info(s, nil, nil) { pa_operation_unref(op) }
+    }
+
+    /// Whether playback is paused.
+    public var corked: Bool {
+        output.lock()
+        defer { output.unlock() }
+        return isCorked
+    }
+
+    /// Stops at once: the server drops the stream and everything buffered in it.
+    public func close() {
+        output.lock()
+        defer { output.unlock() }
+        if case .active = status { status = .closed }
+        if case .drained = status { status = .closed }
+        detach()
+    }
+
+    /// Disconnects and releases the stream. Lock held.
+    private func detach() {
+        guard let s = stream else { return }
+        stream = nil
+        if let op = drainOperation {
+            pa_operation_cancel(op)
+            pa_operation_unref(op)
+            drainOperation = nil
+        }
+        pa_stream_set_state_callback(s, nil, nil)
+        pa_stream_set_write_callback(s, nil, nil)
+        pa_stream_set_underflow_callback(s, nil, nil)
+        pa_stream_disconnect(s)
+        pa_stream_unref(s)
+        if countedForDucking {
+            countedForDucking = false
+            output.ducker?.streamEnded()
+        }
+        pending = []
+        pendingOffset = 0
+        Unmanaged.passUnretained(self).release()
+    }
+}
