@@ -450,8 +450,7 @@ final class LiveSpeech: Sendable {
 
     /// How many samples synthesis may run ahead of the listener in a stream at `rate`.
     private func aheadLimit(rate: Int) -> Int {
-        let ahead = output.maxBufferedAhead.components
-        return max(rate, Int(ahead.seconds) * rate + Int(Double(ahead.attoseconds) / 1e18 * Double(rate)))
+        max(rate, output.maxBufferedAhead.samples(atRate: rate))
     }
 
     /// Runs one synthesis pass of `pb` into its stream, until its plan ends or it is stopped
@@ -603,8 +602,7 @@ final class LiveSpeech: Sendable {
         let step = pb.machine.advance(played: pb.stream?.playedSamples(), stream: state, now: now())
         carryOut(step.actions, for: pb, in: &s)
         guard let wait = step.wakeAfter else { return nil }
-        let (seconds, attoseconds) = wait.components
-        return Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
+        return Int(wait.wholeNanoseconds)
     }
 }
 

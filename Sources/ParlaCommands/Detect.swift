@@ -116,7 +116,7 @@ struct Detect: AsyncParsableCommand {
         }
         for tag in catalog.scriptDefaults.values { languages.insert(tag.language) }
         let list = languages.sorted().map { JSONText.quoted($0) }.joined(separator: ", ")
-        let ms = Double(elapsed.components.attoseconds / 1_000_000_000_000) / 1000 + Double(elapsed.components.seconds) * 1000
+        let ms = elapsed.inMilliseconds
         print(
             "{\"languages\": [\(list)], \"model_bytes\": \(detector.model.byteCount), \"load_ms\": \(ms), \"rss_delta_bytes\": \(after - before)}"
         )
@@ -128,7 +128,7 @@ struct Detect: AsyncParsableCommand {
         let lines = text.split(separator: "\n").map(String.init)
         let bytes = text.utf8.count
         let clock = ContinuousClock()
-        func seconds(_ d: Duration) -> Double { Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18 }
+        func seconds(_ d: Duration) -> Double { d.inSeconds }
         var sink = 0
         var t0 = clock.now
         var rounds = 0

@@ -104,8 +104,7 @@ package final class Ducker: @unchecked Sendable {
         audible = max(0, audible - 1)
         guard audible == 0, isDucking, let ctx = context, pa_context_get_state(ctx) == PA_CONTEXT_READY else { return }
         cancelRelease()
-        let delay = options.release.components
-        let usec = UInt64(clamping: max(0, delay.seconds)) &* 1_000_000 &+ UInt64(clamping: max(0, delay.attoseconds / 1_000_000_000_000))
+        let usec = UInt64(clamping: max(0, options.release.wholeNanoseconds / 1000))
         releaseTimer = pa_context_rttime_new(
             ctx, pa_rtclock_now() &+ usec,
             { _, _, _, userdata in

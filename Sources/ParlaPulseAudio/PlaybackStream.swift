@@ -87,7 +87,7 @@ public final class PlaybackStream: @unchecked Sendable {
             }, me)
         // 5 ms to 10 s: outside that a latency is a mistake, and would not fit the server's field.
         let latency =
-            Double(output.options.targetLatency.components.seconds) + Double(output.options.targetLatency.components.attoseconds) / 1e18
+            output.options.targetLatency.inSeconds
         let latencyBytes = UInt32(clamping: Int(min(max(latency.isNaN ? 0 : latency, 0.005), 10) * Double(sampleRate)) * 2)
         var attr = pa_buffer_attr(
             maxlength: UInt32.max, tlength: latencyBytes, prebuf: UInt32.max, minreq: UInt32.max, fragsize: UInt32.max)

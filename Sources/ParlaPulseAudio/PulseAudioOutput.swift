@@ -150,8 +150,7 @@ public final class PulseAudioOutput: @unchecked Sendable {
 
     /// ``AudioOutputOptions/serverTimeout`` in nanoseconds.
     var timeoutNanoseconds: UInt64 {
-        let (s, atto) = options.serverTimeout.components
-        return UInt64(clamping: max(0, s)) &* 1_000_000_000 &+ UInt64(clamping: max(0, atto / 1_000_000_000))
+        UInt64(clamping: max(0, options.serverTimeout.wholeNanoseconds))
     }
 
     /// Waits for the main loop to signal (lock held), at most until `deadline` (monotonic

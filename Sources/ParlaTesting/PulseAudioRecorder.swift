@@ -57,7 +57,7 @@ public final class PulseAudioRecorder: @unchecked Sendable {
                     let me = Unmanaged<PulseAudioRecorder>.fromOpaque(userdata).takeUnretainedValue()
                     me.read(s)
                 }, me)
-            let ms = Double(blockDuration.components.attoseconds) / 1e15 + Double(blockDuration.components.seconds) * 1000
+            let ms = blockDuration.inMilliseconds
             var attr = pa_buffer_attr(
                 maxlength: UInt32.max, tlength: UInt32.max, prebuf: UInt32.max, minreq: UInt32.max,
                 fragsize: UInt32(max(1, ms * Double(sampleRate) / 1000)) * 2)

@@ -111,9 +111,7 @@ public struct SpeechPlan: Sendable {
     /// be rendered as that much silence).
     public static let longestPause: Duration = .seconds(3600)
 
-    private static func seconds(_ d: Duration) -> Double {
-        Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
-    }
+    private static func seconds(_ d: Duration) -> Double { d.inSeconds }
 
     /// Resolves `utterance` against `catalog`: validates its settings, picks a voice for every
     /// language span and splits the text where any setting changes or a pause is placed.

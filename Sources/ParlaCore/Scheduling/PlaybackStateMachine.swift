@@ -211,8 +211,7 @@ package struct PlaybackStateMachine: Sendable {
         if let at = stopAt { due = min(due, at) }
         if let at = pauseAt { due = min(due, at) }
         guard due != Int.max else { return Step(actions: actions, wakeAfter: .milliseconds(5)) }
-        let (product, overflow) = max(due - played, 0).multipliedReportingOverflow(by: 1_000_000_000)
-        let wait = overflow ? Self.longestWait : .nanoseconds(product / max(sampleRate, 1))
+        let wait = Duration.samples(max(due - played, 0), atRate: max(sampleRate, 1))
         return Step(actions: actions, wakeAfter: min(wait, Self.longestWait))
     }
 

@@ -16,7 +16,7 @@ public struct SpeechInstant: InstantProtocol, Sendable, Hashable, Comparable, Cu
     /// The instant `duration` later (earlier if negative), held within the clock's range.
     /// The duration counts in whole nanoseconds, at most ±292 years (longer is cut to that).
     public func advanced(by duration: Duration) -> SpeechInstant {
-        let delta = Self.nanoseconds(of: duration)
+        let delta = duration.wholeNanoseconds
         if delta >= 0 {
             let (sum, overflow) = nanoseconds.addingReportingOverflow(UInt64(delta))
             return SpeechInstant(nanoseconds: overflow ? .max : sum)
@@ -45,13 +45,4 @@ public struct SpeechInstant: InstantProtocol, Sendable, Hashable, Comparable, Cu
     public static func - (a: SpeechInstant, b: SpeechInstant) -> Duration { b.duration(to: a) }
 
     public var description: String { "\(nanoseconds) ns" }
-
-    /// Whole nanoseconds of `d`, saturating at Int64's range.
-    private static func nanoseconds(of d: Duration) -> Int64 {
-        let (s, atto) = d.components
-        let (ns, overflow) = s.multipliedReportingOverflow(by: 1_000_000_000)
-        if overflow { return s < 0 ? .min : .max }
-        let (sum, overflow2) = ns.addingReportingOverflow(atto / 1_000_000_000)
-        return overflow2 ? (ns < 0 ? .min : .max) : sum
-    }
 }

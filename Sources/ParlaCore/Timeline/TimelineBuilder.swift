@@ -88,10 +88,9 @@ package struct TimelineBuilder {
     /// Appends `duration` of silence to the audio.
     public mutating func silence(_ duration: Duration) {
         releaseHeldBack()
-        let (s, atto) = duration.components
-        let (whole, overflow) = Int(s).multipliedReportingOverflow(by: sampleRate)
-        guard !overflow else { return }  // SpeechPlan accepts pauses of up to an hour
-        zeros(whole + Int((Double(atto) / 1e18) * Double(sampleRate)))
+        let count = duration.samples(atRate: sampleRate)
+        guard count < Int.max else { return }  // SpeechPlan accepts pauses of up to an hour
+        zeros(count)
     }
 
     /// Appends `count` zero samples, in blocks of at most 4,096.
