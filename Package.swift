@@ -81,7 +81,9 @@ let package = Package(
         // The selection of the focused application over the AT-SPI accessibility bus (speak-selection).
         .target(name: "CParlaATSPI", dependencies: ["CDBusLazy"], cSettings: dbusHeaders),
         // Only in the parla and speak-selection programs: starts the engine host before main.
-        .target(name: "CParlaPrestart", dependencies: ["CParlaEngineHost"]),
+        .target(name: "CParlaPrestart", dependencies: ["CParlaEngineHost", "CParlaCommandLine"]),
+        // The command-line table the prestart constructor and QuickStart share.
+        .target(name: "CParlaCommandLine"),
         // The pure model: utterances, voices, plans, timelines, scheduling, detection. No system calls.
         .target(name: "ParlaCore", dependencies: [.product(name: "RealModule", package: "swift-numerics")], swiftSettings: swiftSettings),
         // Files, descriptors, threads and the clock: atomic files, WAV/timings/caption writers,
@@ -103,7 +105,7 @@ let package = Package(
         .target(
             name: "ParlaCommands",
             dependencies: [
-                "Parla", "CParlaATSPI", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "Parla", "CParlaATSPI", "CParlaCommandLine", .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Subprocess", package: "swift-subprocess"),
             ],
             swiftSettings: swiftSettings

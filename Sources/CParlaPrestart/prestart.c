@@ -5,6 +5,7 @@
 // one when it first needs it. Other commands, render workers and engine hosts start nothing.
 #include "parla_prestart.h"
 #include "parla_engine_host.h"
+#include "parla_command_line.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,23 +15,9 @@ static int wants_engine(int argc, char **argv) {
     if (getenv("PARLA_ENGINE") != NULL || getenv(PARLA_ENGINE_HOST_ENV) != NULL) return 0;
     const char *off = getenv("PARLA_NO_PRESTART");
     if (off != NULL && off[0] != 0) return 0;
-    const char *name = strrchr(argv[0], '/');
-    name = name ? name + 1 : argv[0];
-    int first = 1;
-    if (strcmp(name, "parla") == 0) {
-        if (argc < 2 || (strcmp(argv[1], "say") != 0 && strcmp(argv[1], "selection") != 0)) return 0;
-        first = 2;
-    } else if (strcmp(name, "speak-selection") != 0) {
-        return 0;
-    }
-    for (int i = first; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--") == 0) break;
-        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0 || strcmp(a, "--version") == 0 ||
-            strcmp(a, "--stop") == 0 || strcmp(a, "--generate-completion-script") == 0)
-            return 0;
-    }
-    return 1;
+    parla_command_line line;
+    parla_read_command_line(parla_program_named(argv[0]), argc, (const char *const *)argv, &line);
+    return line.speaks;
 }
 
 __attribute__((constructor)) static void parla_prestart(int argc, char **argv) {

@@ -1,7 +1,11 @@
 import ArgumentParser
+internal import CParlaCommandLine
 import FoundationEssentials
 import ParlaESpeak
 import Parla
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// `parla`: speak text in the right language aloud or to WAV with word timings, detect languages, list voices.
 public struct ParlaCommand: AsyncParsableCommand {
@@ -122,46 +126,47 @@ enum QuickStart: Equatable {
     case say(SayArguments)
     case selection(SelectionArguments)
 
-    /// `arguments` as the process got them (the program first); nil unless they are
-    /// `parla say` followed by words none of which starts with '-' (and at most one `-o FILE`),
-    /// or `speak-selection` (or `parla selection`) alone.
-    init?(root: Any.Type, arguments: [String]) {
-        guard arguments.count >= 1 else { return nil }
-        let rest = arguments.dropFirst()
-        if ObjectIdentifier(root) == ObjectIdentifier(ParlaCommand.self) {
-            if rest.first == "say", let say = Self.say(Array(rest.dropFirst())) {
-                self = .say(say)
-                return
-            }
-            if Array(rest) == ["selection"] {
-                self = .selection(SelectionArguments())
-                return
-            }
-        } else if ObjectIdentifier(root) == ObjectIdentifier(SpeakSelectionCommand.self), rest.isEmpty {
-            self = .selection(SelectionArguments())
-            return
-        }
-        return nil
+    /// Whether the prestart constructor starts the engine host before `main` for `arguments`
+    /// (the program first, named by its file).
+    static func speaks(_ arguments: [String]) -> Bool {
+        read(arguments, program: parla_program_named(arguments.first ?? "")).speaks != 0
     }
 
-    /// `say`'s arguments if they are words none of which starts with '-', and at most one
-    /// `-o FILE` / `--output FILE` (FILE not starting with '-') among them; else nil.
-    private static func say(_ arguments: [String]) -> SayArguments? {
-        var result = SayArguments()
-        var i = 0
-        while i < arguments.count {
-            let word = arguments[i]
-            if word == "-o" || word == "--output" {
-                guard result.output == nil, i + 1 < arguments.count, !arguments[i + 1].hasPrefix("-") else { return nil }
-                result.output = arguments[i + 1]
-                i += 2
-                continue
-            }
-            guard !word.hasPrefix("-") else { return nil }
-            result.text.append(word)
-            i += 1
+    /// `arguments` read with the table the prestart constructor reads.
+    private static func read(_ arguments: [String], program: Int32) -> parla_command_line {
+        var line = parla_command_line()
+        let pointers = arguments.map { strdup($0) }
+        defer { pointers.forEach { free($0) } }
+        pointers.map { UnsafePointer($0) }.withUnsafeBufferPointer { argv in
+            parla_read_command_line(program, Int32(arguments.count), argv.baseAddress, &line)
         }
-        return result.text.isEmpty ? nil : result
+        return line
+    }
+
+    /// `arguments` as the process got them (the program first); nil unless they are
+    /// `parla say` followed by words none of which starts with '-' (and at most one `-o FILE`),
+    /// or `speak-selection` (or `parla selection`) alone. The reading is the prestart
+    /// constructor's own (`parla_read_command_line`), so the two never disagree.
+    init?(root: Any.Type, arguments: [String]) {
+        let program =
+            ObjectIdentifier(root) == ObjectIdentifier(ParlaCommand.self)
+            ? PARLA_PROGRAM_PARLA
+            : ObjectIdentifier(root) == ObjectIdentifier(SpeakSelectionCommand.self) ? PARLA_PROGRAM_SPEAK_SELECTION : PARLA_PROGRAM_OTHER
+        let line = Self.read(arguments, program: Int32(program))
+        switch Int(line.quick) {
+        case PARLA_QUICK_SELECTION:
+            self = .selection(SelectionArguments())
+        case PARLA_QUICK_SAY:
+            var say = SayArguments()
+            let output = Int(line.output)
+            for i in Int(line.first_argument)..<arguments.count where i != output && i + 1 != output {
+                say.text.append(arguments[i])
+            }
+            if output >= 0 { say.output = arguments[output] }
+            self = .say(say)
+        default:
+            return nil
+        }
     }
 
     func run() async throws {

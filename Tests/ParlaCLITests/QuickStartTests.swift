@@ -61,3 +61,19 @@ struct QuickStartTests {
         #expect(recognised > 0)
     }
 }
+
+extension QuickStartTests {
+    /// The prestart constructor's half of the same table: the engine host is started before
+    /// `main` for the commands that speak, and for no other line.
+    @Test(arguments: [
+        (["parla", "say", "Hi"], true), (["/usr/bin/parla", "say", "-v", "fr", "-f", "x.txt"], true),
+        (["parla", "selection", "--queue"], true), (["speak-selection"], true), (["speak-selection", "--notify"], true),
+        (["parla", "say", "--help"], false), (["parla", "say", "Hi", "-h"], false), (["speak-selection", "--stop"], false),
+        (["parla", "selection", "--version"], false), (["parla", "render", "in.tsv"], false), (["parla"], false),
+        (["parla", "voices"], false), (["sd_parla"], false), (["parla", "say", "--", "--help"], true),
+        (["speak-selection", "--generate-completion-script", "bash"], false),
+    ])
+    func theEngineStartsBeforeMainOnlyForCommandsThatSpeak(line: [String], speaks: Bool) {
+        #expect(QuickStart.speaks(line) == speaks, "\(line)")
+    }
+}
