@@ -30,34 +30,6 @@ final class BatchRun: Sendable {
         var fatal: (any Error)?
         var inputEnded = false
         var workerPeak = 0
-        /// Result lines waiting for the next sync of the output's file system.
-        var pending: [String] = []
-        /// The files of the items in `pending` that were rendered.
-        var pendingFiles: [String] = []
-        /// Result lines (and their files) that arrived before a line that comes earlier in the
-        /// input, by their place among the batch's lines: they join `pending` in input order.
-        var held: [Int: (line: String, files: [String])] = [:]
-        /// The place of the next line to join `pending`.
-        var released = 0
-
-        /// Queues the result line at `place`, and every held line that then comes next.
-        mutating func queue(_ line: String, files: [String], at place: Int) {
-            held[place] = (line, files)
-            while let next = held.removeValue(forKey: released) {
-                pending.append(next.line)
-                pendingFiles += next.files
-                released += 1
-            }
-        }
-
-        /// Queues the lines still held, in order: the lines before them will not come.
-        mutating func releaseHeld() {
-            for (_, entry) in held.sorted(by: { $0.key < $1.key }) {
-                pending.append(entry.line)
-                pendingFiles += entry.files
-            }
-            held = [:]
-        }
     }
     private let shared = Mutex(Shared())
     /// Held while the input is read, apart from `shared`: a slow producer must not hold up
@@ -120,23 +92,8 @@ final class BatchRun: Sendable {
         // (All are started before any is waited for: they load at the same time.)
         for index in 0..<options.jobs { workers.append(try WorkerProcess(settings: settings, cpu: cpu(forWorker: index))) }
         for worker in workers { try worker.awaitReady() }
-        // Group commit on its own thread: a sync takes tens of milliseconds, which no thread
-        // feeding a worker should wait for.
-        // It sleeps until a second has passed since the last commit, or until the rendering
-        // ends (woken at once: the last commit is on the batch's critical path).
-        let rendering = StopFlag()
-        let wake = DispatchSemaphore(value: 0), committed = DispatchSemaphore(value: 0)
-        startThread(name: "parla.render.commit") { [self] in
-            while !rendering.isRaised {
-                let due = lastCommit.load(ordering: .relaxed) + 1_000_000_000, now = monotonicNanoseconds()
-                if now >= due {
-                    commitPending()
-                } else {
-                    _ = wake.wait(timeout: .now() + .nanoseconds(Int(due - now)))
-                }
-            }
-            committed.signal()
-        }
+        // Group commit on a thread of the log's own (``ResultsLog/startGroupCommit(onFailure:)``).
+        let committer = results.startGroupCommit { [self] error in fail(error) }
         let group = DispatchGroup()
         for (index, worker) in workers.enumerated() {
             group.enter()
@@ -146,12 +103,7 @@ final class BatchRun: Sendable {
             }
         }
         group.wait()
-        rendering.raise()
-        wake.signal()
-        committed.wait()
-        // Lines still held wait for items that will not come (the batch failed).
-        shared.withLock { $0.releaseHeld() }
-        commitPending(droppingPages: false)  // on the way out: not worth the time
+        committer.finish()
         var final = shared.withLock { s in
             var p = s.progress
             p.latest = nil
@@ -336,7 +288,7 @@ final class BatchRun: Sendable {
     /// number of jobs): a line waits for the lines before it. Files are not synced one by
     /// one: about once a second, the output's file system is synced and the lines queued
     /// before it are appended, so a line marked ok always names files that are on disk, even
-    /// after a machine crash (group commit, ``commitPending()``). A skipped item has no line.
+    /// after a machine crash (group commit, ``ResultsLog/startGroupCommit(onFailure:)``). A skipped item has no line.
     /// (Lines wait in memory, about 150 bytes each, while an earlier item is spoken: a 1 MB
     /// line, about a minute of synthesis, may hold tens of thousands of short items' lines.)
     private func finish(_ result: BatchItemResult, at place: Int?) {
@@ -358,58 +310,10 @@ final class BatchRun: Sendable {
             case .skipped:
                 s.progress.skipped += 1
             }
-            if let line {
-                if let place {
-                    s.queue(line, files: files, at: place)
-                } else {
-                    // Not expected (every rendered or failed item has a place): the line is
-                    // kept, out of input order, rather than lost or trapped on.
-                    s.pending.append(line)
-                    s.pendingFiles += files
-                }
-            }
+            if let line { results.queue(line, files: files, at: place) }
             s.progress.latest = result
             s.progress.elapsedSeconds = elapsed
             report(s.progress)
-        }
-    }
-
-    /// When the committing thread last synced.
-    private let lastCommit = Atomic<UInt64>(0)
-
-    /// Syncs the output's file system, then appends the result lines of the items finished
-    /// before the sync.
-    private func commitPending(droppingPages: Bool = true) {
-        lastCommit.store(monotonicNanoseconds(), ordering: .relaxed)
-        let (lines, files) = shared.withLock { s in
-            defer {
-                s.pending = []
-                s.pendingFiles = []
-            }
-            return (s.pending, s.pendingFiles)
-        }
-        guard !lines.isEmpty else { return }
-        let dir = open(options.outputDirectory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        var problem: Int32 = dir >= 0 ? 0 : errno
-        if dir >= 0 {
-            if parla_syncfs(dir) != 0 { problem = errno }
-            close(dir)
-        }
-        guard problem == 0 else {
-            fail(
-                ParlaError.unwritableOutput(
-                    path: options.outputDirectory, reason: "the files could not be flushed to disk: \(systemErrorMessage(problem))"))
-            return
-        }
-        do { try results.append(lines.joined(separator: "\n")) } catch { fail(error) }
-        // The files are on disk now: their pages need not stay in memory. A long batch then
-        // keeps a few seconds of output in the page cache instead of pushing everything else
-        // out, and its next files are written into pages it has just used.
-        for name in files where droppingPages {
-            let fd = open(options.outputDirectory + "/" + name, O_RDONLY | O_CLOEXEC)
-            guard fd >= 0 else { continue }
-            _ = posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED)
-            close(fd)
         }
     }
 }
