@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdlib.h>
 #include <sys/prctl.h>
 #include <unistd.h>
@@ -13,11 +14,11 @@ void parla_die_with_parent(void) { prctl(PR_SET_PDEATHSIG, SIGKILL); }
 
 int parla_pipe_cloexec(int fds[2]) { return pipe2(fds, O_CLOEXEC); }
 
-int parla_spawn_close_from(posix_spawn_file_actions_t *actions, int fd) {
-    return posix_spawn_file_actions_addclosefrom_np(actions, fd);
+int parla_spawn_close_from(void *actions, int fd) {
+    return posix_spawn_file_actions_addclosefrom_np((posix_spawn_file_actions_t *)actions, fd);
 }
 
-pid_t parla_fork(void) { return fork(); }
+int parla_fork(void) { return fork(); }
 
 int parla_syncfs(int fd) { return syncfs(fd); }
 
@@ -28,7 +29,7 @@ int parla_allowed_cpus(void) {
     return n > 0 ? n : 1;
 }
 
-int parla_pin_to_allowed_cpu(pid_t pid, int index) {
+int parla_pin_to_allowed_cpu(int pid, int index) {
     cpu_set_t allowed, one;
     if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return -1;
     int seen = 0;

@@ -2,8 +2,8 @@
 #define PARLA_PROCESS_H
 // The system calls of Parla's helper processes (engine hosts, render workers) that Swift does
 // not import, or not on every platform.
-#include <spawn.h>
-#include <sys/types.h>
+// No system header is included here: a type it declared (sigset_t, pid_t) would then belong to
+// this module for Swift, and every Swift file using it would have to import this module.
 /// Whether the helper role in environment variable `name` (value "1:PID", set by
 /// ChildProcess) was given to this process by its parent PID. The variable is removed either
 /// way, so programs this one starts never inherit it. A value inherited from further away
@@ -16,14 +16,14 @@ void parla_die_with_parent(void);
 int parla_pipe_cloexec(int fds[2]);
 /// Makes a spawned process close every descriptor from `fd` up
 /// (posix_spawn_file_actions_addclosefrom_np, glibc 2.34).
-int parla_spawn_close_from(posix_spawn_file_actions_t *actions, int fd);
+int parla_spawn_close_from(void *actions, int fd);
 /// fork(2) (Swift does not import it on every platform).
-pid_t parla_fork(void);
+int parla_fork(void);
 /// syncfs(2): flush the file system holding fd.
 int parla_syncfs(int fd);
 /// The number of CPUs this process may run on (sched_getaffinity), at least 1.
 int parla_allowed_cpus(void);
 /// Restricts process `pid` (and the processes it forks later) to the `index`-th CPU this
 /// process may run on; 0 on success, -1 with errno.
-int parla_pin_to_allowed_cpu(pid_t pid, int index);
+int parla_pin_to_allowed_cpu(int pid, int index);
 #endif
