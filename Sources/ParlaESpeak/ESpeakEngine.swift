@@ -182,7 +182,7 @@ protocol RunEngine: AnyObject {
     /// - Throws: ``ParlaError/cancelled`` once stopped, ``ParlaError/engineFailure(_:)``.
     func speak(
         _ run: RunRequest, shouldStop: () -> Bool,
-        audio: (UnsafeBufferPointer<Int16>) -> Void, event: (RawEngineEvent) -> Void
+        audio: ([Int16]) -> Void, event: (RawEngineEvent) -> Void
     ) throws(ParlaError)
 }
 
@@ -239,7 +239,7 @@ func synthesizePlan(
         try engine.speak(
             request(index, input, endsSentence: builder.runEndsSentence(index)), shouldStop: { stop.isRaised },
             audio: { samples in
-                builder.engineAudio(Array(samples))
+                builder.engineAudio(samples)
             },
             event: { e in
                 switch e.kind {
@@ -298,7 +298,7 @@ final class ESpeakCore: RunEngine {
 
     func speak(
         _ run: RunRequest, shouldStop: () -> Bool,
-        audio: (UnsafeBufferPointer<Int16>) -> Void, event: (RawEngineEvent) -> Void
+        audio: ([Int16]) -> Void, event: (RawEngineEvent) -> Void
     ) throws(ParlaError) {
         _ = try start()
         var error = [CChar](repeating: 0, count: 2048)
@@ -316,7 +316,7 @@ final class ESpeakCore: RunEngine {
                             audio: { c, samples, count in
                                 guard let c, let samples, count > 0 else { return }
                                 Unmanaged<SynthContext>.fromOpaque(c).takeUnretainedValue().audio(
-                                    UnsafeBufferPointer(start: samples, count: Int(count)))
+                                    Array(UnsafeBufferPointer(start: samples, count: Int(count))))
                             },
                             event: { c, kind, position, length, sample in
                                 guard let c, let e = RawEngineEvent(kind: kind, position: position, length: length, sample: sample) else {
@@ -361,11 +361,10 @@ extension ParlaError {
 /// What the C callback needs while one `espeak_Synth` call runs; touched only on its thread.
 private final class SynthContext {
     let shouldStop: () -> Bool
-    let audio: (UnsafeBufferPointer<Int16>) -> Void
+    let audio: ([Int16]) -> Void
     let event: (RawEngineEvent) -> Void
 
-    init(shouldStop: @escaping () -> Bool, audio: @escaping (UnsafeBufferPointer<Int16>) -> Void, event: @escaping (RawEngineEvent) -> Void)
-    {
+    init(shouldStop: @escaping () -> Bool, audio: @escaping ([Int16]) -> Void, event: @escaping (RawEngineEvent) -> Void) {
         self.shouldStop = shouldStop
         self.audio = audio
         self.event = event

@@ -20,6 +20,8 @@ final class EngineHost: RunEngine {
     private var pid: pid_t = 0
     private var toHost: Int32 = -1
     private var fromHost: Int32 = -1
+    /// Reads the host's messages from `fromHost`.
+    private var reader = MessageReader(fd: -1)
     private var sampleRate: Int?
     private var seq: UInt32 = 0
     /// The utterance being spoken, and whether its child (in the host) has died.
@@ -154,7 +156,7 @@ final class EngineHost: RunEngine {
 
     func speak(
         _ run: RunRequest, shouldStop: () -> Bool,
-        audio: (UnsafeBufferPointer<Int16>) -> Void, event: (RawEngineEvent) -> Void
+        audio: ([Int16]) -> Void, event: (RawEngineEvent) -> Void
     ) throws(ParlaError) {
         _ = try start()
         let mine: UInt32
@@ -175,7 +177,7 @@ final class EngineHost: RunEngine {
     /// `shouldStop` says so (and dropping what comes after that).
     private func receive(
         run mine: UInt32, voice: String, shouldStop: () -> Bool,
-        audio: (UnsafeBufferPointer<Int16>) -> Void, event: (RawEngineEvent) -> Void
+        audio: ([Int16]) -> Void, event: (RawEngineEvent) -> Void
     ) throws(ParlaError) {
         var stopSent = false
         while true {
@@ -196,7 +198,7 @@ final class EngineHost: RunEngine {
                     }
                     count = payload.count / 2
                 }
-                samples.withUnsafeBufferPointer { audio($0) }
+                audio(samples)
             case .event:
                 guard !stopSent else { continue }
                 var r = PayloadReader(payload)
@@ -269,6 +271,7 @@ final class EngineHost: RunEngine {
         pid = child.pid
         toHost = child.input
         fromHost = child.output
+        reader = MessageReader(fd: child.output)
         sampleRate = nil
         preloaded = []
     }
@@ -291,14 +294,17 @@ final class EngineHost: RunEngine {
         }
     }
 
-    /// The next message, nil if the host is gone or silent for longer than ``timeout``.
-    private func receive() -> (type: UInt8, payload: [UInt8])? {
+    /// The next message, nil if the host is gone or silent for longer than ``timeout``. The
+    /// payload is a slice of the reader's buffer, valid until the next call.
+    private func receive() -> (type: UInt8, payload: ArraySlice<UInt8>)? {
         guard fromHost >= 0 else { return nil }
-        var fds = pollfd(fd: fromHost, events: Int16(POLLIN), revents: 0)
-        var rc: Int32
-        repeat { rc = poll(&fds, 1, Self.timeout) } while rc < 0 && errno == EINTR
-        guard rc > 0 else { return nil }
-        return readMessage(fromHost)
+        while true {
+            if let message = reader.next() { return message }
+            var fds = pollfd(fd: fromHost, events: Int16(POLLIN), revents: 0)
+            var rc: Int32
+            repeat { rc = poll(&fds, 1, Self.timeout) } while rc < 0 && errno == EINTR
+            guard rc > 0, reader.fill() else { return nil }
+        }
     }
 
     /// Ends the host and describes what happened to it, for an error about `activity`.

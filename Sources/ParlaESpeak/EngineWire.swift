@@ -98,6 +98,7 @@ struct PayloadReader {
     var isValid = true
 
     init(_ bytes: [UInt8]) { self.bytes = bytes }
+    init(_ bytes: ArraySlice<UInt8>) { self.bytes = Array(bytes) }
 
     mutating func u8() -> UInt8 {
         guard offset < bytes.count else { isValid = false; return 0 }

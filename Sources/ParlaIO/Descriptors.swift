@@ -99,14 +99,68 @@ package func readFully(_ fd: Int32, _ buffer: UnsafeMutableRawBufferPointer) -> 
     return true
 }
 
-/// Reads one message from `fd` (blocking); nil at end of file, on error or for a message
-/// longer than `limit` bytes.
-package func readMessage(_ fd: Int32, limit: Int = 64 << 20) -> (type: UInt8, payload: [UInt8])? {
-    var header = [UInt8](repeating: 0, count: 5)
-    guard header.withUnsafeMutableBytes({ readFully(fd, $0) }) else { return nil }
-    let length = Int(UInt32(header[1]) | UInt32(header[2]) << 8 | UInt32(header[3]) << 16 | UInt32(header[4]) << 24)
-    guard length <= limit else { return nil }
-    var payload = [UInt8](repeating: 0, count: length)
-    guard payload.withUnsafeMutableBytes({ readFully(fd, $0) }) else { return nil }
-    return (header[0], payload)
+/// Reads messages (a type byte, a little-endian 32-bit payload length, the payload) from a
+/// descriptor through a buffer: one `read` brings in every message the other side has
+/// written, where reading each header and payload on its own took two system calls per
+/// message (an engine host's run sends an audio block and a few events at a time).
+package struct MessageReader {
+    package let fd: Int32
+    /// The longest payload accepted; a longer one ends the stream as garbage.
+    package let limit: Int
+    private var buffer: [UInt8] = []
+    private var start = 0
+    private var end = 0
+    /// A message longer than ``limit`` was announced: nothing more is read.
+    private var broken = false
+
+    package init(fd: Int32, limit: Int = 64 << 20) {
+        self.fd = fd
+        self.limit = limit
+    }
+
+    /// The next whole message already read, or nil if more must be read first (``fill()``).
+    /// The payload is a slice of the reader's buffer, valid until the next call.
+    package mutating func next() -> (type: UInt8, payload: ArraySlice<UInt8>)? {
+        guard !broken, end - start >= 5 else { return nil }
+        let length = Int(
+            UInt32(buffer[start + 1]) | UInt32(buffer[start + 2]) << 8 | UInt32(buffer[start + 3]) << 16
+                | UInt32(buffer[start + 4]) << 24)
+        guard length <= limit else {
+            broken = true
+            return nil
+        }
+        guard end - start >= 5 + length else { return nil }
+        let type = buffer[start]
+        let payload = buffer[(start + 5)..<(start + 5 + length)]
+        start += 5 + length
+        return (type, payload)
+    }
+
+    /// Reads what the descriptor has (blocking until something comes, so poll it first for a
+    /// deadline); false at its end, on an error, or after garbage.
+    package mutating func fill() -> Bool {
+        guard !broken else { return false }
+        // Keep the unread part at the front, and room for at least 64 KiB more (or the rest of
+        // a long message).
+        if start > 0 {
+            buffer.withUnsafeMutableBytes { raw in
+                guard let base = raw.baseAddress else { return }
+                memmove(base, base + start, end - start)
+            }
+            end -= start
+            start = 0
+        }
+        var wanted = end + 65536
+        if end >= 5 {
+            let length = Int(UInt32(buffer[1]) | UInt32(buffer[2]) << 8 | UInt32(buffer[3]) << 16 | UInt32(buffer[4]) << 24)
+            if length <= limit { wanted = max(wanted, 5 + length) }
+        }
+        if buffer.count < wanted { buffer.append(contentsOf: repeatElement(0, count: wanted - buffer.count)) }
+        let n = buffer.withUnsafeMutableBytes { raw in
+            readSome(fd, into: UnsafeMutableRawBufferPointer(rebasing: raw[end...]))
+        }
+        guard n > 0 else { return false }
+        end += n
+        return true
+    }
 }
