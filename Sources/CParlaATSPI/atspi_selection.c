@@ -4,6 +4,7 @@
 
 #include "parla_atspi.h"
 
+#include "atspi_internal.h"
 #include "parla_lazy_dbus.h"
 #include <pthread.h>
 #include <stdarg.h>
@@ -13,29 +14,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
-
-#define ATSPI_STATE_ACTIVE 1
-#define ATSPI_STATE_FOCUSED 12
-#define MATCH_ALL 1
-#define SORT_ORDER_CANONICAL 1
-/// At most this many applications, windows and selections are looked at.
-#define MAX_OBJECTS 256
-#define MAX_SELECTIONS 16
-/// A selection longer than this (in characters) is cut: it is not something to read aloud.
-#define MAX_SELECTION_CHARS (1 << 20)
-
-typedef struct {
-    char *bus;
-    char *path;
-} Ref;
-
-typedef struct {
-    uint64_t deadline;
-    char *reason;
-    size_t reason_size;
-    /// The last call failed because its service does not exist (no AT-SPI installed).
-    int service_unknown;
-} Lookup;
 
 static uint64_t now_ms(void) {
     struct timespec t;
@@ -57,19 +35,6 @@ static void say(Lookup *l, const char *format, ...) {
     va_start(args, format);
     vsnprintf(l->reason, l->reason_size, format, args);
     va_end(args);
-}
-
-static void free_refs(Ref *refs, int n) {
-    for (int i = 0; i < n; i++) {
-        free(refs[i].bus);
-        free(refs[i].path);
-    }
-    free(refs);
-}
-
-/// A method call; NULL only when out of memory.
-static DBusMessage *method(const Ref *target, const char *interface, const char *name) {
-    return dbus_message_new_method_call(target->bus, target->path, interface, name);
 }
 
 /// Sends every message (consumed) and waits for all the replies until the deadline. A reply
@@ -156,59 +121,6 @@ static DBusConnection *open_bus(const char *address, Lookup *l, const char *what
     return c;
 }
 
-/// Appends a copy of (bus, path) to *refs, which holds `count`. 0 when out of memory.
-static int push_ref(Ref **refs, int count, const char *bus, const char *path) {
-    Ref *grown = realloc(*refs, (size_t)(count + 1) * sizeof **refs);
-    if (!grown) return 0;
-    *refs = grown;
-    grown[count].bus = strdup(bus);
-    grown[count].path = strdup(path);
-    if (grown[count].bus && grown[count].path) return 1;
-    free(grown[count].bus);
-    free(grown[count].path);
-    return 0;
-}
-
-/// The a(so) list in a reply (GetChildren, GetMatches), at most `limit` entries appended to
-/// *refs. Returns the new count, or -1 if the reply has another shape.
-static int read_refs(DBusMessage *reply, Ref **refs, int count, int limit) {
-    if (!reply || !dbus_message_has_signature(reply, "a(so)")) return -1;
-    DBusMessageIter it, array, entry;
-    dbus_message_iter_init(reply, &it);
-    dbus_message_iter_recurse(&it, &array);
-    while (dbus_message_iter_get_arg_type(&array) == DBUS_TYPE_STRUCT && count < limit) {
-        const char *bus = NULL, *path = NULL;
-        dbus_message_iter_recurse(&array, &entry);
-        dbus_message_iter_get_basic(&entry, &bus);
-        dbus_message_iter_next(&entry);
-        dbus_message_iter_get_basic(&entry, &path);
-        // The registry lists an application as (its bus name, its root); a null path means none.
-        // Names are checked here: libdbus aborts on an invalid one passed to its API.
-        if (bus && path && dbus_validate_bus_name(bus, NULL) && dbus_validate_path(path, NULL) &&
-            strcmp(path, "/org/a11y/atspi/null") != 0) {
-            if (!push_ref(refs, count, bus, path)) return count;
-            count++;
-        }
-        dbus_message_iter_next(&array);
-    }
-    return count;
-}
-
-/// Whether a GetState reply ("au", a bit set over 64 states) has `state`.
-static int has_state(DBusMessage *reply, int state) {
-    if (!reply || !dbus_message_has_signature(reply, "au")) return 0;
-    DBusMessageIter it, array;
-    dbus_message_iter_init(reply, &it);
-    dbus_message_iter_recurse(&it, &array);
-    for (int word = 0; dbus_message_iter_get_arg_type(&array) == DBUS_TYPE_UINT32; word++) {
-        dbus_uint32_t bits = 0;
-        dbus_message_iter_get_basic(&array, &bits);
-        if (word == state / 32) return (bits >> (state % 32)) & 1;
-        dbus_message_iter_next(&array);
-    }
-    return 0;
-}
-
 /// The address of the accessibility bus: $AT_SPI_BUS_ADDRESS, else what org.a11y.Bus on the
 /// session bus says. NULL (reason set) when there is none; *unavailable says whether that is
 /// "no AT-SPI here" rather than a failure.
@@ -241,7 +153,7 @@ static char *accessibility_bus(Lookup *l, int *unavailable) {
     DBusConnection *c = open_bus(session, l, "session bus");
     if (!c) return NULL;
     Ref bus = {"org.a11y.Bus", "/org/a11y/bus"};
-    DBusMessage *reply = call(c, method(&bus, "org.a11y.Bus", "GetAddress"), l, "the accessibility bus launcher");
+    DBusMessage *reply = call(c, atspi_method(&bus, "org.a11y.Bus", "GetAddress"), l, "the accessibility bus launcher");
     char *address = NULL;
     const char *value = NULL;
     if (reply && dbus_message_has_signature(reply, "s") &&
@@ -259,124 +171,35 @@ static char *accessibility_bus(Lookup *l, int *unavailable) {
     return address;
 }
 
-/// A GetMatches call asking `root` for its focused descendants.
-static DBusMessage *focused_query(const Ref *root) {
-    DBusMessage *m = method(root, "org.a11y.atspi.Collection", "GetMatches");
-    if (!m) return NULL;
-    DBusMessageIter it, rule, array, dict;
-    dbus_int32_t states[2] = {1 << ATSPI_STATE_FOCUSED, 0};
-    const dbus_int32_t *states_ptr = states;
-    dbus_int32_t all = MATCH_ALL, count = 4;
-    dbus_bool_t invert = FALSE, traverse = TRUE;
-    dbus_uint32_t sort = SORT_ORDER_CANONICAL;
-    int ok = 1;
-    dbus_message_iter_init_append(m, &it);
-    ok &= dbus_message_iter_open_container(&it, DBUS_TYPE_STRUCT, NULL, &rule);
-    ok &= dbus_message_iter_open_container(&rule, DBUS_TYPE_ARRAY, "i", &array);
-    ok &= dbus_message_iter_append_fixed_array(&array, DBUS_TYPE_INT32, &states_ptr, 2);
-    ok &= dbus_message_iter_close_container(&rule, &array);
-    ok &= dbus_message_iter_append_basic(&rule, DBUS_TYPE_INT32, &all);
-    ok &= dbus_message_iter_open_container(&rule, DBUS_TYPE_ARRAY, "{ss}", &dict);
-    ok &= dbus_message_iter_close_container(&rule, &dict);
-    ok &= dbus_message_iter_append_basic(&rule, DBUS_TYPE_INT32, &all);
-    ok &= dbus_message_iter_open_container(&rule, DBUS_TYPE_ARRAY, "i", &array);
-    ok &= dbus_message_iter_close_container(&rule, &array);
-    ok &= dbus_message_iter_append_basic(&rule, DBUS_TYPE_INT32, &all);
-    ok &= dbus_message_iter_open_container(&rule, DBUS_TYPE_ARRAY, "s", &array);
-    ok &= dbus_message_iter_close_container(&rule, &array);
-    ok &= dbus_message_iter_append_basic(&rule, DBUS_TYPE_INT32, &all);
-    ok &= dbus_message_iter_append_basic(&rule, DBUS_TYPE_BOOLEAN, &invert);
-    ok &= dbus_message_iter_close_container(&it, &rule);
-    ok &= dbus_message_iter_append_basic(&it, DBUS_TYPE_UINT32, &sort);
-    ok &= dbus_message_iter_append_basic(&it, DBUS_TYPE_INT32, &count);
-    ok &= dbus_message_iter_append_basic(&it, DBUS_TYPE_BOOLEAN, &traverse);
-    if (!ok) {
-        dbus_message_unref(m);
-        return NULL;
-    }
-    return m;
-}
-
-/// Appends `piece` (and a newline before it if `out` is not empty). 0 when out of memory.
-static int append(char **out, size_t *length, const char *piece) {
-    size_t n = strlen(piece);
-    if (n == 0) return 1;
-    size_t extra = n + (*length ? 1 : 0);
-    char *grown = realloc(*out, *length + extra + 1);
-    if (!grown) return 0;
-    *out = grown;
-    if (*length) (*out)[(*length)++] = '\n';
-    memcpy(*out + *length, piece, n);
-    *length += n;
-    (*out)[*length] = 0;
-    return 1;
-}
-
-/// A GetNSelections reply: the count, at most MAX_SELECTIONS; 0 for any other reply.
-static int read_selection_count(DBusMessage *reply) {
-    dbus_int32_t n = 0;
-    if (!reply || !dbus_message_has_signature(reply, "i") ||
-        !dbus_message_get_args(reply, NULL, DBUS_TYPE_INT32, &n, DBUS_TYPE_INVALID) || n <= 0) return 0;
-    return n > MAX_SELECTIONS ? MAX_SELECTIONS : n;
-}
-
-/// A GetSelection reply as a character range: -1 for another shape, 0 for an empty or
-/// negative range, 1 with start < end, at most MAX_SELECTION_CHARS long.
-static int read_range(DBusMessage *reply, dbus_int32_t *start, dbus_int32_t *end) {
-    dbus_int32_t a = 0, b = 0;
-    if (!reply || !dbus_message_has_signature(reply, "ii") ||
-        !dbus_message_get_args(reply, NULL, DBUS_TYPE_INT32, &a, DBUS_TYPE_INT32, &b, DBUS_TYPE_INVALID)) return -1;
-    if (a > b) {
-        dbus_int32_t t = a;
-        a = b;
-        b = t;
-    }
-    if (a < 0 || b <= a) return 0;
-    // b - a cannot overflow (0 <= a < b), nor can a + MAX when b is further than that.
-    if (b - a > MAX_SELECTION_CHARS) b = a + MAX_SELECTION_CHARS;
-    *start = a;
-    *end = b;
-    return 1;
-}
-
-/// A GetText reply's string (owned by the reply), or NULL for another shape. libdbus has
-/// checked that a string argument is valid UTF-8.
-static const char *read_string(DBusMessage *reply) {
-    const char *piece = NULL;
-    if (!reply || !dbus_message_has_signature(reply, "s") ||
-        !dbus_message_get_args(reply, NULL, DBUS_TYPE_STRING, &piece, DBUS_TYPE_INVALID)) return NULL;
-    return piece;
-}
-
 /// The selected text of `object`: 1 with *text set, 0 when it has none (or no Text interface).
 static int selected_text(DBusConnection *c, const Ref *object, char **text, Lookup *l) {
-    DBusMessage *reply = call(c, method(object, "org.a11y.atspi.Text", "GetNSelections"), l, "the focused application");
-    dbus_int32_t n = read_selection_count(reply);
+    DBusMessage *reply = call(c, atspi_method(object, "org.a11y.atspi.Text", "GetNSelections"), l, "the focused application");
+    dbus_int32_t n = atspi_read_selection_count(reply);
     if (reply) dbus_message_unref(reply);
     if (n == 0) return 0;
     char *out = NULL;
     size_t length = 0;
     for (dbus_int32_t i = 0; i < n; i++) {
-        DBusMessage *m = method(object, "org.a11y.atspi.Text", "GetSelection");
+        DBusMessage *m = atspi_method(object, "org.a11y.atspi.Text", "GetSelection");
         if (!m || !dbus_message_append_args(m, DBUS_TYPE_INT32, &i, DBUS_TYPE_INVALID)) {
             if (m) dbus_message_unref(m);
             break;
         }
         reply = call(c, m, l, "the focused application");
         dbus_int32_t start = 0, end = 0;
-        int range = read_range(reply, &start, &end);
+        int range = atspi_read_range(reply, &start, &end);
         if (reply) dbus_message_unref(reply);
         if (range < 0) break;
         if (range == 0) continue;
-        m = method(object, "org.a11y.atspi.Text", "GetText");
+        m = atspi_method(object, "org.a11y.atspi.Text", "GetText");
         if (!m || !dbus_message_append_args(m, DBUS_TYPE_INT32, &start, DBUS_TYPE_INT32, &end, DBUS_TYPE_INVALID)) {
             if (m) dbus_message_unref(m);
             break;
         }
         reply = call(c, m, l, "the focused application");
-        const char *piece = read_string(reply);
+        const char *piece = atspi_read_string(reply);
         if (piece) {
-            if (!append(&out, &length, piece)) {
+            if (!atspi_append(&out, &length, piece)) {
                 dbus_message_unref(reply);
                 break;
             }
@@ -414,15 +237,12 @@ static void free_replies(DBusMessage **replies, int n) {
 /// holds `count`; the replies are freed. Returns the new count.
 static int collect_refs(DBusMessage **replies, int n, Ref **refs, int count) {
     for (int i = 0; i < n; i++) {
-        int got = read_refs(replies[i], refs, count, MAX_OBJECTS);
+        int got = atspi_read_refs(replies[i], refs, count, MAX_OBJECTS);
         if (got > count) count = got;
     }
     free_replies(replies, n);
     return count;
 }
-
-static DBusMessage *children_query(const Ref *r) { return method(r, "org.a11y.atspi.Accessible", "GetChildren"); }
-static DBusMessage *state_query(const Ref *r) { return method(r, "org.a11y.atspi.Accessible", "GetState"); }
 
 static int lookup(int timeout_ms, char **text, char *reason, size_t reason_size) {
     Lookup l = {now_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 1), reason, reason_size, 0};
@@ -441,12 +261,12 @@ static int lookup(int timeout_ms, char **text, char *reason, size_t reason_size)
     int napps = 0, nwindows = 0, nactive = 0, nfocused = 0;
     DBusMessage **replies = NULL;
 
-    DBusMessage *reply = call(c, children_query(&root), &l, "the accessibility registry");
+    DBusMessage *reply = call(c, atspi_children_query(&root), &l, "the accessibility registry");
     if (!reply) {
         result = PARLA_ATSPI_FAILED;
         goto done;
     }
-    napps = read_refs(reply, &apps, 0, MAX_OBJECTS);
+    napps = atspi_read_refs(reply, &apps, 0, MAX_OBJECTS);
     dbus_message_unref(reply);
     if (napps <= 0) {
         say(&l, "no application is on the accessibility bus");
@@ -454,14 +274,14 @@ static int lookup(int timeout_ms, char **text, char *reason, size_t reason_size)
         goto done;
     }
     // Every application's windows, then every window's state, each round asked all at once.
-    replies = ask_all(c, apps, napps, children_query, &l);
+    replies = ask_all(c, apps, napps, atspi_children_query, &l);
     if (!replies) goto done;
     nwindows = collect_refs(replies, napps, &windows, 0);
-    replies = ask_all(c, windows, nwindows, state_query, &l);
+    replies = ask_all(c, windows, nwindows, atspi_state_query, &l);
     if (!replies) goto done;
     for (int i = 0; i < nwindows; i++) {
-        if (!has_state(replies[i], ATSPI_STATE_ACTIVE)) continue;
-        if (!push_ref(&active, nactive, windows[i].bus, windows[i].path)) break;
+        if (!atspi_has_state(replies[i], ATSPI_STATE_ACTIVE)) continue;
+        if (!atspi_push_ref(&active, nactive, windows[i].bus, windows[i].path)) break;
         nactive++;
     }
     free_replies(replies, nwindows);
@@ -475,7 +295,7 @@ static int lookup(int timeout_ms, char **text, char *reason, size_t reason_size)
         }
         goto done;
     }
-    replies = ask_all(c, active, nactive, focused_query, &l);
+    replies = ask_all(c, active, nactive, atspi_focused_query, &l);
     if (!replies) goto done;
     nfocused = collect_refs(replies, nactive, &focused, 0);
     replies = NULL;
@@ -493,10 +313,10 @@ static int lookup(int timeout_ms, char **text, char *reason, size_t reason_size)
         }
     }
 done:
-    if (apps) free_refs(apps, napps > 0 ? napps : 0);
-    if (windows) free_refs(windows, nwindows);
-    if (active) free_refs(active, nactive);
-    if (focused) free_refs(focused, nfocused);
+    if (apps) atspi_free_refs(apps, napps > 0 ? napps : 0);
+    if (windows) atspi_free_refs(windows, nwindows);
+    if (active) atspi_free_refs(active, nactive);
+    if (focused) atspi_free_refs(focused, nfocused);
     dbus_connection_close(c);
     dbus_connection_unref(c);
     return result;
@@ -600,39 +420,3 @@ int parla_atspi_selection(int timeout_ms, char **text, char *reason, size_t reas
     return result;
 }
 
-#ifdef PARLA_ATSPI_FUZZ
-// libFuzzer target (scripts/fuzz atspi): what an application on the accessibility bus can
-// send back. The input is a marshalled D-Bus message (libdbus validates it, as it does every
-// message off the wire); each reply parser is run on it, as if it answered each call.
-#include <stdint.h>
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    if (size > (1 << 20)) return 0;
-    DBusMessage *reply = dbus_message_demarshal((const char *)data, (int)size, NULL);
-    if (!reply) return 0;
-    Ref *refs = NULL;
-    int n = read_refs(reply, &refs, 0, MAX_OBJECTS);
-    for (int i = 0; i < n; i++) {
-        // What the lookup does next with each reference: address a call to it.
-        DBusMessage *next = children_query(&refs[i]);
-        if (next) dbus_message_unref(next);
-        next = focused_query(&refs[i]);
-        if (next) dbus_message_unref(next);
-    }
-    if (refs) free_refs(refs, n > 0 ? n : 0);
-    (void)has_state(reply, ATSPI_STATE_ACTIVE);
-    (void)has_state(reply, 63);
-    (void)read_selection_count(reply);
-    dbus_int32_t start = 0, end = 0;
-    if (read_range(reply, &start, &end) == 1 && (start < 0 || end <= start || end - start > MAX_SELECTION_CHARS)) __builtin_trap();
-    const char *piece = read_string(reply);
-    if (piece) {
-        char *out = NULL;
-        size_t length = 0;
-        if (append(&out, &length, piece) && append(&out, &length, piece) && strlen(out) != length) __builtin_trap();
-        free(out);
-    }
-    dbus_message_unref(reply);
-    return 0;
-}
-#endif

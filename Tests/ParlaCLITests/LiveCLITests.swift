@@ -23,8 +23,11 @@ struct LiveCLITests {
         #expect(r.status == 0, "\(r.error)")
         let events = try lines(r.output)
         let kinds = events.map { $0["event"] as? String ?? "?" }
-        #expect(kinds == ["started", "word", "sentence", "word", "finished"] || kinds == ["started", "sentence", "word", "word", "finished"],
-            "events: \(r.output)")
+        // The words in order, as heard. A sentence's event is sent once its end is known: it
+        // can follow the sentence's second word when the engine is starved of CPU (seen once,
+        // under the whole live suite), so its place is only bounded.
+        #expect(kinds.filter { $0 != "sentence" } == ["started", "word", "word", "finished"], "events: \(r.output)")
+        #expect(kinds.filter { $0 == "sentence" }.count == 1, "events: \(r.output)")
         let words = events.filter { $0["event"] as? String == "word" }
         #expect(words.map { $0["text"] as! String } == ["Hello", "world"])
         #expect(words.map { $0["start"] as! Int } == [0, 6])

@@ -1,0 +1,145 @@
+import Dispatch
+import FoundationEssentials
+import ParlaCore
+import ParlaESpeak
+import ParlaPulseAudio
+import Synchronization
+
+/// A change of rate or pitch as it took effect in one utterance's audio.
+package struct LiveProsodyChange: Sendable {
+    package var utterance: UtteranceID
+    /// When it was asked for, and the listener's position in the utterance's audio then.
+    package var requestedAt: UInt64
+    package var heardSample: Int
+    /// Where the audio made with the new settings starts, and the word it starts with.
+    package var sample: Int
+    package var word: Range<Int>
+    package var sampleRate: Int
+    /// Audio already buffered when it was asked for, which played on with the old settings.
+    package var latencyMilliseconds: Double { Double(sample - heardSample) * 1000 / Double(max(sampleRate, 1)) }
+}
+
+/// One started utterance (every field is guarded by ``LiveSpeech``'s state lock).
+///
+/// Unchecked: its mutable fields are read and written only inside `LiveSpeech.state`'s
+/// `withLock`, which reaches a playback only through the state it guards.
+final class Playback: @unchecked Sendable {
+    let id: UtteranceID
+    /// What is due when: the events, pauses, stops and the end.
+    var machine: PlaybackStateMachine
+    var stream: (any AudioStream)?
+    /// The plan it speaks (from its resume point), once made.
+    var plan: SpeechPlan?
+    /// The synthesis pass now writing its audio.
+    var pass: SynthesisPass?
+    /// A change of rate or pitch waiting for a word to start at: when it was asked for, and the
+    /// sample heard then.
+    var changeRequest: (time: UInt64, heard: Int)?
+    /// Synthesis ran far enough ahead of the listener: it stops at the next sentence
+    /// (``parkRequested``), and where it starts again once the listener catches up (``parked``).
+    var parkRequested = false
+    var parked: Restart?
+    var ended = false
+
+    init(id: UtteranceID, machine: PlaybackStateMachine) {
+        self.id = id
+        self.machine = machine
+    }
+}
+
+/// Where synthesis of a playback starts again after its audio from ``word`` on was dropped:
+/// the sentence that word is in, and whether that sentence was reported already.
+struct Restart {
+    let word: WordMark
+    let sentenceStart: (input: Int, sample: Int)?
+    let sentenceReported: Bool
+}
+
+/// One run of the engine over a playback's plan: the first from its start, and one more from
+/// each word where a change of rate or pitch took effect. Its audio lands in the stream from
+/// sample ``base`` on. Fields other than the constants are guarded by the state lock.
+///
+/// Unchecked: `sawSentence` and `skipsFirstSentence` are read and written only inside
+/// `LiveSpeech.state`'s `withLock`; the rest are constants of Sendable types.
+final class SynthesisPass: @unchecked Sendable {
+    let plan: SpeechPlan
+    let stop = StopFlag()
+    let base: Int
+    /// Where it starts in the input, and where the sentence it starts in began (nil: it starts
+    /// a sentence).
+    let input: Int
+    let sentenceStart: (input: Int, sample: Int)?
+    var sawSentence = false
+    /// Its first sentence mark is dropped: that sentence was reported before the cut.
+    var skipsFirstSentence = false
+
+    init(plan: SpeechPlan, base: Int, input: Int, sentenceStart: (input: Int, sample: Int)?) {
+        self.plan = plan
+        self.base = base
+        self.input = input
+        self.sentenceStart = sentenceStart
+    }
+}
+
+/// The stream of an utterance's first pass, opening on a thread of its own at the sample rate
+/// the engine will most likely have, while the engine loads and starts speaking.
+final class OpeningStream: Sendable {
+    private let output: any AudioSink
+    private let name: String
+    private let likelyRate: Int?
+    /// What the thread opened, and whether the stream was taken or given up (then the thread
+    /// closes what it opens).
+    private let state = Mutex<(opened: Result<any AudioStream, ParlaError>?, claimed: Bool)>((nil, false))
+    private let done = DispatchSemaphore(value: 0)
+
+    init(_ output: any AudioSink, likelySampleRate: Int?, name: String) {
+        self.output = output
+        self.name = name
+        likelyRate = likelySampleRate
+        guard let rate = likelySampleRate else { return }
+        startThread(name: "parla.open-stream") { [self] in
+            let opened: Result<any AudioStream, ParlaError>
+            do throws(ParlaError) {
+                opened = .success(try output.makeStream(sampleRate: rate, name: name))
+            } catch {
+                opened = .failure(error)
+            }
+            let unwanted = state.withLock { s -> (any AudioStream)? in
+                s.opened = opened
+                return s.claimed ? try? opened.get() : nil
+            }
+            unwanted?.close()
+            done.signal()
+        }
+    }
+
+    /// The stream at `rate` (blocking): the one opening, else (no guess, or a wrong one) one
+    /// opened now. Gives up with ``ParlaError/cancelled`` once `stop` is raised.
+    func stream(at rate: Int, stop: StopFlag) throws(ParlaError) -> any AudioStream {
+        if likelyRate != nil {
+            while done.wait(timeout: .now() + .milliseconds(5)) == .timedOut {
+                if stop.isRaised {
+                    discard()
+                    throw .cancelled
+                }
+            }
+            let opened = state.withLock { s in
+                s.claimed = true
+                return s.opened
+            }
+            if rate == likelyRate, let opened { return try opened.get() }
+            if case .success(let wrong)? = opened { wrong.close() }
+        }
+        return try output.makeStream(sampleRate: rate, name: name)
+    }
+
+    /// Closes the stream unless it was taken (once it has opened, if it has not yet).
+    func discard() {
+        let opened = state.withLock { s -> (any AudioStream)? in
+            guard !s.claimed else { return nil }
+            s.claimed = true
+            return try? s.opened?.get()
+        }
+        opened?.close()
+    }
+}
