@@ -93,21 +93,25 @@ struct MessageWriter {
 /// Reads fields from a payload; every read is bounds-checked (a short payload reads zeros and
 /// marks the reader invalid).
 struct PayloadReader {
-    let bytes: [UInt8]
-    var offset = 0
+    /// The payload: a slice of the reader's buffer (``MessageReader``), read in place.
+    let bytes: ArraySlice<UInt8>
+    /// The next byte's index in `bytes`.
+    var offset: Int
     var isValid = true
 
-    init(_ bytes: [UInt8]) { self.bytes = bytes }
-    init(_ bytes: ArraySlice<UInt8>) { self.bytes = Array(bytes) }
+    init(_ bytes: ArraySlice<UInt8>) {
+        self.bytes = bytes
+        offset = bytes.startIndex
+    }
 
     mutating func u8() -> UInt8 {
-        guard offset < bytes.count else { isValid = false; return 0 }
+        guard offset < bytes.endIndex else { isValid = false; return 0 }
         defer { offset += 1 }
         return bytes[offset]
     }
 
     mutating func u32() -> UInt32 {
-        guard offset + 4 <= bytes.count else { isValid = false; offset = bytes.count; return 0 }
+        guard offset + 4 <= bytes.endIndex else { isValid = false; offset = bytes.endIndex; return 0 }
         var v: UInt32 = 0
         for i in 0..<4 { v |= UInt32(bytes[offset + i]) << (8 * UInt32(i)) }
         offset += 4
@@ -117,7 +121,7 @@ struct PayloadReader {
     mutating func i32() -> Int32 { Int32(bitPattern: u32()) }
 
     mutating func rest() -> ArraySlice<UInt8> {
-        defer { offset = bytes.count }
-        return bytes[min(offset, bytes.count)...]
+        defer { offset = bytes.endIndex }
+        return bytes[min(offset, bytes.endIndex)...]
     }
 }

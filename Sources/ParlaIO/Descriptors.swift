@@ -122,9 +122,7 @@ package struct MessageReader {
     /// The payload is a slice of the reader's buffer, valid until the next call.
     package mutating func next() -> (type: UInt8, payload: ArraySlice<UInt8>)? {
         guard !broken, end - start >= 5 else { return nil }
-        let length = Int(
-            UInt32(buffer[start + 1]) | UInt32(buffer[start + 2]) << 8 | UInt32(buffer[start + 3]) << 16
-                | UInt32(buffer[start + 4]) << 24)
+        let length = payloadLength(at: start)
         guard length <= limit else {
             broken = true
             return nil
@@ -134,6 +132,11 @@ package struct MessageReader {
         let payload = buffer[(start + 5)..<(start + 5 + length)]
         start += 5 + length
         return (type, payload)
+    }
+
+    /// The payload length in the header of the message at `index` of the buffer.
+    private func payloadLength(at index: Int) -> Int {
+        Int(UInt32(buffer[index + 1]) | UInt32(buffer[index + 2]) << 8 | UInt32(buffer[index + 3]) << 16 | UInt32(buffer[index + 4]) << 24)
     }
 
     /// Reads what the descriptor has (blocking until something comes, so poll it first for a
@@ -151,10 +154,7 @@ package struct MessageReader {
             start = 0
         }
         var wanted = end + 65536
-        if end >= 5 {
-            let length = Int(UInt32(buffer[1]) | UInt32(buffer[2]) << 8 | UInt32(buffer[3]) << 16 | UInt32(buffer[4]) << 24)
-            if length <= limit { wanted = max(wanted, 5 + length) }
-        }
+        if end >= 5, payloadLength(at: 0) <= limit { wanted = max(wanted, 5 + payloadLength(at: 0)) }
         if buffer.count < wanted { buffer.append(contentsOf: repeatElement(0, count: wanted - buffer.count)) }
         let n = buffer.withUnsafeMutableBytes { raw in
             readSome(fd, into: UnsafeMutableRawBufferPointer(rebasing: raw[end...]))

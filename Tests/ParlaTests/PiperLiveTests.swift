@@ -6,16 +6,22 @@ import ParlaIO
 import Testing
 
 extension LiveSpeechTests {
-    /// joe, live, through a private PulseAudio: pause at once, continue from the same word, a
-    /// live rate change, and stop. (scripts/test runs the Piper live tests alone: beside the
-    /// other live tests, the model on one core can fall behind the stream.)
-    @Test func aPiperVoicePausesContinuesChangesRateAndStops() async throws {
+    /// A private PulseAudio and a synthesizer whose English voice is joe, loaded.
+    func piperSynth() async throws -> (TestAudioServer, VoiceCatalog, SpeechSynthesizer) {
         if let missing = PiperFixture.missing { Issue.record(Comment(rawValue: missing)) }
         let server = try await TestAudioServer.start()
         let catalog = try VoiceCatalog.default().adding(piperVoicesIn: [PiperFixture.voiceDirectory])
         let synth = SpeechSynthesizer(
             catalog: catalog, audioOutput: AudioOutputOptions(device: server.sink, server: server.server), engine: ESpeakEngine())
         try await synth.prepareToSpeak()
+        return (server, catalog, synth)
+    }
+
+    /// joe, live, through a private PulseAudio: pause at once, continue from the same word, a
+    /// live rate change, and stop. (scripts/test runs the Piper live tests alone: beside the
+    /// other live tests, the model on one core can fall behind the stream.)
+    @Test func aPiperVoicePausesContinuesChangesRateAndStops() async throws {
+        let (server, _, synth) = try await piperSynth()
         let log = EventLog(synth)
         let id = synth.speak(Utterance(string: longText, language: "en"))
         #expect(await log.wait { log.words(id).count >= 3 })
@@ -58,12 +64,7 @@ extension LiveSpeechTests {
     /// (joe too) suspends the reading, which then carries on from its sentence with the
     /// original offsets: every word after the resume point once and in order.
     @Test func aPiperVoicePausesAtAWordAndResumesAfterAnAnnouncement() async throws {
-        if let missing = PiperFixture.missing { Issue.record(Comment(rawValue: missing)) }
-        let server = try await TestAudioServer.start()
-        let catalog = try VoiceCatalog.default().adding(piperVoicesIn: [PiperFixture.voiceDirectory])
-        let synth = SpeechSynthesizer(
-            catalog: catalog, audioOutput: AudioOutputOptions(device: server.sink, server: server.server), engine: ESpeakEngine())
-        try await synth.prepareToSpeak()
+        let (server, catalog, synth) = try await piperSynth()
         #expect((try? catalog.voice(for: "en"))?.engine == SpeechVoice.piperEngine)
         let log = EventLog(synth)
         var u = Utterance(string: Self.reading, language: "en")
