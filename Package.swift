@@ -33,6 +33,9 @@ let package = Package(
         .library(name: "pcaudio", type: .dynamic, targets: ["CParlaAudioNull"]),
         // The speech-dispatcher output module (Orca, Firefox, spd-say speak through Parla).
         .executable(name: "sd_parla", targets: ["sd_parla"]),
+        // libparla: the C API (parla.h) over the library, for programs not written in Swift
+        // (scripts/install names it libparla.so.0 and adds parla.pc; python/ wraps it).
+        .library(name: "parla-c", type: .dynamic, targets: ["ParlaC"]),
         // Benchmarks (scripts/bench-live, bench-selection, bench-start); never installed.
         .executable(name: "parla-bench", targets: ["parla-bench"]),
     ],
@@ -98,6 +101,16 @@ let package = Package(
         // protocol and loop, the results log, and the batch input formats.
         .target(name: "ParlaBatch", dependencies: ["ParlaCore", "ParlaIO", "ParlaESpeak", "CParlaWorker", "CParlaProcess"], swiftSettings: swiftSettings),
         .target(name: "Parla", dependencies: ["ParlaCore", "ParlaIO", "ParlaBatch", "ParlaESpeak", "ParlaPulseAudio"], swiftSettings: swiftSettings),
+        // The C API: parla.h's types (CParlaAPI) and their Swift implementation (ParlaC). Only
+        // parla_* symbols are exported (parla.map); nothing else in the package links ParlaC.
+        .target(name: "CParlaAPI"),
+        .target(
+            name: "ParlaC", dependencies: ["Parla", "CParlaAPI"], swiftSettings: swiftSettings,
+            linkerSettings: [
+                .unsafeFlags([
+                    "-Xlinker", "-soname=libparla.so.0", "-Xlinker", "--version-script=\(Context.packageDirectory)/Sources/ParlaC/parla.map",
+                ])
+            ]),
         // speech-dispatcher's module protocol, settings and messages (pure: tested with a fake speaker).
         .target(name: "ParlaSpeechd", dependencies: ["ParlaCore"], swiftSettings: swiftSettings),
 

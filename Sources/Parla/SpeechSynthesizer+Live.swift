@@ -76,6 +76,17 @@ extension SpeechSynthesizer {
         return event.announcement ?? AnnouncementResult(string: string, wasSuccessful: false)
     }
 
+    /// Schedules `utterance` as an announcement and returns at once (the form for callers that
+    /// follow events rather than await: the C library, the Python package). `queued` makes it
+    /// wait its turn instead of interrupting; `priority` is as in
+    /// ``announce(_:language:)-(AttributedString,_)``. Its terminal event carries the
+    /// ``/ParlaCore/AnnouncementResult`` (``/ParlaCore/SpeechEvent/announcement``).
+    /// - Returns: the identifier its events carry.
+    @discardableResult
+    public func beginAnnouncement(_ utterance: Utterance, priority: AnnouncementPriority = .default, queued: Bool = false) -> UtteranceID {
+        live.submit(utterance, kind: .announcement(priority: priority, queued: queued), announcement: utterance.string)
+    }
+
     /// Announces plain `text` (see ``announce(_:language:)-(AttributedString,_)``).
     @discardableResult
     public func announce(_ text: String, language: LanguageTag? = nil) async -> AnnouncementResult {

@@ -245,6 +245,8 @@ final class EngineHost: RunEngine {
             let path = String(cString: value)
             return path == "self" ? nil : path
         }
+        // Inside another program (libparla), beside the library or in its prefix's libexec.
+        if let beside = InstallLocation.engineCandidates().first(where: { access($0, X_OK) == 0 }) { return beside }
         guard let exe = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") else { return nil }
         let dir = exe.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
         return [dir + "/parla-engine", dir + "/../libexec/parla/parla-engine"].first { access($0, X_OK) == 0 }

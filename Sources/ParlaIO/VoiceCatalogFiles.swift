@@ -200,6 +200,7 @@ extension VoiceCatalog {
             throw .voiceCatalogNotFound(searched: candidates)
         }
         if let env = getenv("PARLA_VOICES").map({ String(cString: $0) }), !env.isEmpty, found(env) { return env }
+        for dir in InstallLocation.catalogCandidates() where found(dir) { return dir }
         if let real = resolvedPath("/proc/self/exe") {
             let dir = parent(real)
             if found(dir + "/voices") { return dir + "/voices" }

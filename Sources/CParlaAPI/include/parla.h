@@ -1,0 +1,254 @@
+/*
+ * parla.h: Parla from C (libparla, `pkg-config --cflags --libs parla`).
+ *
+ * Speaks text in the right language with espeak-ng's and Piper's voices, through PulseAudio
+ * or PipeWire, and says which word is being heard now:
+ *
+ *     parla_synthesizer *s = parla_synthesizer_new(NULL);
+ *     parla_set_event_callback(s, on_event, user_data);
+ *     uint64_t id;
+ *     parla_speak_text(s, "Hello world.", &id);
+ *     parla_wait(s, id, -1, NULL);
+ *     parla_synthesizer_free(s);
+ *
+ * Conventions:
+ * - Every function that can fail returns a parla_status (PARLA_OK is 0). The reason, in words
+ *   a user can act on, is then parla_last_error()'s, on the calling thread.
+ * - Strings in are NUL-terminated UTF-8; invalid UTF-8 is refused (PARLA_ERROR_INVALID_UTF8).
+ *   Strings out stay valid as long as the object they came from (an event's strings: until
+ *   the callback returns).
+ * - Ranges are half-open: [start, end). Byte offsets index the caller's own string; scalar
+ *   offsets count Unicode scalar values (code points). Both lie on grapheme-cluster
+ *   boundaries.
+ * - No call aborts the process, whatever it is passed: NULL, a freed handle (every handle is
+ *   a number never given out twice, so a freed one is recognised: PARLA_ERROR_INVALID_HANDLE),
+ *   values out of range.
+ * - Handles may be used from any thread.
+ *
+ * Symbols all begin with parla_; the soname is libparla.so.0.
+ */
+#ifndef PARLA_H
+#define PARLA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* MARK: Versions and errors */
+
+/* The library's version, "MAJOR.MINOR.PATCH". */
+const char *parla_version(void);
+
+typedef enum {
+    PARLA_OK = 0,
+    PARLA_ERROR_INVALID_ARGUMENT = 1, /* NULL where a value is needed, or an unknown enum value */
+    PARLA_ERROR_INVALID_HANDLE = 2,   /* NULL, freed, or of another kind */
+    PARLA_ERROR_INVALID_UTF8 = 3,
+    PARLA_ERROR_OUT_OF_RANGE = 4,     /* a rate, pitch, volume or timeout outside its range */
+    PARLA_ERROR_UNKNOWN_VOICE = 5,
+    PARLA_ERROR_UNKNOWN_LANGUAGE = 6,
+    PARLA_ERROR_SSML = 7,             /* malformed SSML */
+    PARLA_ERROR_AUDIO = 8,            /* no sound server, or it went away */
+    PARLA_ERROR_ENGINE = 9,           /* espeak-ng or ONNX Runtime missing or failed */
+    PARLA_ERROR_IO = 10,              /* a file could not be read or written */
+    PARLA_ERROR_TIMEOUT = 11,         /* parla_wait: the utterance had not ended in time */
+    PARLA_ERROR_FAILED = 12           /* anything else; parla_last_error() says what */
+} parla_status;
+
+/* The message of the last failed call on this thread ("" if none). Valid until the next
+ * call into libparla on this thread. */
+const char *parla_last_error(void);
+
+/* MARK: Utterances */
+
+typedef struct parla_utterance parla_utterance;
+
+/* Plain text. NULL on failure (see parla_last_error()). */
+parla_utterance *parla_utterance_new(const char *text);
+/* SSML (<speak>, <s>, <p>, <break>, <prosody>, <mark>, <say-as>, <voice>, xml:lang, ...).
+ * NULL on failure: malformed SSML gives PARLA_ERROR_SSML's message with the line and column. */
+parla_utterance *parla_utterance_new_ssml(const char *ssml);
+void parla_utterance_free(parla_utterance *utterance);
+
+/* A BCP 47 tag ("en", "el", "ar-EG"); NULL: detected from the text (the default). */
+parla_status parla_utterance_set_language(parla_utterance *utterance, const char *language);
+/* A voice identifier from parla_voices() ("en-us", "piper.en_US-joe-medium"); NULL: the best
+ * installed voice for each language. */
+parla_status parla_utterance_set_voice(parla_utterance *utterance, const char *voice);
+/* Rate: a multiplier of the voice's normal speed, 0.25-4 (1 = normal). */
+parla_status parla_utterance_set_rate(parla_utterance *utterance, double rate);
+/* Pitch: a multiplier, 0-2 (1 = normal). */
+parla_status parla_utterance_set_pitch(parla_utterance *utterance, double pitch);
+/* Volume: 0-1 (1 = full). */
+parla_status parla_utterance_set_volume(parla_utterance *utterance, double volume);
+/* After an interruption by an announcement, speak again from the sentence that was cut off
+ * (0: no, the default). */
+parla_status parla_utterance_set_resumes_after_interruption(parla_utterance *utterance, int resumes);
+
+typedef enum {
+    PARLA_PRIORITY_NONE = 0,    /* not an announcement: queued speech (the default) */
+    PARLA_PRIORITY_LOW = 1,     /* waits until all other speech has finished */
+    PARLA_PRIORITY_DEFAULT = 2, /* interrupts other speech, and can be interrupted */
+    PARLA_PRIORITY_HIGH = 3     /* interrupts other speech, and is not interrupted once started */
+} parla_priority;
+
+/* Makes the utterance an announcement (like an accessibility announcement): with `queue`
+ * non-zero it waits its turn instead of interrupting. */
+parla_status parla_utterance_set_announcement(parla_utterance *utterance, parla_priority priority, int queue);
+
+/* MARK: Events */
+
+typedef enum {
+    PARLA_EVENT_STARTED = 1,
+    PARLA_EVENT_WORD = 2,        /* a word is about to be heard: its range */
+    PARLA_EVENT_SENTENCE = 3,    /* a sentence is about to be heard: its range */
+    PARLA_EVENT_MARK = 4,        /* an SSML <mark> is reached: mark */
+    PARLA_EVENT_RESUMED = 5,     /* speaking again after an interruption, from the range */
+    PARLA_EVENT_PAUSED = 6,
+    PARLA_EVENT_CONTINUED = 7,
+    PARLA_EVENT_FINISHED = 8,    /* terminal: spoken to the end */
+    PARLA_EVENT_INTERRUPTED = 9, /* terminal: cut off while speaking (stop, an announcement) */
+    PARLA_EVENT_DROPPED = 10,    /* terminal: removed from the queue before it started */
+    PARLA_EVENT_FAILED = 11      /* terminal: error says why */
+} parla_event_kind;
+
+typedef struct {
+    parla_event_kind kind;
+    uint64_t utterance;      /* the id parla_speak gave */
+    uint64_t time_ns;        /* when it is heard, on CLOCK_MONOTONIC */
+    /* For WORD, SENTENCE and RESUMED (otherwise -1): the range in the caller's string ... */
+    int64_t byte_start, byte_end;     /* ... in UTF-8 bytes */
+    int64_t scalar_start, scalar_end; /* ... in Unicode scalar values */
+    double audio_seconds;    /* where its sound starts in the utterance's audio (-1: none) */
+    const char *text;        /* the word or sentence as spoken, else NULL */
+    const char *mark;        /* MARK: the mark's name, else NULL */
+    const char *error;       /* FAILED: why, else NULL */
+    int announcement_heard;  /* terminal events of announcements: 1 heard in full, 0 not; else -1 */
+} parla_event;
+
+/* Called on one thread of Parla's own, in order, for every utterance of the synthesizer. It
+ * may call any parla_ function except parla_wait, parla_write_wav and
+ * parla_synthesizer_free on the same synthesizer (they wait for events this thread delivers).
+ * Return quickly: the next event waits for it. */
+typedef void (*parla_event_callback)(const parla_event *event, void *user_data);
+
+/* MARK: The synthesizer */
+
+typedef struct parla_synthesizer parla_synthesizer;
+
+/* A synthesizer playing on `device` (a PulseAudio sink name; NULL: the default sink). Its
+ * voices and the engine start on first use (see parla_prepare). NULL on failure. */
+parla_synthesizer *parla_synthesizer_new(const char *device);
+/* Stops its speech at once, and waits for its callback to return. */
+void parla_synthesizer_free(parla_synthesizer *synthesizer);
+
+/* Events of every utterance reach `callback` (NULL: none), with `user_data`. */
+parla_status parla_set_event_callback(parla_synthesizer *synthesizer, parla_event_callback callback, void *user_data);
+
+/* Starts the engine, connects to the sound server and loads the default voices now, so that
+ * the first utterance is heard sooner. Optional. */
+parla_status parla_prepare(parla_synthesizer *synthesizer);
+
+/* Queues the utterance (or, if it is an announcement, schedules it by its priority) and
+ * returns at once with its id in *id (may be NULL). An utterance that cannot be spoken still
+ * gets an id, and ends with PARLA_EVENT_FAILED. The utterance may be freed or reused after. */
+parla_status parla_speak(parla_synthesizer *synthesizer, const parla_utterance *utterance, uint64_t *id);
+/* parla_speak of plain text. */
+parla_status parla_speak_text(parla_synthesizer *synthesizer, const char *text, uint64_t *id);
+/* An announcement of plain text (see parla_utterance_set_announcement). */
+parla_status parla_announce(parla_synthesizer *synthesizer, const char *text, parla_priority priority, int queue, uint64_t *id);
+
+/* Waits until utterance `id` ends, at most `timeout_ms` (-1: no limit). *kind (may be NULL)
+ * gets its terminal event: FINISHED, INTERRUPTED, DROPPED or FAILED. PARLA_ERROR_TIMEOUT if
+ * it had not ended; PARLA_ERROR_INVALID_ARGUMENT for an id this synthesizer never gave. */
+parla_status parla_wait(parla_synthesizer *synthesizer, uint64_t id, int timeout_ms, parla_event_kind *kind);
+
+typedef enum {
+    PARLA_BOUNDARY_IMMEDIATE = 0, /* at once, mid-word if need be */
+    PARLA_BOUNDARY_WORD = 1       /* at the end of the word being heard */
+} parla_boundary;
+
+/* Stops what is speaking at `boundary` (it ends INTERRUPTED) and drops everything queued
+ * (each ends DROPPED). *stopped (may be NULL): 0 if nothing was speaking or queued. */
+parla_status parla_stop(parla_synthesizer *synthesizer, parla_boundary boundary, int *stopped);
+/* Pauses at `boundary`; queued speech waits. */
+parla_status parla_pause(parla_synthesizer *synthesizer, parla_boundary boundary);
+/* Continues paused speech where it stopped. */
+parla_status parla_continue(parla_synthesizer *synthesizer);
+/* Live rate (0.25-4) and volume (0-1): what is speaking changes at once, and later
+ * utterances follow. */
+parla_status parla_set_rate(parla_synthesizer *synthesizer, double rate);
+parla_status parla_set_volume(parla_synthesizer *synthesizer, double volume);
+/* 1 while something is speaking (or paused), else 0; -1 for a bad handle. */
+int parla_is_speaking(parla_synthesizer *synthesizer);
+
+/* MARK: Files and timelines */
+
+typedef struct parla_timeline parla_timeline;
+
+typedef struct {
+    int64_t byte_start, byte_end;     /* in the caller's string, UTF-8 bytes */
+    int64_t scalar_start, scalar_end; /* in Unicode scalar values */
+    double start_seconds, end_seconds;
+    const char *text;                 /* as spoken */
+    const char *language;             /* of the part it is in ("en") */
+    int estimated;                    /* 1 if its time was interpolated */
+} parla_timed_range;
+
+/* Renders the utterance to a WAV file at `path` (16-bit mono; written whole or not at all)
+ * and, if `timeline` is not NULL, gives its words and sentences with times. */
+parla_status parla_write_wav(parla_synthesizer *synthesizer, const parla_utterance *utterance, const char *path,
+                             parla_timeline **timeline);
+size_t parla_timeline_word_count(const parla_timeline *timeline);
+size_t parla_timeline_sentence_count(const parla_timeline *timeline);
+/* Copies word (or sentence) `index` into *out; PARLA_ERROR_OUT_OF_RANGE past the end. */
+parla_status parla_timeline_word(const parla_timeline *timeline, size_t index, parla_timed_range *out);
+parla_status parla_timeline_sentence(const parla_timeline *timeline, size_t index, parla_timed_range *out);
+/* The audio's length in seconds and its sample rate. */
+double parla_timeline_duration(const parla_timeline *timeline);
+int parla_timeline_sample_rate(const parla_timeline *timeline);
+void parla_timeline_free(parla_timeline *timeline);
+
+/* MARK: Voices */
+
+typedef struct parla_voice_list parla_voice_list;
+
+typedef struct {
+    const char *identifier; /* what parla_utterance_set_voice takes */
+    const char *name;
+    const char *engine;     /* "espeak-ng" or "piper" */
+    const char *languages;  /* BCP 47 tags, comma-separated, the main one first */
+    const char *quality;    /* Piper's "low", "medium", "high"; else NULL */
+    int sample_rate;        /* 0 if not known */
+} parla_voice;
+
+/* Every installed voice (espeak-ng's, and Piper's found in the voice directories). */
+parla_status parla_voices(parla_voice_list **list);
+size_t parla_voice_list_count(const parla_voice_list *list);
+parla_status parla_voice_list_get(const parla_voice_list *list, size_t index, parla_voice *out);
+void parla_voice_list_free(parla_voice_list *list);
+
+/* MARK: Language detection */
+
+typedef struct parla_segment_list parla_segment_list;
+
+typedef struct {
+    int64_t byte_start, byte_end;
+    int64_t scalar_start, scalar_end;
+    const char *language; /* BCP 47, or NULL where no language could be told (digits, symbols) */
+    double confidence;    /* 0-1 */
+} parla_segment;
+
+/* Splits `text` into stretches by language, as parla_speak does. */
+parla_status parla_detect(const char *text, parla_segment_list **list);
+size_t parla_segment_list_count(const parla_segment_list *list);
+parla_status parla_segment_list_get(const parla_segment_list *list, size_t index, parla_segment *out);
+void parla_segment_list_free(parla_segment_list *list);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,245 @@
+import CParlaAPI
+#if canImport(Glibc)
+    import Glibc
+#endif
+import FoundationEssentials
+import Parla
+import ParlaCore
+import ParlaIO
+import Synchronization
+
+// MARK: Timelines
+
+/// A parla_timeline: the words and sentences of a rendered file, in the caller's offsets.
+final class TimelineBox: Sendable {
+    struct Item: Sendable {
+        var bytes: Range<Int64>
+        var scalars: Range<Int>
+        var start: Double
+        var end: Double
+        var estimated: Bool
+    }
+    let words: [Item]
+    let sentences: [Item]
+    let duration: Double
+    let sampleRate: Int
+    /// Per word, then per sentence: its text and language.
+    let strings: CStrings
+
+    init(_ timeline: SpeechTimeline, input: String) {
+        let offsets = ByteOffsets(input)
+        let scalars = Array(input.unicodeScalars)
+        let rate = Double(max(timeline.sampleRate, 1))
+        func text(_ r: Range<Int>) -> String {
+            let lower = min(max(r.lowerBound, 0), scalars.count), upper = min(max(r.upperBound, lower), scalars.count)
+            var s = String.UnicodeScalarView()
+            s.append(contentsOf: scalars[lower..<upper])
+            return String(s)
+        }
+        func language(_ sample: Int, segment: Int?) -> String? {
+            if let segment, timeline.segments.indices.contains(segment) { return timeline.segments[segment].language.identifier }
+            return timeline.segments.first { $0.startSample <= sample && sample < $0.endSample }?.language.identifier
+        }
+        func item(_ r: Range<Int>, _ start: Int, _ end: Int, _ estimated: Bool) -> Item {
+            Item(
+                bytes: offsets.byte(r.lowerBound)..<offsets.byte(r.upperBound), scalars: r, start: Double(start) / rate,
+                end: Double(end) / rate, estimated: estimated)
+        }
+        words = timeline.words.map { item($0.range, $0.startSample, $0.endSample, $0.isEstimated) }
+        sentences = timeline.sentences.map { item($0.range, $0.startSample, $0.endSample, $0.isEstimated) }
+        var texts: [String?] = []
+        for w in timeline.words { texts += [w.word, language(w.startSample, segment: w.segment)] }
+        for s in timeline.sentences { texts += [text(s.range), language(s.startSample, segment: nil)] }
+        strings = CStrings(texts)
+        duration = Double(timeline.sampleCount) / rate
+        sampleRate = timeline.sampleRate
+    }
+
+    func copy(_ index: Int, sentence: Bool, into out: UnsafeMutablePointer<parla_timed_range>) -> Bool {
+        let items = sentence ? sentences : words
+        guard items.indices.contains(index) else { return false }
+        let i = items[index]
+        let base = 2 * (sentence ? words.count + index : index)
+        out.pointee = parla_timed_range(
+            byte_start: i.bytes.lowerBound, byte_end: i.bytes.upperBound, scalar_start: Int64(i.scalars.lowerBound),
+            scalar_end: Int64(i.scalars.upperBound), start_seconds: i.start, end_seconds: i.end, text: strings[base],
+            language: strings[base + 1], estimated: i.estimated ? 1 : 0)
+        return true
+    }
+}
+
+@_cdecl("parla_write_wav")
+public func parlaWriteWAV(
+    _ handle: OpaquePointer?, _ utterance: OpaquePointer?, _ path: UnsafePointer<CChar>?, _ timeline: UnsafeMutablePointer<OpaquePointer?>?
+) -> parla_status {
+    timeline?.pointee = nil
+    guard let box = synthesizerBox(handle) else { return PARLA_ERROR_INVALID_HANDLE }
+    guard let u = utteranceBox(utterance) else { return PARLA_ERROR_INVALID_HANDLE }
+    guard let file = string(path, "the path") else { return path == nil ? PARLA_ERROR_INVALID_ARGUMENT : PARLA_ERROR_INVALID_UTF8 }
+    if parla_internal_in_callback() != 0 {
+        return fail(PARLA_ERROR_FAILED, "parla_write_wav cannot be called from the event callback")
+    }
+    let settings = u.settings.withLock { $0 }
+    let synthesizer = box.synthesizer
+    switch blocking({ try await synthesizer.write(settings.utterance, to: URL(filePath: file)) }) {
+    case .success(let made):
+        if let timeline { timeline.pointee = HandleTable.shared.add(TimelineBox(made, input: settings.utterance.inputText)) }
+        return succeed()
+    case .failure(let error):
+        return fail(error)
+    }
+}
+
+private func timelineBox(_ handle: OpaquePointer?) -> TimelineBox? {
+    guard let box = HandleTable.shared.get(handle, as: TimelineBox.self) else {
+        _ = fail(PARLA_ERROR_INVALID_HANDLE, handle == nil ? "the timeline is NULL" : "the timeline was freed, or is not one")
+        return nil
+    }
+    return box
+}
+
+@_cdecl("parla_timeline_word_count")
+public func parlaTimelineWordCount(_ handle: OpaquePointer?) -> Int { timelineBox(handle)?.words.count ?? 0 }
+
+@_cdecl("parla_timeline_sentence_count")
+public func parlaTimelineSentenceCount(_ handle: OpaquePointer?) -> Int { timelineBox(handle)?.sentences.count ?? 0 }
+
+private func timedRange(_ handle: OpaquePointer?, _ index: Int, sentence: Bool, _ out: UnsafeMutablePointer<parla_timed_range>?) -> parla_status {
+    guard let box = timelineBox(handle) else { return PARLA_ERROR_INVALID_HANDLE }
+    guard let out else { return fail(PARLA_ERROR_INVALID_ARGUMENT, "out is NULL") }
+    guard box.copy(index, sentence: sentence, into: out) else {
+        let count = sentence ? box.sentences.count : box.words.count
+        return fail(PARLA_ERROR_OUT_OF_RANGE, "index \(index) is past the \(count) \(sentence ? "sentences" : "words")")
+    }
+    return succeed()
+}
+
+@_cdecl("parla_timeline_word")
+public func parlaTimelineWord(_ handle: OpaquePointer?, _ index: Int, _ out: UnsafeMutablePointer<parla_timed_range>?) -> parla_status {
+    timedRange(handle, index, sentence: false, out)
+}
+
+@_cdecl("parla_timeline_sentence")
+public func parlaTimelineSentence(_ handle: OpaquePointer?, _ index: Int, _ out: UnsafeMutablePointer<parla_timed_range>?) -> parla_status {
+    timedRange(handle, index, sentence: true, out)
+}
+
+@_cdecl("parla_timeline_duration")
+public func parlaTimelineDuration(_ handle: OpaquePointer?) -> Double { timelineBox(handle)?.duration ?? 0 }
+
+@_cdecl("parla_timeline_sample_rate")
+public func parlaTimelineSampleRate(_ handle: OpaquePointer?) -> Int32 { Int32(clamping: timelineBox(handle)?.sampleRate ?? 0) }
+
+@_cdecl("parla_timeline_free")
+public func parlaTimelineFree(_ handle: OpaquePointer?) { _ = HandleTable.shared.remove(handle, as: TimelineBox.self) }
+
+// MARK: Voices
+
+/// A parla_voice_list: six strings per voice, and its sample rate.
+final class VoiceListBox: Sendable {
+    let count: Int
+    let strings: CStrings
+    let rates: [Int]
+
+    init(_ voices: [SpeechVoice]) {
+        count = voices.count
+        strings = CStrings(
+            voices.flatMap { v -> [String?] in
+                [v.identifier, v.name, v.engine, v.languages.map(\.identifier).joined(separator: ","), v.quality]
+            })
+        rates = voices.map { $0.sampleRate ?? 0 }
+    }
+}
+
+@_cdecl("parla_voices")
+public func parlaVoices(_ list: UnsafeMutablePointer<OpaquePointer?>?) -> parla_status {
+    guard let list else { return fail(PARLA_ERROR_INVALID_ARGUMENT, "list is NULL") }
+    list.pointee = nil
+    _ = locatedLibrary
+    do throws(ParlaError) {
+        let catalog = try VoiceCatalog.default()
+        list.pointee = HandleTable.shared.add(VoiceListBox(catalog.voices))
+        return succeed()
+    } catch {
+        return fail(error)
+    }
+}
+
+@_cdecl("parla_voice_list_count")
+public func parlaVoiceListCount(_ handle: OpaquePointer?) -> Int { HandleTable.shared.get(handle, as: VoiceListBox.self)?.count ?? 0 }
+
+@_cdecl("parla_voice_list_get")
+public func parlaVoiceListGet(_ handle: OpaquePointer?, _ index: Int, _ out: UnsafeMutablePointer<parla_voice>?) -> parla_status {
+    guard let box = HandleTable.shared.get(handle, as: VoiceListBox.self) else {
+        return fail(PARLA_ERROR_INVALID_HANDLE, "the voice list is NULL, freed, or not one")
+    }
+    guard let out else { return fail(PARLA_ERROR_INVALID_ARGUMENT, "out is NULL") }
+    guard index >= 0, index < box.count else { return fail(PARLA_ERROR_OUT_OF_RANGE, "index \(index) is past the \(box.count) voices") }
+    let s = 5 * index
+    out.pointee = parla_voice(
+        identifier: box.strings[s], name: box.strings[s + 1], engine: box.strings[s + 2], languages: box.strings[s + 3],
+        quality: box.strings[s + 4], sample_rate: Int32(clamping: box.rates[index]))
+    return succeed()
+}
+
+@_cdecl("parla_voice_list_free")
+public func parlaVoiceListFree(_ handle: OpaquePointer?) { _ = HandleTable.shared.remove(handle, as: VoiceListBox.self) }
+
+// MARK: Detection
+
+/// A parla_segment_list: the detector's segments in the caller's offsets.
+final class SegmentListBox: Sendable {
+    let segments: [DetectedSegment]
+    let bytes: [Range<Int64>]
+    let languages: CStrings
+
+    init(_ segments: [DetectedSegment], text: String) {
+        let offsets = ByteOffsets(text)
+        self.segments = segments
+        bytes = segments.map { offsets.byte($0.range.lowerBound)..<offsets.byte($0.range.upperBound) }
+        languages = CStrings(segments.map { $0.language?.identifier })
+    }
+}
+
+private let detector = Result { () throws(ParlaError) in
+    try LanguageDetector.load(catalog: VoiceCatalog.default())
+}
+
+@_cdecl("parla_detect")
+public func parlaDetect(_ text: UnsafePointer<CChar>?, _ list: UnsafeMutablePointer<OpaquePointer?>?) -> parla_status {
+    guard let list else { return fail(PARLA_ERROR_INVALID_ARGUMENT, "list is NULL") }
+    list.pointee = nil
+    guard let text = string(text, "the text") else { return text == nil ? PARLA_ERROR_INVALID_ARGUMENT : PARLA_ERROR_INVALID_UTF8 }
+    _ = locatedLibrary
+    do throws(ParlaError) {
+        let segments = try detector.get().detect(text)
+        list.pointee = HandleTable.shared.add(SegmentListBox(segments, text: text))
+        return succeed()
+    } catch {
+        return fail(error)
+    }
+}
+
+@_cdecl("parla_segment_list_count")
+public func parlaSegmentListCount(_ handle: OpaquePointer?) -> Int {
+    HandleTable.shared.get(handle, as: SegmentListBox.self)?.segments.count ?? 0
+}
+
+@_cdecl("parla_segment_list_get")
+public func parlaSegmentListGet(_ handle: OpaquePointer?, _ index: Int, _ out: UnsafeMutablePointer<parla_segment>?) -> parla_status {
+    guard let box = HandleTable.shared.get(handle, as: SegmentListBox.self) else {
+        return fail(PARLA_ERROR_INVALID_HANDLE, "the segment list is NULL, freed, or not one")
+    }
+    guard let out else { return fail(PARLA_ERROR_INVALID_ARGUMENT, "out is NULL") }
+    guard box.segments.indices.contains(index) else {
+        return fail(PARLA_ERROR_OUT_OF_RANGE, "index \(index) is past the \(box.segments.count) segments")
+    }
+    let s = box.segments[index]
+    out.pointee = parla_segment(
+        byte_start: box.bytes[index].lowerBound, byte_end: box.bytes[index].upperBound, scalar_start: Int64(s.range.lowerBound),
+        scalar_end: Int64(s.range.upperBound), language: box.languages[index], confidence: s.confidence)
+    return succeed()
+}
+
+@_cdecl("parla_segment_list_free")
+public func parlaSegmentListFree(_ handle: OpaquePointer?) { _ = HandleTable.shared.remove(handle, as: SegmentListBox.self) }
