@@ -105,7 +105,7 @@ let package = Package(
         // parla_* symbols are exported (parla.map); nothing else in the package links ParlaC.
         .target(name: "CParlaAPI"),
         .target(
-            name: "ParlaC", dependencies: ["Parla", "CParlaAPI"], swiftSettings: swiftSettings,
+            name: "ParlaC", dependencies: ["Parla", "CParlaAPI"], exclude: ["parla.map"], swiftSettings: swiftSettings,
             linkerSettings: [
                 .unsafeFlags([
                     "-Xlinker", "-soname=libparla.so.0", "-Xlinker", "--version-script=\(Context.packageDirectory)/Sources/ParlaC/parla.map",

@@ -2,6 +2,7 @@
 // a polite one waits its turn. Build it against an installed Parla:
 //
 //     cc announce.c $(pkg-config --cflags --libs parla) -o announce && ./announce
+#define _DEFAULT_SOURCE  // usleep
 #include <parla.h>
 #include <pthread.h>
 #include <stdio.h>

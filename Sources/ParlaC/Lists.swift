@@ -104,7 +104,9 @@ public func parlaTimelineWordCount(_ handle: OpaquePointer?) -> Int { timelineBo
 @_cdecl("parla_timeline_sentence_count")
 public func parlaTimelineSentenceCount(_ handle: OpaquePointer?) -> Int { timelineBox(handle)?.sentences.count ?? 0 }
 
-private func timedRange(_ handle: OpaquePointer?, _ index: Int, sentence: Bool, _ out: UnsafeMutablePointer<parla_timed_range>?) -> parla_status {
+private func timedRange(_ handle: OpaquePointer?, _ index: Int, sentence: Bool, _ out: UnsafeMutablePointer<parla_timed_range>?)
+    -> parla_status
+{
     guard let box = timelineBox(handle) else { return PARLA_ERROR_INVALID_HANDLE }
     guard let out else { return fail(PARLA_ERROR_INVALID_ARGUMENT, "out is NULL") }
     guard box.copy(index, sentence: sentence, into: out) else {

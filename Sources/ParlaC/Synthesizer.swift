@@ -283,14 +283,17 @@ public func parlaWait(_ handle: OpaquePointer?, _ id: UInt64, _ timeout: Int32, 
 {
     guard let box = synthesizerBox(handle) else { return PARLA_ERROR_INVALID_HANDLE }
     if parla_internal_in_callback() != 0 {
-        return fail(PARLA_ERROR_FAILED, "parla_wait cannot be called from the event callback: the event it waits for is delivered on that thread")
+        return fail(
+            PARLA_ERROR_FAILED, "parla_wait cannot be called from the event callback: the event it waits for is delivered on that thread")
     }
     switch box.wait(Int(clamping: id), timeout: Int(timeout)) {
     case .ended(let k):
         kind?.pointee = k
         return succeed()
     case .unknown:
-        return fail(PARLA_ERROR_INVALID_ARGUMENT, "utterance \(id) was not given by this synthesizer (or ended more than \(SynthesizerBox.endedKept) utterances ago)")
+        return fail(
+            PARLA_ERROR_INVALID_ARGUMENT,
+            "utterance \(id) was not given by this synthesizer (or ended more than \(SynthesizerBox.endedKept) utterances ago)")
     case .timedOut:
         return fail(PARLA_ERROR_TIMEOUT, "utterance \(id) had not ended after \(timeout) ms")
     }
@@ -307,7 +310,9 @@ func boundary(_ value: parla_boundary) -> SpeechBoundary? {
 @_cdecl("parla_stop")
 public func parlaStop(_ handle: OpaquePointer?, _ value: parla_boundary, _ stopped: UnsafeMutablePointer<Int32>?) -> parla_status {
     guard let box = synthesizerBox(handle) else { return PARLA_ERROR_INVALID_HANDLE }
-    guard let b = boundary(value) else { return fail(PARLA_ERROR_INVALID_ARGUMENT, "boundary \(value.rawValue) is not a parla_boundary (0-1)") }
+    guard let b = boundary(value) else {
+        return fail(PARLA_ERROR_INVALID_ARGUMENT, "boundary \(value.rawValue) is not a parla_boundary (0-1)")
+    }
     let did = box.synthesizer.stop(at: b)
     stopped?.pointee = did ? 1 : 0
     return succeed()
@@ -316,7 +321,9 @@ public func parlaStop(_ handle: OpaquePointer?, _ value: parla_boundary, _ stopp
 @_cdecl("parla_pause")
 public func parlaPause(_ handle: OpaquePointer?, _ value: parla_boundary) -> parla_status {
     guard let box = synthesizerBox(handle) else { return PARLA_ERROR_INVALID_HANDLE }
-    guard let b = boundary(value) else { return fail(PARLA_ERROR_INVALID_ARGUMENT, "boundary \(value.rawValue) is not a parla_boundary (0-1)") }
+    guard let b = boundary(value) else {
+        return fail(PARLA_ERROR_INVALID_ARGUMENT, "boundary \(value.rawValue) is not a parla_boundary (0-1)")
+    }
     _ = box.synthesizer.pause(at: b)
     return succeed()
 }

@@ -1,0 +1,328 @@
+// libparla's C API, tested from C against an installed prefix (scripts/check-c builds it with
+// `pkg-config --cflags --libs parla`). With "live" as its argument it also speaks, through the
+// sound server of PULSE_SERVER (the script starts a private one and listens to its monitor).
+#define _DEFAULT_SOURCE  // usleep, mkdtemp
+#include <parla.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static int failures;
+
+static void expect(int ok, const char *format, ...) {
+    if (ok) return;
+    va_list args;
+    va_start(args, format);
+    fprintf(stderr, "FAIL: ");
+    vfprintf(stderr, format, args);
+    fprintf(stderr, " (last error: %s)\n", parla_last_error());
+    va_end(args);
+    failures++;
+}
+
+static void expect_status(parla_status got, parla_status want, const char *what) {
+    expect(got == want, "%s: status %d, expected %d", what, (int)got, (int)want);
+    if (want != PARLA_OK) expect(parla_last_error()[0] != 0, "%s: no message", what);
+}
+
+// Scalars in the first `bytes` bytes of UTF-8 `s`.
+static int64_t scalars_in(const char *s, int64_t bytes) {
+    int64_t n = 0;
+    for (int64_t i = 0; i < bytes; i++)
+        if (((unsigned char)s[i] & 0xC0) != 0x80) n++;
+    return n;
+}
+
+static int on_boundary(const char *s, int64_t at) { return ((unsigned char)s[at] & 0xC0) != 0x80; }
+
+// A range reported in `text`: inside it, on scalar boundaries, its scalar offsets agreeing
+// with its byte offsets, and (if `spoken` is given) the caller's bytes there spelling it.
+static void check_range(const char *what, const char *text, int64_t b0, int64_t b1, int64_t s0, int64_t s1, const char *spoken) {
+    int64_t length = (int64_t)strlen(text);
+    expect(0 <= b0 && b0 <= b1 && b1 <= length, "%s: bytes %lld..%lld outside 0..%lld", what, (long long)b0, (long long)b1, (long long)length);
+    if (!(0 <= b0 && b0 <= b1 && b1 <= length)) return;
+    expect(on_boundary(text, b0) && (b1 == length || on_boundary(text, b1)), "%s: bytes %lld..%lld split a character", what, (long long)b0, (long long)b1);
+    expect(scalars_in(text, b0) == s0 && scalars_in(text, b1) == s1, "%s: scalars %lld..%lld, bytes say %lld..%lld", what, (long long)s0,
+           (long long)s1, (long long)scalars_in(text, b0), (long long)scalars_in(text, b1));
+    if (spoken) {
+        expect((int64_t)strlen(spoken) == b1 - b0 && memcmp(text + b0, spoken, (size_t)(b1 - b0)) == 0, "%s: the text at %lld..%lld is '%.*s', the word '%s'",
+               what, (long long)b0, (long long)b1, (int)(b1 - b0), text + b0, spoken);
+    }
+}
+
+// MARK: Without sound
+
+static void test_errors(void) {
+    expect(parla_version() && strchr(parla_version(), '.'), "parla_version() is '%s'", parla_version() ? parla_version() : "NULL");
+    expect(parla_utterance_new(NULL) == NULL, "an utterance of NULL");
+    expect(parla_utterance_new("caf\xc3") == NULL && strstr(parla_last_error(), "UTF-8"), "invalid UTF-8 refused");
+    expect(parla_utterance_new_ssml("<speak><s>unclosed") == NULL, "malformed SSML refused");
+    expect_status(parla_speak(NULL, NULL, NULL), PARLA_ERROR_INVALID_HANDLE, "speak on NULL");
+    expect_status(parla_continue((parla_synthesizer *)(uintptr_t)0x7f0000001230), PARLA_ERROR_INVALID_HANDLE, "a made-up handle");
+    expect_status(parla_continue((parla_synthesizer *)(uintptr_t)0x1001), PARLA_ERROR_INVALID_HANDLE, "a misaligned handle");
+
+    parla_utterance *u = parla_utterance_new("Hello.");
+    expect(u != NULL, "an utterance");
+    expect_status(parla_utterance_set_rate(u, 10), PARLA_ERROR_OUT_OF_RANGE, "rate 10");
+    expect_status(parla_utterance_set_rate(u, 0.0 / 0.0), PARLA_ERROR_OUT_OF_RANGE, "rate NaN");
+    expect_status(parla_utterance_set_pitch(u, -1), PARLA_ERROR_OUT_OF_RANGE, "pitch -1");
+    expect_status(parla_utterance_set_volume(u, 1.5), PARLA_ERROR_OUT_OF_RANGE, "volume 1.5");
+    expect_status(parla_utterance_set_rate(u, 1.5), PARLA_OK, "rate 1.5");
+    expect_status(parla_utterance_set_voice(u, "no-such-voice"), PARLA_ERROR_UNKNOWN_VOICE, "an unknown voice");
+    expect_status(parla_utterance_set_language(u, "not a tag!"), PARLA_ERROR_UNKNOWN_LANGUAGE, "a malformed language");
+    expect_status(parla_utterance_set_language(u, "\xff"), PARLA_ERROR_INVALID_UTF8, "a language not UTF-8");
+    expect_status(parla_utterance_set_announcement(u, (parla_priority)99, 0), PARLA_ERROR_INVALID_ARGUMENT, "priority 99");
+    expect_status(parla_utterance_set_language(u, "en"), PARLA_OK, "language en");
+    parla_utterance_free(u);
+    expect_status(parla_utterance_set_language(u, "en"), PARLA_ERROR_INVALID_HANDLE, "a freed utterance");
+    parla_utterance_free(u);  // twice: refused quietly
+
+    parla_synthesizer *s = parla_synthesizer_new(NULL);
+    expect(s != NULL, "a synthesizer");
+    expect_status(parla_speak(s, u, NULL), PARLA_ERROR_INVALID_HANDLE, "speak a freed utterance");
+    expect_status(parla_speak(s, (parla_utterance *)s, NULL), PARLA_ERROR_INVALID_HANDLE, "a synthesizer passed as an utterance");
+    expect_status(parla_set_rate(s, 99), PARLA_ERROR_OUT_OF_RANGE, "live rate 99");
+    expect_status(parla_stop(s, (parla_boundary)7, NULL), PARLA_ERROR_INVALID_ARGUMENT, "boundary 7");
+    expect_status(parla_wait(s, 987654321, 10, NULL), PARLA_ERROR_INVALID_ARGUMENT, "wait for an id never given");
+    parla_synthesizer_free(s);
+    expect(parla_is_speaking(s) == -1, "a freed synthesizer");
+}
+
+static void test_write(void) {
+    // Accents, an emoji with a skin tone, a combining mark, Greek, Arabic and Japanese.
+    const char *text = "The café 👍🏽 was nai\xcc\x88ve, and the weather is fine. Καλημέρα κόσμε. مرحبا بالعالم.";
+    parla_synthesizer *s = parla_synthesizer_new(NULL);
+    parla_utterance *u = parla_utterance_new(text);
+    char path[] = "/tmp/parla-c-test-XXXXXX";
+    expect(mkdtemp(path) != NULL, "a directory");
+    char file[600];
+    snprintf(file, sizeof file, "%s/out.wav", path);
+    parla_timeline *t = NULL;
+    expect_status(parla_write_wav(s, u, file, &t), PARLA_OK, "write_wav");
+    struct stat st;
+    expect(stat(file, &st) == 0 && st.st_size > 44, "the WAV file exists");
+    if (t) {
+        int rate = parla_timeline_sample_rate(t);
+        double seconds = parla_timeline_duration(t);
+        expect(rate > 0 && seconds > 1, "rate %d, %.2f s", rate, seconds);
+        expect(st.st_size == 44 + 2 * (long long)(seconds * rate + 0.5), "the file holds %lld bytes for %.3f s", (long long)st.st_size, seconds);
+        size_t words = parla_timeline_word_count(t);
+        expect(words >= 6, "%zu words", words);
+        int languages[3] = { 0 };
+        double last = -1;
+        for (size_t i = 0; i < words; i++) {
+            parla_timed_range w;
+            expect_status(parla_timeline_word(t, i, &w), PARLA_OK, "word");
+            char what[64];
+            snprintf(what, sizeof what, "word %zu", i);
+            check_range(what, text, w.byte_start, w.byte_end, w.scalar_start, w.scalar_end, w.text);
+            expect(w.start_seconds >= last && w.end_seconds >= w.start_seconds && w.end_seconds <= seconds + 1e-6, "%s: times %.3f..%.3f", what,
+                   w.start_seconds, w.end_seconds);
+            last = w.start_seconds;
+            if (getenv("PARLA_TEST_VERBOSE")) fprintf(stderr, "%s [%s]\n", w.text, w.language ? w.language : "-");
+            if (w.language && strcmp(w.language, "en") == 0) languages[0] = 1;
+            if (w.language && strcmp(w.language, "el") == 0) languages[1] = 1;
+            if (w.language && strcmp(w.language, "ar") == 0) languages[2] = 1;
+        }
+        expect(languages[0] && languages[1] && languages[2], "English, Greek and Arabic words");
+        size_t sentences = parla_timeline_sentence_count(t);
+        expect(sentences == 3, "%zu sentences", sentences);
+        for (size_t i = 0; i < sentences; i++) {
+            parla_timed_range r;
+            expect_status(parla_timeline_sentence(t, i, &r), PARLA_OK, "sentence");
+            check_range("sentence", text, r.byte_start, r.byte_end, r.scalar_start, r.scalar_end, NULL);
+        }
+        parla_timed_range past;
+        expect_status(parla_timeline_word(t, words, &past), PARLA_ERROR_OUT_OF_RANGE, "a word past the end");
+        parla_timeline_free(t);
+    }
+    unlink(file);
+    // Nothing is left behind where the file cannot be written.
+    snprintf(file, sizeof file, "%s/missing/out.wav", path);
+    expect(parla_write_wav(s, u, file, &t) == PARLA_ERROR_IO && t == NULL, "write into a missing directory: %s", parla_last_error());
+    expect(stat(file, &st) != 0, "no file left");
+    rmdir(path);
+    parla_utterance_free(u);
+    parla_synthesizer_free(s);
+}
+
+static void test_voices_and_detect(void) {
+    parla_voice_list *list = NULL;
+    expect_status(parla_voices(&list), PARLA_OK, "voices");
+    size_t n = parla_voice_list_count(list), english = 0;
+    expect(n > 50, "%zu voices", n);
+    for (size_t i = 0; i < n; i++) {
+        parla_voice v;
+        expect_status(parla_voice_list_get(list, i, &v), PARLA_OK, "voice");
+        expect(v.identifier && v.name && v.engine && v.languages, "voice %zu has its strings", i);
+        if (v.identifier && strcmp(v.identifier, "espeak-ng.en-us") == 0) english = 1;
+    }
+    expect(english, "espeak-ng.en-us is listed");
+    parla_voice_list_free(list);
+
+    const char *text = "Hello there, my friend. Καλημέρα σας, φίλε μου.";
+    parla_segment_list *segments = NULL;
+    expect_status(parla_detect(text, &segments), PARLA_OK, "detect");
+    size_t count = parla_segment_list_count(segments);
+    expect(count == 2, "%zu segments", count);
+    for (size_t i = 0; i < count; i++) {
+        parla_segment g;
+        expect_status(parla_segment_list_get(segments, i, &g), PARLA_OK, "segment");
+        check_range("segment", text, g.byte_start, g.byte_end, g.scalar_start, g.scalar_end, NULL);
+        expect(g.language && strcmp(g.language, i == 0 ? "en" : "el") == 0, "segment %zu is %s", i, g.language ? g.language : "NULL");
+    }
+    parla_segment_list_free(segments);
+    expect_status(parla_detect("\xe2\x82", &segments), PARLA_ERROR_INVALID_UTF8, "detect invalid UTF-8");
+}
+
+// MARK: Live
+
+#define MAX_EVENTS 4096
+static struct {
+    parla_event_kind kind;
+    uint64_t utterance;
+    int64_t b0, b1, s0, s1;
+    char text[128];
+    int other_thread;
+    int heard;
+} events[MAX_EVENTS];
+static int event_count;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_t main_thread;
+
+static void on_event(const parla_event *e, void *user_data) {
+    expect(user_data == (void *)&events, "the user pointer comes back");
+    pthread_mutex_lock(&lock);
+    if (event_count < MAX_EVENTS) {
+        events[event_count].kind = e->kind;
+        events[event_count].utterance = e->utterance;
+        events[event_count].b0 = e->byte_start;
+        events[event_count].b1 = e->byte_end;
+        events[event_count].s0 = e->scalar_start;
+        events[event_count].s1 = e->scalar_end;
+        snprintf(events[event_count].text, sizeof events[event_count].text, "%s", e->text ? e->text : "");
+        events[event_count].other_thread = !pthread_equal(pthread_self(), main_thread);
+        events[event_count].heard = e->announcement_heard;
+        event_count++;
+    }
+    pthread_mutex_unlock(&lock);
+}
+
+// The index of utterance `id`'s first event of `kind` at or after `from`, or -1.
+static int find(uint64_t id, parla_event_kind kind, int from) {
+    pthread_mutex_lock(&lock);
+    int found = -1;
+    for (int i = from; i < event_count && found < 0; i++)
+        if (events[i].utterance == id && events[i].kind == kind) found = i;
+    pthread_mutex_unlock(&lock);
+    return found;
+}
+
+static int words_of(uint64_t id) {
+    int n = 0;
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < event_count; i++) n += events[i].utterance == id && events[i].kind == PARLA_EVENT_WORD;
+    pthread_mutex_unlock(&lock);
+    return n;
+}
+
+static void test_live(void) {
+    const char *reading =
+        "The first sentence of a long reading goes on for a while, so that there is time. "
+        "The second sentence is here, with more words to hear. The third sentence ends it.";
+    const char *urgent = "Battery low: 5 % left — plug in. 👍🏽";
+    main_thread = pthread_self();
+    parla_synthesizer *s = parla_synthesizer_new(NULL);
+    expect_status(parla_set_event_callback(s, on_event, &events), PARLA_OK, "callback");
+    expect_status(parla_prepare(s), PARLA_OK, "prepare");
+
+    // Speak, check every word's range against the caller's bytes, and finish.
+    uint64_t a;
+    expect_status(parla_speak_text(s, "Café au lait, naïve façade.", &a), PARLA_OK, "speak");
+    parla_event_kind how = 0;
+    expect_status(parla_wait(s, a, 30000, &how), PARLA_OK, "wait");
+    expect(how == PARLA_EVENT_FINISHED, "the first utterance finished (%d)", how);
+    expect(find(a, PARLA_EVENT_STARTED, 0) >= 0, "started");
+    expect(words_of(a) == 5, "%d words of 5", words_of(a));
+    for (int i = 0; i < event_count; i++) {
+        if (events[i].kind != PARLA_EVENT_WORD) continue;
+        check_range("live word", "Café au lait, naïve façade.", events[i].b0, events[i].b1, events[i].s0, events[i].s1, events[i].text);
+        expect(events[i].other_thread, "events come on Parla's thread");
+    }
+
+    // An announcement interrupts the reading, which resumes; a queued low one waits for both.
+    uint64_t r, b, c;
+    parla_utterance *u = parla_utterance_new(reading);
+    parla_utterance_set_resumes_after_interruption(u, 1);
+    expect_status(parla_speak(s, u, &r), PARLA_OK, "speak the reading");
+    parla_utterance_free(u);
+    for (int i = 0; i < 300 && words_of(r) < 3; i++) usleep(10000);
+    expect(words_of(r) >= 3, "the reading is heard");
+    expect_status(parla_announce(s, urgent, PARLA_PRIORITY_DEFAULT, 0, &b), PARLA_OK, "announce");
+    expect_status(parla_announce(s, "Later.", PARLA_PRIORITY_LOW, 1, &c), PARLA_OK, "a queued announcement");
+    expect_status(parla_wait(s, c, 60000, &how), PARLA_OK, "wait for the last");
+    int b_end = find(b, PARLA_EVENT_FINISHED, 0), r_resumed = find(r, PARLA_EVENT_RESUMED, 0), r_end = find(r, PARLA_EVENT_FINISHED, 0),
+        c_end = find(c, PARLA_EVENT_FINISHED, 0);
+    expect(b_end >= 0 && events[b_end].heard == 1, "the announcement was heard in full");
+    expect(r_resumed > b_end && r_end > r_resumed, "the reading resumed after it (%d %d %d)", b_end, r_resumed, r_end);
+    expect(c_end > r_end && events[c_end].heard == 1, "the low one came last, in full");
+    for (int i = 0; i < event_count; i++) {
+        if (events[i].utterance == b && events[i].kind == PARLA_EVENT_WORD)
+            check_range("announcement word", urgent, events[i].b0, events[i].b1, events[i].s0, events[i].s1, NULL);
+        if (events[i].utterance == r && (events[i].kind == PARLA_EVENT_WORD || events[i].kind == PARLA_EVENT_RESUMED))
+            check_range("reading word", reading, events[i].b0, events[i].b1, events[i].s0, events[i].s1,
+                        events[i].kind == PARLA_EVENT_WORD ? events[i].text : NULL);
+    }
+
+    // Stop: the reading ends interrupted, the queued one is dropped, and no word comes after.
+    uint64_t d, e;
+    expect_status(parla_speak_text(s, reading, &d), PARLA_OK, "speak again");
+    expect_status(parla_speak_text(s, "Never heard.", &e), PARLA_OK, "queue one");
+    for (int i = 0; i < 300 && words_of(d) < 2; i++) usleep(10000);
+    int stopped = 0;
+    expect_status(parla_stop(s, PARLA_BOUNDARY_IMMEDIATE, &stopped), PARLA_OK, "stop");
+    expect(stopped == 1, "stop says it stopped something");
+    expect_status(parla_wait(s, d, 5000, &how), PARLA_OK, "wait after stop");
+    expect(how == PARLA_EVENT_INTERRUPTED, "stopped speech ends interrupted (%d)", how);
+    expect_status(parla_wait(s, e, 5000, &how), PARLA_OK, "wait for the queued one");
+    expect(how == PARLA_EVENT_DROPPED, "queued speech is dropped (%d)", how);
+    int words_at_stop = words_of(d);
+    usleep(300000);
+    expect(words_of(d) == words_at_stop, "no word after the stop");
+    expect(words_of(e) == 0, "the dropped one said nothing");
+
+    // Pause at a word and continue.
+    uint64_t f;
+    expect_status(parla_speak_text(s, "One two three four five six seven eight.", &f), PARLA_OK, "speak to pause");
+    for (int i = 0; i < 300 && words_of(f) < 2; i++) usleep(10000);
+    expect_status(parla_pause(s, PARLA_BOUNDARY_WORD), PARLA_OK, "pause");
+    for (int i = 0; i < 300 && find(f, PARLA_EVENT_PAUSED, 0) < 0; i++) usleep(10000);
+    expect(find(f, PARLA_EVENT_PAUSED, 0) >= 0 && parla_is_speaking(s) == 1, "paused");
+    expect_status(parla_set_volume(s, 0.8), PARLA_OK, "live volume");
+    expect_status(parla_continue(s), PARLA_OK, "continue");
+    expect_status(parla_wait(s, f, 30000, &how), PARLA_OK, "wait after continue");
+    expect(how == PARLA_EVENT_FINISHED && find(f, PARLA_EVENT_CONTINUED, 0) >= 0, "continued and finished");
+
+    // Freed while speaking: it stops, and the handle is refused afterwards.
+    expect_status(parla_speak_text(s, reading, NULL), PARLA_OK, "speak before free");
+    usleep(200000);
+    parla_synthesizer_free(s);
+    expect_status(parla_speak_text(s, "x", NULL), PARLA_ERROR_INVALID_HANDLE, "speak on a freed synthesizer");
+}
+
+int main(int argc, char **argv) {
+    test_errors();
+    test_voices_and_detect();
+    test_write();
+    if (argc > 1 && strcmp(argv[1], "live") == 0) test_live();
+    if (failures) {
+        fprintf(stderr, "api_test: %d failures\n", failures);
+        return 1;
+    }
+    printf("api_test: all passed%s\n", argc > 1 ? " (live)" : "");
+    return 0;
+}
