@@ -149,7 +149,8 @@ final class VoiceListBox: Sendable {
             voices.flatMap { v -> [String?] in
                 [v.identifier, v.name, v.engine, v.languages.map(\.identifier).joined(separator: ","), v.quality]
             })
-        rates = voices.map { $0.sampleRate ?? 0 }
+        // espeak-ng's voices do not say: they all speak at the engine's 22,050 Hz.
+        rates = voices.map { $0.sampleRate ?? ($0.engine == SpeechVoice.piperEngine ? 0 : 22050) }
     }
 }
 

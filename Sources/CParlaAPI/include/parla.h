@@ -222,7 +222,7 @@ typedef struct {
     const char *engine;     /* "espeak-ng" or "piper" */
     const char *languages;  /* BCP 47 tags, comma-separated, the main one first */
     const char *quality;    /* Piper's "low", "medium", "high"; else NULL */
-    int sample_rate;        /* 0 if not known */
+    int sample_rate;        /* its audio's rate (espeak-ng: 22050); 0 if not known */
 } parla_voice;
 
 /* Every installed voice (espeak-ng's, and Piper's found in the voice directories). */

@@ -1,0 +1,173 @@
+"""ctypes declarations of libparla (parla.h): loaded once, from the wheel or the system."""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+from pathlib import Path
+
+PARLA_OK = 0
+
+# parla_event_kind
+EVENT_KINDS = {
+    1: "started",
+    2: "word",
+    3: "sentence",
+    4: "mark",
+    5: "resumed",
+    6: "paused",
+    7: "continued",
+    8: "finished",
+    9: "interrupted",
+    10: "dropped",
+    11: "failed",
+}
+TERMINAL = {"finished", "interrupted", "dropped", "failed"}
+PRIORITIES = {"none": 0, "low": 1, "default": 2, "high": 3}
+BOUNDARIES = {"immediate": 0, "word": 1}
+TIMEOUT = 11
+
+
+class Event(ctypes.Structure):
+    _fields_ = [
+        ("kind", ctypes.c_int),
+        ("utterance", ctypes.c_uint64),
+        ("time_ns", ctypes.c_uint64),
+        ("byte_start", ctypes.c_int64),
+        ("byte_end", ctypes.c_int64),
+        ("scalar_start", ctypes.c_int64),
+        ("scalar_end", ctypes.c_int64),
+        ("audio_seconds", ctypes.c_double),
+        ("text", ctypes.c_char_p),
+        ("mark", ctypes.c_char_p),
+        ("error", ctypes.c_char_p),
+        ("announcement_heard", ctypes.c_int),
+    ]
+
+
+class TimedRange(ctypes.Structure):
+    _fields_ = [
+        ("byte_start", ctypes.c_int64),
+        ("byte_end", ctypes.c_int64),
+        ("scalar_start", ctypes.c_int64),
+        ("scalar_end", ctypes.c_int64),
+        ("start_seconds", ctypes.c_double),
+        ("end_seconds", ctypes.c_double),
+        ("text", ctypes.c_char_p),
+        ("language", ctypes.c_char_p),
+        ("estimated", ctypes.c_int),
+    ]
+
+
+class Voice(ctypes.Structure):
+    _fields_ = [
+        ("identifier", ctypes.c_char_p),
+        ("name", ctypes.c_char_p),
+        ("engine", ctypes.c_char_p),
+        ("languages", ctypes.c_char_p),
+        ("quality", ctypes.c_char_p),
+        ("sample_rate", ctypes.c_int),
+    ]
+
+
+class Segment(ctypes.Structure):
+    _fields_ = [
+        ("byte_start", ctypes.c_int64),
+        ("byte_end", ctypes.c_int64),
+        ("scalar_start", ctypes.c_int64),
+        ("scalar_end", ctypes.c_int64),
+        ("language", ctypes.c_char_p),
+        ("confidence", ctypes.c_double),
+    ]
+
+
+CALLBACK = ctypes.CFUNCTYPE(None, ctypes.POINTER(Event), ctypes.c_void_p)
+
+_p = ctypes.c_void_p
+_s = ctypes.c_char_p
+_i = ctypes.c_int
+_d = ctypes.c_double
+_u64p = ctypes.POINTER(ctypes.c_uint64)
+
+# name: (result, arguments)
+_SIGNATURES = {
+    "parla_version": (_s, []),
+    "parla_last_error": (_s, []),
+    "parla_utterance_new": (_p, [_s]),
+    "parla_utterance_new_ssml": (_p, [_s]),
+    "parla_utterance_free": (None, [_p]),
+    "parla_utterance_set_language": (_i, [_p, _s]),
+    "parla_utterance_set_voice": (_i, [_p, _s]),
+    "parla_utterance_set_rate": (_i, [_p, _d]),
+    "parla_utterance_set_pitch": (_i, [_p, _d]),
+    "parla_utterance_set_volume": (_i, [_p, _d]),
+    "parla_utterance_set_resumes_after_interruption": (_i, [_p, _i]),
+    "parla_utterance_set_announcement": (_i, [_p, _i, _i]),
+    "parla_synthesizer_new": (_p, [_s]),
+    "parla_synthesizer_free": (None, [_p]),
+    "parla_set_event_callback": (_i, [_p, CALLBACK, _p]),
+    "parla_prepare": (_i, [_p]),
+    "parla_speak": (_i, [_p, _p, _u64p]),
+    "parla_speak_text": (_i, [_p, _s, _u64p]),
+    "parla_announce": (_i, [_p, _s, _i, _i, _u64p]),
+    "parla_wait": (_i, [_p, ctypes.c_uint64, _i, ctypes.POINTER(_i)]),
+    "parla_stop": (_i, [_p, _i, ctypes.POINTER(_i)]),
+    "parla_pause": (_i, [_p, _i]),
+    "parla_continue": (_i, [_p]),
+    "parla_set_rate": (_i, [_p, _d]),
+    "parla_set_volume": (_i, [_p, _d]),
+    "parla_is_speaking": (_i, [_p]),
+    "parla_write_wav": (_i, [_p, _p, _s, ctypes.POINTER(_p)]),
+    "parla_timeline_word_count": (ctypes.c_size_t, [_p]),
+    "parla_timeline_sentence_count": (ctypes.c_size_t, [_p]),
+    "parla_timeline_word": (_i, [_p, ctypes.c_size_t, ctypes.POINTER(TimedRange)]),
+    "parla_timeline_sentence": (_i, [_p, ctypes.c_size_t, ctypes.POINTER(TimedRange)]),
+    "parla_timeline_duration": (_d, [_p]),
+    "parla_timeline_sample_rate": (_i, [_p]),
+    "parla_timeline_free": (None, [_p]),
+    "parla_voices": (_i, [ctypes.POINTER(_p)]),
+    "parla_voice_list_count": (ctypes.c_size_t, [_p]),
+    "parla_voice_list_get": (_i, [_p, ctypes.c_size_t, ctypes.POINTER(Voice)]),
+    "parla_voice_list_free": (None, [_p]),
+    "parla_detect": (_i, [_s, ctypes.POINTER(_p)]),
+    "parla_segment_list_count": (ctypes.c_size_t, [_p]),
+    "parla_segment_list_get": (_i, [_p, ctypes.c_size_t, ctypes.POINTER(Segment)]),
+    "parla_segment_list_free": (None, [_p]),
+}
+
+
+def _candidates() -> list[str]:
+    places = []
+    if os.environ.get("PARLA_LIBRARY"):
+        places.append(os.environ["PARLA_LIBRARY"])
+    bundled = Path(__file__).with_name("_native") / "libparla.so.0"
+    if bundled.exists():
+        places.append(str(bundled))
+    places.append("libparla.so.0")
+    found = ctypes.util.find_library("parla")
+    if found:
+        places.append(found)
+    for prefix in (Path.home() / ".local", Path("/usr/local"), Path("/usr")):
+        places.append(str(prefix / "lib" / "libparla.so.0"))
+    return places
+
+
+def load() -> ctypes.CDLL:
+    """Opens libparla and declares its functions; OSError saying where it looked if it cannot."""
+    tried = []
+    for place in _candidates():
+        try:
+            library = ctypes.CDLL(place)
+        except OSError as error:
+            tried.append(f"{place} ({error})")
+            continue
+        for name, (result, arguments) in _SIGNATURES.items():
+            function = getattr(library, name)
+            function.restype = result
+            function.argtypes = arguments
+        return library
+    raise OSError(
+        "libparla.so.0 was not found. Install Parla (scripts/install or its .deb), install the parla "
+        "wheel that carries it, or set PARLA_LIBRARY to its path. Tried: " + "; ".join(tried)
+    )

@@ -1,0 +1,253 @@
+"""The parla package against the installed wheel (scripts/check-python runs it in a fresh
+venv). Tests marked live speak through the sound server of PULSE_SERVER (a private one the
+script starts); PARLA_CLI is the `parla` program whose timelines the package's must match."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+import parla
+
+live = pytest.mark.live
+
+READING = (
+    "The first sentence of a long reading goes on for a while, so that there is time. "
+    "The second sentence is here, with more words to hear. The third sentence ends it."
+)
+
+
+@pytest.fixture
+def synth():
+    with parla.Synthesizer() as s:
+        yield s
+
+
+# MARK: Without sound
+
+
+def test_version_and_voices():
+    assert parla.version().count(".") == 2
+    voices = parla.voices()
+    ids = {v.identifier for v in voices}
+    assert "espeak-ng.en-us" in ids and len(voices) > 50
+    greek = next(v for v in voices if v.identifier == "espeak-ng.el")
+    assert greek.languages[0] == "el" and greek.engine == "espeak-ng" and greek.sample_rate == 22050
+
+
+def test_detect_gives_str_indices():
+    text = "Hello there, my friend 👍🏽. Καλημέρα σας, φίλε μου."
+    segments = parla.detect(text)
+    assert [s.language for s in segments] == ["en", "el"]
+    assert segments[0].start == 0 and segments[-1].end == len(text)
+    for s in segments:
+        assert text[s.start : s.end] == s.text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Hello world. How are you today?",
+        "The café 👍🏽 was nai\u0308ve, and the weather is fine. Καλημέρα κόσμε. مرحبا بالعالم.",
+    ],
+)
+def test_write_matches_the_swift_library(synth, tmp_path, text):
+    timeline = synth.write(text, tmp_path / "out.wav")
+    assert (tmp_path / "out.wav").stat().st_size == 44 + 2 * round(timeline.duration * timeline.sample_rate)
+    for w in timeline.words:
+        assert text[w.start : w.end] == w.text
+        assert 0 <= w.start_time <= w.end_time <= timeline.duration
+    # The same text through `parla say -o --timings`: the Swift library's own timeline.
+    cli = os.environ.get("PARLA_CLI")
+    assert cli, "set PARLA_CLI to the parla program (scripts/check-python does)"
+    source = tmp_path / "in.txt"
+    source.write_text(text, encoding="utf-8")
+    subprocess.run([cli, "say", "-f", str(source), "-o", str(tmp_path / "cli.wav"), "--timings", str(tmp_path / "t.json")], check=True, capture_output=True)
+    reference = json.loads((tmp_path / "t.json").read_text())
+    assert [(w.start, w.end) for w in timeline.words] == [(w["start"], w["end"]) for w in reference["words"]]
+    for mine, theirs in zip(timeline.words, reference["words"]):
+        assert abs(mine.start_time * 1000 - theirs["startMs"]) < 1 and abs(mine.end_time * 1000 - theirs["endMs"]) < 1
+    assert (tmp_path / "cli.wav").read_bytes() == (tmp_path / "out.wav").read_bytes()
+
+
+def test_errors(synth, tmp_path):
+    with pytest.raises(parla.Error, match="UTF-8|surrogate"):
+        synth.speak("bad \udc80")
+    with pytest.raises(parla.Error, match="NUL"):
+        synth.speak("a\0b")
+    with pytest.raises(parla.Error):
+        synth.speak(b"bytes")  # type: ignore[arg-type]
+    with pytest.raises(parla.Error, match="no voice"):
+        synth.speak("Hello", voice="no-such-voice")
+    with pytest.raises(parla.Error, match="rate") as caught:
+        synth.speak("Hello", rate=50)
+    assert caught.value.status == 4
+    with pytest.raises(parla.Error):
+        synth.speak("Hello", language="not a tag!")
+    with pytest.raises(parla.Error, match="priority"):
+        synth.announce("Hello", priority="urgent")
+    with pytest.raises(parla.Error):
+        synth.speak("<speak><s>unclosed", ssml=True)
+    with pytest.raises(parla.Error, match="not spoken"):
+        synth.wait(123456789)
+    missing = tmp_path / "missing" / "out.wav"
+    with pytest.raises(parla.Error) as caught:
+        synth.write("Hello.", missing)
+    assert caught.value.status == 10 and not missing.exists()
+    synth.close()
+    with pytest.raises(parla.Error, match="closed"):
+        synth.speak("Hello")
+
+
+def test_big_and_strange_input_does_not_crash(synth, tmp_path):
+    strange = "\u202eevil\u202c \u0000".replace("\0", "") + "🇬🇷" * 50 + "\u0301" * 20 + "日本語のテキスト。" * 20
+    timeline = synth.write(strange, tmp_path / "s.wav")
+    for w in timeline.words:
+        assert strange[w.start : w.end] == w.text
+    big = "word " * 20000
+    ident = synth.speak(big) if os.environ.get("PULSE_SERVER") else None
+    if ident is not None:
+        synth.stop()
+        assert synth.wait(ident, timeout=10) in ("interrupted", "dropped", "finished")
+
+
+# MARK: Live
+
+
+@live
+def test_words_as_heard_from_another_thread(synth):
+    threads = []
+    synth.on_event(lambda e: threads.append(threading.get_ident()))
+    text = "Café au lait, naïve façade 👍🏽 done."
+    ident = synth.speak(text)
+    events = list(synth.events(ident, timeout=30))
+    assert events[0].kind == "started" and events[-1].kind == "finished"
+    words = [e for e in events if e.kind == "word"]
+    assert [text[e.start : e.end] for e in words] == [e.text for e in words]
+    assert [e.text for e in words][:3] == ["Café", "au", "lait"]
+    times = [e.time for e in words]
+    assert times == sorted(times)
+    assert threads and threading.get_ident() not in threads
+
+
+@live
+def test_interrupt_resume_queue_and_priority(synth):
+    reading = synth.speak(READING, resume_after_interruption=True)
+    # Once three words of the reading have been heard, an announcement interrupts it.
+    words = 0
+    for e in synth.events(reading, timeout=30):
+        words += e.kind == "word"
+        if words == 3:
+            break
+    urgent = synth.announce("Battery low: five percent.")
+    later = synth.announce("Later.", priority="low", queue=True)
+    assert urgent.wait(timeout=30) is True
+    assert later.wait(timeout=60) is True
+    kinds = [e.kind for e in synth.events(reading)]
+    assert "resumed" in kinds and kinds[-1] == "finished"
+    # The resumed reading's words are in the reading's own indices.
+    for e in synth.events(reading):
+        if e.kind in ("word", "resumed"):
+            assert 0 <= e.start < e.end <= len(READING)
+        if e.kind == "word":
+            assert READING[e.start : e.end] == e.text
+    # A high-priority announcement is not cut off by a default one.
+    high = synth.announce("Fire alarm. Leave the building now.", priority="high")
+    time.sleep(0.3)
+    default = synth.announce("Meeting in five minutes.")
+    assert high.wait(timeout=30) is True
+    default.wait(timeout=30)
+
+
+@live
+def test_stop_drops_the_queue_and_silences(synth):
+    a = synth.speak(READING)
+    b = synth.speak("Never heard.")
+    for e in synth.events(a, timeout=30):
+        if e.kind == "word":
+            break
+    assert synth.stop() is True
+    assert synth.wait(a, timeout=5) == "interrupted"
+    assert synth.wait(b, timeout=5) == "dropped"
+    count = len([e for e in synth.events(a) if e.kind == "word"])
+    time.sleep(0.3)
+    assert len([e for e in synth.events(a) if e.kind == "word"]) == count
+    assert not synth.is_speaking
+
+
+@live
+def test_pause_resume_and_live_rate(synth):
+    ident = synth.speak("One two three four five six seven eight nine ten.")
+    for e in synth.events(ident, timeout=30):
+        if e.kind == "word" and e.text == "two":
+            break
+    synth.pause(at="word")
+    kinds = []
+    for e in synth.events(ident, timeout=10):
+        kinds.append(e.kind)
+        if e.kind == "paused":
+            break
+    assert synth.is_speaking
+    synth.set_rate(1.5)
+    synth.set_volume(0.8)
+    synth.resume()
+    assert synth.wait(ident, timeout=30) == "finished"
+    assert "continued" in [e.kind for e in synth.events(ident)]
+
+
+@live
+def test_asyncio_events(synth):
+    async def main():
+        ident = synth.speak("Hello from asyncio.")
+        return [e async for e in synth.aevents(ident)]
+
+    events = asyncio.run(asyncio.wait_for(main(), 30))
+    assert [e.text for e in events if e.kind == "word"] == ["Hello", "from", "asyncio"]
+    assert events[-1].kind == "finished"
+
+
+@live
+def test_keyboard_interrupt_leaves_no_process(tmp_path):
+    script = tmp_path / "speak.py"
+    script.write_text(
+        textwrap.dedent(
+            f"""
+            import parla, sys
+            s = parla.Synthesizer()
+            s.prepare()
+            print("speaking", flush=True)
+            s.wait(s.speak({READING!r} * 5))
+            """
+        )
+    )
+    child = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert child.stdout is not None and child.stdout.readline().strip() == "speaking"
+    time.sleep(1.0)
+    child.send_signal(signal.SIGINT)
+    _, err = child.communicate(timeout=10)
+    assert "KeyboardInterrupt" in err
+    # Its engine host (marked PARLA_ENGINE_HOST=1:<pid>) is gone too.
+    marker = f"PARLA_ENGINE_HOST=1:{child.pid}".encode()
+    deadline = time.monotonic() + 5
+    while True:
+        left = []
+        for proc in Path("/proc").iterdir():
+            try:
+                if proc.name.isdigit() and marker in (proc / "environ").read_bytes().split(b"\0"):
+                    left.append(proc.name)
+            except OSError:
+                pass
+        if not left or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    assert not left, f"engine hosts left running: {left}"
