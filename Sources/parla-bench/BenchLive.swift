@@ -49,6 +49,11 @@ struct BenchLive: AsyncParsableCommand {
             "Measure live rate changes (latency in ms of audio, word drift across the change, words repeated or skipped) and live volume (see scripts/bench-prosody)."
     )
     var prosody = false
+    @Option(
+        help:
+            "Measure libparla's C API: this program (bench/c-onset.c built against libparla) speaks, and its call to first sound is set against the Swift API's in this process (see scripts/bench-c)."
+    )
+    var cHelper: String?
     @Option(help: "speech-dispatcher's log directory (sd_parla logs when it reads STOP there, at LogLevel 5).")
     var speechdLog: String = "."
 
@@ -78,6 +83,10 @@ struct BenchLive: AsyncParsableCommand {
         }
         if prosody {
             try await benchProsody(recorder)
+            return
+        }
+        if let cHelper {
+            try await benchCLibrary(recorder, helper: cHelper)
             return
         }
         if let startup {
