@@ -44,3 +44,30 @@ extension StringProtocol {
         String(drop(while: \.isWhitespace).reversed().drop(while: \.isWhitespace).reversed())
     }
 }
+
+extension ParlaError {
+    /// The error as the commands print it: the library's message, then what to do in terms
+    /// of the command line.
+    package var commandLineMessage: String {
+        guard let advice = commandLineAdvice else { return description }
+        return description + " " + advice
+    }
+
+    private var commandLineAdvice: String? {
+        switch self {
+        case .invalidLanguageTag: return "Run 'parla voices' to list the languages Parla speaks."
+        case .unknownVoice: return "Run 'parla voices' to list them."
+        case .noVoiceForLanguage(let tag):
+            return "Run 'parla voices' to list the languages Parla speaks, or 'parla voices --language \(tag.language)' to search."
+        case .voiceCatalogNotFound: return "Or pass --voices DIR."
+        case .emptyText: return "Pass the text as an argument, with -f FILE, or on standard input."
+        case .invalidSSML: return "Without --ssml the input is read as plain text."
+        case .languageModelInvalid, .languageModelNotFound: return "(--voices DIR; or --no-detect and -l LANG.)"
+        case .audioServerUnavailable, .audioServerStalled: return "(-o FILE.wav writes a file.)"
+        case .audioServerLost: return "-o FILE.wav renders without one."
+        case .audioDeviceNotFound: return "Leave out --device to use the default."
+        case .invalidTimeline: return "Without --timings and --vtt the audio is rendered."
+        default: return nil
+        }
+    }
+}

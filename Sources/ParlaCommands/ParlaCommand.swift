@@ -107,6 +107,9 @@ public func runAsRoot<Command: AsyncParsableCommand>(_: Command.Type) async {
         } else {
             try command.run()
         }
+    } catch let error as ParlaError {
+        await ESpeakEngine.shutDownShared()
+        Command.exit(withError: UserError(error.commandLineMessage))
     } catch {
         await ESpeakEngine.shutDownShared()
         Command.exit(withError: error)

@@ -47,26 +47,29 @@ public enum ParlaError: Error, Sendable, Hashable, CustomStringConvertible {
     /// not written. `reason` names the rule.
     case invalidTimeline(String)
 
+    /// What went wrong and what to do, for any program: advice in terms of the command line
+    /// (`-o FILE.wav`, `parla voices`) is added by the commands themselves (ParlaCommands'
+    /// `commandLineMessage`), not given to library users.
     public var description: String {
         switch self {
         case .invalidLanguageTag(let s):
             return
-                "'\(s)' is not a BCP 47 language tag. Use a tag such as 'en', 'pt-BR' or 'zh-Hans'; run 'parla voices' to list the languages Parla speaks."
+                "'\(s)' is not a BCP 47 language tag. Use a tag such as 'en', 'pt-BR' or 'zh-Hans'."
         case .unknownVoice(let s):
             return
-                "No voice with identifier '\(s)'. Run 'parla voices' to list voice identifiers (for example 'espeak-ng.en-us' or 'espeak-ng.fr+f2')."
+                "No voice with identifier '\(s)' (identifiers look like 'espeak-ng.en-us', 'espeak-ng.fr+f2' or 'piper.en_US-joe-medium')."
         case .noVoiceForLanguage(let tag):
             return
-                "No voice speaks language '\(tag)'. Run 'parla voices' to list the languages Parla speaks, or 'parla voices --language \(tag.language)' to search."
+                "No voice speaks language '\(tag)'."
         case .voiceCatalogNotFound(let searched):
             return
-                "The voice catalog was not found (looked in: \(searched.joined(separator: ", "))). Pass --voices DIR or set PARLA_VOICES to the 'voices' directory of a Parla checkout."
+                "The voice catalog was not found (looked in: \(searched.joined(separator: ", "))). Set PARLA_VOICES to the 'voices' directory of a Parla checkout, or to PREFIX/share/parla/voices of an installed Parla."
         case .invalidVoicePreset(let path, let reason):
             return "The voice preset '\(path)' is invalid: \(reason). Fix or remove the file."
         case .emptyText:
-            return "There is nothing to say: the text is empty. Pass the text as an argument, with -f FILE, or on standard input."
+            return "There is nothing to say: the text is empty."
         case .invalidSSML(let line, let column, let reason):
-            return "Invalid SSML at line \(line), column \(column): \(reason). Without --ssml the input is read as plain text."
+            return "Invalid SSML at line \(line), column \(column): \(reason)."
         case .invalidUTF8(let source, let offset):
             return
                 "\(source) is not valid UTF-8: the byte at offset \(offset) (0-based) does not start or continue a UTF-8 character. Convert the file to UTF-8 (for example with iconv) and try again."
@@ -83,29 +86,29 @@ public enum ParlaError: Error, Sendable, Hashable, CustomStringConvertible {
             return "Cancelled before the speech was complete."
         case .languageModelInvalid(let path, let reason):
             return
-                "The language model '\(path)' cannot be used: \(reason). Restore voices/langid.bin from a Parla checkout (or retrain it with scripts/langid/train), or pass --no-detect and -l LANG."
+                "The language model '\(path)' cannot be used: \(reason). Restore voices/langid.bin from a Parla checkout (or retrain it with scripts/langid/train), or turn language detection off and give the language."
         case .audioServerUnavailable(let reason):
             return
-                "No sound server is available (\(reason)). Start PulseAudio or PipeWire's pulse server (or set PULSE_SERVER), or render to a file instead with -o FILE.wav."
+                "No sound server is available (\(reason)). Start PulseAudio or PipeWire's pulse server (or set PULSE_SERVER), or render to a file instead."
         case .audioServerLost(let reason):
             return
-                "The sound server went away while speaking (\(reason)). The next utterance reconnects once a server is running again; -o FILE.wav renders without one."
+                "The sound server went away while speaking (\(reason)). The next utterance reconnects once a server is running again; rendering to a file needs none."
         case .audioDeviceNotFound(let name):
             return
-                "There is no output device (PulseAudio sink) named '\(name)'. List the sinks with 'pactl list short sinks', or leave out --device to use the default."
+                "There is no output device (PulseAudio sink) named '\(name)'. List the sinks with 'pactl list short sinks', or use the default device."
         case .audioServerStalled(let what):
             return
-                "The sound server \(what). Check that its session manager runs (PipeWire: 'systemctl --user status wireplumber'; PulseAudio: 'pactl info'), or render to a file instead with -o FILE.wav."
+                "The sound server \(what). Check that its session manager runs (PipeWire: 'systemctl --user status wireplumber'; PulseAudio: 'pactl info'), or render to a file instead."
         case .audioFailure(let reason):
             return "The sound server refused to play: \(reason)."
         case .invalidInput(let message):
             return message
         case .invalidTimeline(let reason):
             return
-                "Parla could not time the words of this text correctly (\(reason)). This is a bug in Parla: please report it with the text. Without --timings and --vtt the audio is rendered."
+                "Parla could not time the words of this text correctly (\(reason)). This is a bug in Parla: please report it with the text. The audio can still be rendered without its timings."
         case .languageModelNotFound(let searched):
             return
-                "The language model langid.bin was not found (looked in: \(searched.joined(separator: ", "))). Pass --voices DIR pointing at the 'voices' directory of a Parla checkout, or pass --no-detect and -l LANG."
+                "The language model langid.bin was not found (looked in: \(searched.joined(separator: ", "))). Set PARLA_VOICES to the 'voices' directory of a Parla checkout, or turn language detection off and give the language."
         }
     }
 }
