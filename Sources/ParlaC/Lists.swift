@@ -23,7 +23,7 @@ final class TimelineBox: Sendable {
     let sentences: [Item]
     let duration: Double
     let sampleRate: Int
-    /// Per word, then per sentence: its text and language.
+    /// Per word, then per sentence: its text, language and voice.
     let strings: CStrings
 
     init(_ timeline: SpeechTimeline, input: String) {
@@ -36,9 +36,9 @@ final class TimelineBox: Sendable {
             s.append(contentsOf: scalars[lower..<upper])
             return String(s)
         }
-        func language(_ sample: Int, segment: Int?) -> String? {
-            if let segment, timeline.segments.indices.contains(segment) { return timeline.segments[segment].language.identifier }
-            return timeline.segments.first { $0.startSample <= sample && sample < $0.endSample }?.language.identifier
+        func segment(_ sample: Int, _ index: Int?) -> SegmentMark? {
+            if let index, timeline.segments.indices.contains(index) { return timeline.segments[index] }
+            return timeline.segments.first { $0.startSample <= sample && sample < $0.endSample }
         }
         func item(_ r: Range<Int>, _ start: Int, _ end: Int, _ estimated: Bool) -> Item {
             Item(
@@ -48,8 +48,14 @@ final class TimelineBox: Sendable {
         words = timeline.words.map { item($0.range, $0.startSample, $0.endSample, $0.isEstimated) }
         sentences = timeline.sentences.map { item($0.range, $0.startSample, $0.endSample, $0.isEstimated) }
         var texts: [String?] = []
-        for w in timeline.words { texts += [w.word, language(w.startSample, segment: w.segment)] }
-        for s in timeline.sentences { texts += [text(s.range), language(s.startSample, segment: nil)] }
+        for w in timeline.words {
+            let part = segment(w.startSample, w.segment)
+            texts += [w.word, part?.language.identifier, part?.voice]
+        }
+        for s in timeline.sentences {
+            let part = segment(s.startSample, nil)
+            texts += [text(s.range), part?.language.identifier, part?.voice]
+        }
         strings = CStrings(texts)
         duration = Double(timeline.sampleCount) / rate
         sampleRate = timeline.sampleRate
@@ -59,11 +65,11 @@ final class TimelineBox: Sendable {
         let items = sentence ? sentences : words
         guard items.indices.contains(index) else { return false }
         let i = items[index]
-        let base = 2 * (sentence ? words.count + index : index)
+        let base = 3 * (sentence ? words.count + index : index)
         out.pointee = parla_timed_range(
             byte_start: i.bytes.lowerBound, byte_end: i.bytes.upperBound, scalar_start: Int64(i.scalars.lowerBound),
             scalar_end: Int64(i.scalars.upperBound), start_seconds: i.start, end_seconds: i.end, text: strings[base],
-            language: strings[base + 1], estimated: i.estimated ? 1 : 0)
+            language: strings[base + 1], voice: strings[base + 2], estimated: i.estimated ? 1 : 0)
         return true
     }
 }

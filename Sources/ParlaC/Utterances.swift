@@ -82,6 +82,31 @@ public func parlaUtteranceSetVoice(_ handle: OpaquePointer?, _ voice: UnsafePoin
     return update(handle) { $0.utterance.voice = found }
 }
 
+@_cdecl("parla_utterance_prefer_voice")
+public func parlaUtterancePreferVoice(
+    _ handle: OpaquePointer?, _ language: UnsafePointer<CChar>?, _ voice: UnsafePointer<CChar>?
+) -> parla_status {
+    guard utteranceBox(handle) != nil else { return PARLA_ERROR_INVALID_HANDLE }
+    guard let text = string(language, "the language") else {
+        return language == nil ? PARLA_ERROR_INVALID_ARGUMENT : PARLA_ERROR_INVALID_UTF8
+    }
+    let tag: LanguageTag
+    do throws(ParlaError) {
+        tag = try LanguageTag(parsing: text)
+    } catch {
+        return fail(PARLA_ERROR_UNKNOWN_LANGUAGE, error.description)
+    }
+    guard let voice else { return update(handle) { $0.utterance.preferredVoices[tag] = nil } }
+    guard let identifier = string(voice, "the voice") else { return PARLA_ERROR_INVALID_UTF8 }
+    guard let found = SpeechVoice(identifier: identifier) else {
+        return fail(PARLA_ERROR_UNKNOWN_VOICE, "no voice '\(identifier)': parla_voices() lists the installed ones")
+    }
+    guard found.speaks(tag) else {
+        return fail(PARLA_ERROR_INVALID_ARGUMENT, "the voice '\(identifier)' does not speak '\(tag)'")
+    }
+    return update(handle) { $0.utterance.preferredVoices[tag] = found }
+}
+
 @_cdecl("parla_utterance_set_rate")
 public func parlaUtteranceSetRate(_ handle: OpaquePointer?, _ rate: Double) -> parla_status {
     guard utteranceBox(handle) != nil else { return PARLA_ERROR_INVALID_HANDLE }

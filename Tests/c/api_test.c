@@ -97,6 +97,11 @@ static void test_write(void) {
     const char *text = "The café 👍🏽 was nai\xcc\x88ve, and the weather is fine. Καλημέρα κόσμε. مرحبا بالعالم.";
     parla_synthesizer *s = parla_synthesizer_new(NULL);
     parla_utterance *u = parla_utterance_new(text);
+    // English in Scottish English; Greek and Arabic in their defaults.
+    expect_status(parla_utterance_prefer_voice(u, "en", "espeak-ng.en-gb-scotland"), PARLA_OK, "prefer a voice for English");
+    expect_status(parla_utterance_prefer_voice(u, "en", "espeak-ng.el"), PARLA_ERROR_INVALID_ARGUMENT, "a Greek voice for English");
+    expect_status(parla_utterance_prefer_voice(u, "en", "no-such-voice"), PARLA_ERROR_UNKNOWN_VOICE, "an unknown preferred voice");
+    expect_status(parla_utterance_prefer_voice(u, NULL, "espeak-ng.el"), PARLA_ERROR_INVALID_ARGUMENT, "a NULL language");
     char path[] = "/tmp/parla-c-test-XXXXXX";
     expect(mkdtemp(path) != NULL, "a directory");
     char file[600];
@@ -124,8 +129,14 @@ static void test_write(void) {
                    w.start_seconds, w.end_seconds);
             last = w.start_seconds;
             if (getenv("PARLA_TEST_VERBOSE")) fprintf(stderr, "%s [%s]\n", w.text, w.language ? w.language : "-");
-            if (w.language && strcmp(w.language, "en") == 0) languages[0] = 1;
-            if (w.language && strcmp(w.language, "el") == 0) languages[1] = 1;
+            if (w.language && strcmp(w.language, "en") == 0) {
+                languages[0] = 1;
+                expect(w.voice && strcmp(w.voice, "espeak-ng.en-gb-scotland") == 0, "%s: English in %s", what, w.voice ? w.voice : "NULL");
+            }
+            if (w.language && strcmp(w.language, "el") == 0) {
+                languages[1] = 1;
+                expect(w.voice && strcmp(w.voice, "espeak-ng.el") == 0, "%s: Greek in %s", what, w.voice ? w.voice : "NULL");
+            }
             if (w.language && strcmp(w.language, "ar") == 0) languages[2] = 1;
         }
         expect(languages[0] && languages[1] && languages[2], "English, Greek and Arabic words");

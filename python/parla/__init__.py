@@ -25,7 +25,7 @@ import threading
 import weakref
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Callable, Iterator, Optional, Union
+from typing import Callable, Iterator, Mapping, Optional, Union
 
 from . import _lib
 
@@ -144,6 +144,8 @@ class Word:
     """Seconds from the start of the audio."""
     end_time: float
     language: Optional[str]
+    voice: Optional[str]
+    """The identifier of the voice that speaks it."""
     estimated: bool
     """True where the time was interpolated rather than reported by the engine."""
 
@@ -384,6 +386,7 @@ class Synthesizer:
         resume_after_interruption: bool = False,
         priority: Optional[str] = None,
         queue: bool = False,
+        prefer_voices: Optional[Mapping[str, str]] = None,
     ) -> int:
         c = _c()
         data = _encode(text)
@@ -395,6 +398,8 @@ class Synthesizer:
                 _check(c.parla_utterance_set_language(handle, _encode(language, "language")))
             if voice is not None:
                 _check(c.parla_utterance_set_voice(handle, _encode(voice, "voice")))
+            for tag, preferred in (prefer_voices or {}).items():
+                _check(c.parla_utterance_prefer_voice(handle, _encode(tag, "language"), _encode(preferred, "voice")))
             _check(c.parla_utterance_set_rate(handle, float(rate)))
             _check(c.parla_utterance_set_pitch(handle, float(pitch)))
             _check(c.parla_utterance_set_volume(handle, float(volume)))
@@ -419,14 +424,16 @@ class Synthesizer:
         volume: float = 1.0,
         ssml: bool = False,
         resume_after_interruption: bool = False,
+        prefer_voices: Optional[Mapping[str, str]] = None,
     ) -> int:
         """Queues ``text`` (first in, first out) and returns its id at once.
 
         ``language`` (BCP 47; None: detected per part), ``voice`` (an identifier from
         :func:`voices`), ``rate`` (0.25–4), ``pitch`` (0–2), ``volume`` (0–1); ``ssml`` reads
         ``text`` as SSML. With ``resume_after_interruption``, an announcement that cuts it off
-        is followed by the rest, from the sentence it cut. Text that cannot be spoken ends
-        with a ``failed`` event.
+        is followed by the rest, from the sentence it cut. ``prefer_voices`` maps languages
+        to voices for the parts in them (``{"en": "piper.en_US-joe-medium"}``). Text that
+        cannot be spoken ends with a ``failed`` event.
         """
         c = _c()
         handle = self._utterance(
@@ -438,6 +445,7 @@ class Synthesizer:
             pitch=pitch,
             volume=volume,
             resume_after_interruption=resume_after_interruption,
+            prefer_voices=prefer_voices,
         )
         return self._submit(lambda ident: c.parla_speak(self._live(), handle, ident), handle)
 
@@ -526,11 +534,14 @@ class Synthesizer:
         pitch: float = 1.0,
         volume: float = 1.0,
         ssml: bool = False,
+        prefer_voices: Optional[Mapping[str, str]] = None,
     ) -> Timeline:
         """Renders ``text`` to a WAV file (written whole, or not at all) and returns its
         words and sentences, with indices into ``text`` and times in seconds."""
         c = _c()
-        handle = self._utterance(text, ssml=ssml, language=language, voice=voice, rate=rate, pitch=pitch, volume=volume)
+        handle = self._utterance(
+            text, ssml=ssml, language=language, voice=voice, rate=rate, pitch=pitch, volume=volume, prefer_voices=prefer_voices
+        )
         timeline = ctypes.c_void_p()
         try:
             _check(c.parla_write_wav(self._live(), handle, _encode(os.fspath(path), "path"), ctypes.byref(timeline)))
@@ -551,6 +562,7 @@ class Synthesizer:
                             start_time=r.start_seconds,
                             end_time=r.end_seconds,
                             language=_decode(r.language),
+                            voice=_decode(r.voice),
                             estimated=bool(r.estimated),
                         )
                     )

@@ -56,6 +56,7 @@ class TimedRange(ctypes.Structure):
         ("end_seconds", ctypes.c_double),
         ("text", ctypes.c_char_p),
         ("language", ctypes.c_char_p),
+        ("voice", ctypes.c_char_p),
         ("estimated", ctypes.c_int),
     ]
 
@@ -99,6 +100,7 @@ _SIGNATURES = {
     "parla_utterance_free": (None, [_p]),
     "parla_utterance_set_language": (_i, [_p, _s]),
     "parla_utterance_set_voice": (_i, [_p, _s]),
+    "parla_utterance_prefer_voice": (_i, [_p, _s, _s]),
     "parla_utterance_set_rate": (_i, [_p, _d]),
     "parla_utterance_set_pitch": (_i, [_p, _d]),
     "parla_utterance_set_volume": (_i, [_p, _d]),

@@ -80,6 +80,15 @@ def test_write_matches_the_swift_library(synth, tmp_path, text):
     assert (tmp_path / "cli.wav").read_bytes() == (tmp_path / "out.wav").read_bytes()
 
 
+def test_prefer_a_voice_per_language(synth, tmp_path):
+    text = "The weather is fine today, my friend. Καλημέρα σας, φίλε μου."
+    timeline = synth.write(text, tmp_path / "p.wav", prefer_voices={"en": "espeak-ng.en-gb-scotland"})
+    voices = {w.language: w.voice for w in timeline.words}
+    assert voices == {"en": "espeak-ng.en-gb-scotland", "el": "espeak-ng.el"}
+    with pytest.raises(parla.Error, match="does not speak"):
+        synth.speak(text, prefer_voices={"en": "espeak-ng.el"})
+
+
 def test_errors(synth, tmp_path):
     with pytest.raises(parla.Error, match="UTF-8|surrogate"):
         synth.speak("bad \udc80")

@@ -78,6 +78,10 @@ parla_status parla_utterance_set_language(parla_utterance *utterance, const char
 /* A voice identifier from parla_voices() ("en-us", "piper.en_US-joe-medium"); NULL: the best
  * installed voice for each language. */
 parla_status parla_utterance_set_voice(parla_utterance *utterance, const char *voice);
+/* The voice to prefer for `language` (a BCP 47 tag; "en" covers en-GB too) where the
+ * utterance's voice does not speak it: for example a Piper voice for English in text that
+ * mixes languages. NULL voice: remove the preference. */
+parla_status parla_utterance_prefer_voice(parla_utterance *utterance, const char *language, const char *voice);
 /* Rate: a multiplier of the voice's normal speed, 0.25-4 (1 = normal). */
 parla_status parla_utterance_set_rate(parla_utterance *utterance, double rate);
 /* Pitch: a multiplier, 0-2 (1 = normal). */
@@ -195,6 +199,7 @@ typedef struct {
     double start_seconds, end_seconds;
     const char *text;                 /* as spoken */
     const char *language;             /* of the part it is in ("en") */
+    const char *voice;                /* the voice that speaks it ("espeak-ng.en-us") */
     int estimated;                    /* 1 if its time was interpolated */
 } parla_timed_range;
 
