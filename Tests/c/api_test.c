@@ -190,6 +190,79 @@ static void test_voices_and_detect(void) {
     expect_status(parla_detect("\xe2\x82", &segments), PARLA_ERROR_INVALID_UTF8, "detect invalid UTF-8");
 }
 
+// MARK: Hostile input
+
+static uint64_t seed = 0x9E3779B97F4A7C15ull;
+static uint64_t next_random(void) {
+    seed ^= seed << 13;
+    seed ^= seed >> 7;
+    seed ^= seed << 17;
+    return seed;
+}
+
+// Random bytes (often not UTF-8), or random code points (UTF-8, with markup characters,
+// combining marks, emoji and right-to-left letters among them), NUL-terminated.
+static void random_text(char *out, size_t size) {
+    size_t n = next_random() % (size - 8), at = 0;
+    int bytes = next_random() % 3 == 0;
+    static const uint32_t picks[] = { '<', '>', '&', '"', '/', ' ', '.', 'a', 0x301, 0x1F44D, 0x1F3FD, 0x627, 0x3B1, 0x65E5, 0x200D, 0xFEFF };
+    while (at < n) {
+        if (bytes) {
+            unsigned char c = (unsigned char)next_random();
+            out[at++] = (char)(c ? c : 'x');
+            continue;
+        }
+        uint32_t c = next_random() % 2 ? picks[next_random() % (sizeof picks / sizeof picks[0])] : (uint32_t)(next_random() % 0x10FFFF);
+        if (c == 0 || (c >= 0xD800 && c <= 0xDFFF)) c = 'x';
+        if (c < 0x80) out[at++] = (char)c;
+        else if (c < 0x800 && at + 2 < n) { out[at++] = (char)(0xC0 | c >> 6); out[at++] = (char)(0x80 | (c & 0x3F)); }
+        else if (c < 0x10000 && at + 3 < n) { out[at++] = (char)(0xE0 | c >> 12); out[at++] = (char)(0x80 | ((c >> 6) & 0x3F)); out[at++] = (char)(0x80 | (c & 0x3F)); }
+        else if (at + 4 < n) { out[at++] = (char)(0xF0 | c >> 18); out[at++] = (char)(0x80 | ((c >> 12) & 0x3F)); out[at++] = (char)(0x80 | ((c >> 6) & 0x3F)); out[at++] = (char)(0x80 | (c & 0x3F)); }
+        else break;
+    }
+    out[at] = 0;
+}
+
+// Thousands of random strings and made-up handles through every call that takes them: each
+// must return (a status, or NULL with a message), never crash. Detection's segments must lie
+// inside the text whatever it is.
+static void test_hostile(int rounds) {
+    char text[512], other[64];
+    parla_synthesizer *s = parla_synthesizer_new(NULL);
+    for (int i = 0; i < rounds; i++) {
+        random_text(text, sizeof text);
+        random_text(other, sizeof other);
+        parla_utterance *u = next_random() % 2 ? parla_utterance_new(text) : parla_utterance_new_ssml(text);
+        if (u) {
+            parla_utterance_set_language(u, other);
+            parla_utterance_set_voice(u, other);
+            parla_utterance_prefer_voice(u, other, other);
+            parla_utterance_set_rate(u, (double)(int64_t)next_random() / 1e15);
+            parla_utterance_set_announcement(u, (parla_priority)(next_random() % 7), (int)next_random());
+            parla_utterance_free(u);
+        } else {
+            expect(parla_last_error()[0] != 0, "a refused utterance says why");
+        }
+        parla_segment_list *segments = NULL;
+        if (parla_detect(text, &segments) == PARLA_OK) {
+            for (size_t k = 0; k < parla_segment_list_count(segments); k++) {
+                parla_segment g;
+                parla_segment_list_get(segments, k, &g);
+                check_range("random segment", text, g.byte_start, g.byte_end, g.scalar_start, g.scalar_end, NULL);
+            }
+            parla_segment_list_free(segments);
+        }
+        void *made_up = (void *)(uintptr_t)next_random();
+        expect(parla_is_speaking((parla_synthesizer *)made_up) == -1, "a made-up synthesizer handle");
+        expect(parla_utterance_set_rate((parla_utterance *)made_up, 1) == PARLA_ERROR_INVALID_HANDLE, "a made-up utterance handle");
+        parla_timeline_free((parla_timeline *)made_up);
+        parla_segment_list_free((parla_segment_list *)made_up);
+        expect(parla_voice_list_count((parla_voice_list *)made_up) == 0, "a made-up list handle");
+        expect(parla_wait(s, next_random(), 0, NULL) == PARLA_ERROR_INVALID_ARGUMENT, "a made-up utterance id");
+    }
+    parla_synthesizer_free(s);
+}
+
 // MARK: Live
 
 #define MAX_EVENTS 4096
@@ -329,6 +402,7 @@ int main(int argc, char **argv) {
     test_errors();
     test_voices_and_detect();
     test_write();
+    if (argc == 1) test_hostile(20000);  // once, in the run without sound
     if (argc > 1 && strcmp(argv[1], "live") == 0) test_live();
     if (failures) {
         fprintf(stderr, "api_test: %d failures\n", failures);
