@@ -6,6 +6,7 @@ import FoundationEssentials
 import Parla
 import ParlaCore
 import ParlaIO
+import Dispatch
 import Synchronization
 
 // MARK: Timelines
@@ -252,3 +253,98 @@ public func parlaSegmentListGet(_ handle: OpaquePointer?, _ index: Int, _ out: U
 
 @_cdecl("parla_segment_list_free")
 public func parlaSegmentListFree(_ handle: OpaquePointer?) { _ = HandleTable.shared.remove(handle, as: SegmentListBox.self) }
+
+// MARK: Streaming
+
+@_cdecl("parla_synthesize")
+public func parlaSynthesize(
+    _ handle: OpaquePointer?, _ utterance: OpaquePointer?, _ callback: parla_chunk_callback?, _ userData: UnsafeMutableRawPointer?
+) -> parla_status {
+    guard let box = synthesizerBox(handle) else { return PARLA_ERROR_INVALID_HANDLE }
+    guard let u = utteranceBox(utterance) else { return PARLA_ERROR_INVALID_HANDLE }
+    guard let callback else { return fail(PARLA_ERROR_INVALID_ARGUMENT, "the callback is NULL") }
+    let settings = u.settings.withLock { $0 }
+    let offsets = ByteOffsets(settings.utterance.inputText)
+    // Synthesis runs on Parla's side; its events are handed to this (the caller's) thread.
+    let queue = Mutex<(events: [SynthesisEvent], done: Result<Void, any Error>?)>(([], nil))
+    let ready = DispatchSemaphore(value: 0)
+    let stream = box.synthesizer.stream(settings.utterance)
+    let task = Task.detached {
+        do {
+            for try await event in stream {
+                queue.withLock { $0.events.append(event) }
+                ready.signal()
+            }
+            queue.withLock { $0.done = .success(()) }
+        } catch {
+            queue.withLock { $0.done = .failure(error) }
+        }
+        ready.signal()
+    }
+    var rate: Int32 = 0  // the audio's, for the words and sentences too
+    while true {
+        ready.wait()
+        let (events, done) = queue.withLock { q in
+            let taken = q.events
+            q.events.removeAll()
+            return (taken, q.done)
+        }
+        for event in events where deliver(event, offsets, &rate, callback, userData) != 0 {
+            task.cancel()
+            return succeed()
+        }
+        switch done {
+        case .success?: return succeed()
+        case .failure(let error)?: return fail(error)
+        case nil: continue
+        }
+    }
+}
+
+/// Calls `callback` with `event` as a parla_chunk; its answer (non-zero: stop).
+private func deliver(
+    _ event: SynthesisEvent, _ offsets: ByteOffsets, _ rate: inout Int32, _ callback: parla_chunk_callback,
+    _ userData: UnsafeMutableRawPointer?
+) -> Int32 {
+    if case .audio(let buffer) = event { rate = Int32(clamping: buffer.sampleRate) }
+    var chunk = parla_chunk()
+    chunk.sample_rate = rate
+    chunk.byte_start = -1
+    chunk.byte_end = -1
+    chunk.scalar_start = -1
+    chunk.scalar_end = -1
+    func range(_ r: Range<Int>) {
+        chunk.scalar_start = Int64(r.lowerBound)
+        chunk.scalar_end = Int64(r.upperBound)
+        chunk.byte_start = offsets.byte(r.lowerBound)
+        chunk.byte_end = offsets.byte(r.upperBound)
+    }
+    switch event {
+    case .audio(let buffer):
+        chunk.kind = PARLA_CHUNK_AUDIO
+        chunk.sample = Int64(buffer.startSample)
+        chunk.end_sample = Int64(buffer.startSample + buffer.samples.count)
+        chunk.sample_count = buffer.samples.count
+        return buffer.samples.withUnsafeBufferPointer { samples in
+            chunk.samples = samples.baseAddress
+            return callback(&chunk, userData)
+        }
+    case .word(let w):
+        chunk.kind = PARLA_CHUNK_WORD
+        chunk.sample = Int64(w.startSample)
+        chunk.end_sample = Int64(w.endSample)
+        range(w.range)
+        return w.word.withCString { text in
+            chunk.text = text
+            return callback(&chunk, userData)
+        }
+    case .sentence(let s):
+        chunk.kind = PARLA_CHUNK_SENTENCE
+        chunk.sample = Int64(s.startSample)
+        chunk.end_sample = Int64(s.endSample)
+        range(s.range)
+        return callback(&chunk, userData)
+    case .segment:
+        return 0
+    }
+}

@@ -161,6 +161,59 @@ static void test_write(void) {
     parla_synthesizer_free(s);
 }
 
+// MARK: Streaming
+
+typedef struct {
+    const char *text;
+    int64_t samples, next_sample, words, stop_after;
+    int rate, in_order;
+} stream_state;
+
+static int on_chunk(const parla_chunk *c, void *user_data) {
+    stream_state *st = user_data;
+    if (c->kind == PARLA_CHUNK_AUDIO) {
+        st->in_order &= c->sample == st->next_sample && c->end_sample == c->sample + (int64_t)c->sample_count && c->samples != NULL;
+        st->next_sample = c->end_sample;
+        st->samples += (int64_t)c->sample_count;
+        st->rate = c->sample_rate;
+    } else if (c->kind == PARLA_CHUNK_WORD) {
+        st->words++;
+        check_range("streamed word", st->text, c->byte_start, c->byte_end, c->scalar_start, c->scalar_end, c->text);
+        expect(c->sample <= c->end_sample && c->sample_rate > 0, "a word's samples %lld..%lld", (long long)c->sample, (long long)c->end_sample);
+    }
+    return st->stop_after > 0 && st->samples >= st->stop_after;
+}
+
+static void test_synthesize(void) {
+    const char *text = "Streaming works 👍🏽 here. Καλημέρα κόσμε.";
+    parla_synthesizer *s = parla_synthesizer_new(NULL);
+    parla_utterance *u = parla_utterance_new(text);
+    char path[] = "/tmp/parla-c-stream-XXXXXX";
+    expect(mkdtemp(path) != NULL, "a directory");
+    char file[600];
+    snprintf(file, sizeof file, "%s/out.wav", path);
+    parla_timeline *t = NULL;
+    expect_status(parla_write_wav(s, u, file, &t), PARLA_OK, "write the reference");
+    stream_state st = { .text = text, .in_order = 1 };
+    expect_status(parla_synthesize(s, u, on_chunk, &st), PARLA_OK, "synthesize");
+    // The stream holds the file's audio and words, in order.
+    struct stat info;
+    expect(stat(file, &info) == 0 && st.samples == (info.st_size - 44) / 2, "streamed %lld samples, the file %lld", (long long)st.samples,
+           (long long)((info.st_size - 44) / 2));
+    expect(st.in_order && st.rate == 22050, "audio in order at 22050 Hz (%d)", st.rate);
+    expect(t && st.words == (int64_t)parla_timeline_word_count(t), "%lld words streamed", (long long)st.words);
+    // Stopped by its callback after the first samples: it returns, having made less.
+    stream_state early = { .text = text, .in_order = 1, .stop_after = 1 };
+    expect_status(parla_synthesize(s, u, on_chunk, &early), PARLA_OK, "synthesize, stopped early");
+    expect(early.samples > 0 && early.samples < st.samples, "stopped after %lld of %lld samples", (long long)early.samples, (long long)st.samples);
+    expect_status(parla_synthesize(s, u, NULL, NULL), PARLA_ERROR_INVALID_ARGUMENT, "no callback");
+    parla_timeline_free(t);
+    unlink(file);
+    rmdir(path);
+    parla_utterance_free(u);
+    parla_synthesizer_free(s);
+}
+
 static void test_voices_and_detect(void) {
     parla_voice_list *list = NULL;
     expect_status(parla_voices(&list), PARLA_OK, "voices");
@@ -402,6 +455,7 @@ int main(int argc, char **argv) {
     test_errors();
     test_voices_and_detect();
     test_write();
+    test_synthesize();
     if (argc == 1) test_hostile(20000);  // once, in the run without sound
     if (argc > 1 && strcmp(argv[1], "live") == 0) test_live();
     if (failures) {

@@ -31,6 +31,7 @@ from . import _lib
 
 __all__ = [
     "Announcement",
+    "Chunk",
     "Error",
     "Event",
     "Segment",
@@ -148,6 +149,26 @@ class Word:
     """The identifier of the voice that speaks it."""
     estimated: bool
     """True where the time was interpolated rather than reported by the engine."""
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A piece of :meth:`Synthesizer.synthesize`'s output: audio, or a word or sentence with
+    the samples that speak it."""
+
+    kind: str
+    """audio, word or sentence."""
+    sample: int
+    """audio: the index of its first sample in the utterance's audio; word, sentence: where
+    its audio starts."""
+    end_sample: int
+    sample_rate: int
+    samples: Optional[bytes] = None
+    """audio: 16-bit mono PCM in the machine's byte order (little-endian on x86-64, arm64)."""
+    start: Optional[int] = None
+    """word, sentence: ``text[start:end]`` of the str given."""
+    end: Optional[int] = None
+    text: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -576,6 +597,91 @@ class Synthesizer:
             )
         finally:
             c.parla_timeline_free(timeline)
+
+    def synthesize(
+        self,
+        text: str,
+        *,
+        language: Optional[str] = None,
+        voice: Optional[str] = None,
+        rate: float = 1.0,
+        pitch: float = 1.0,
+        volume: float = 1.0,
+        ssml: bool = False,
+        prefer_voices: Optional[Mapping[str, str]] = None,
+    ) -> Iterator[Chunk]:
+        """Synthesizes ``text`` without playing it: its audio as it is made, and each word
+        and sentence once its timing is known (a word may come shortly after its audio).
+        Leaving the loop early stops synthesis."""
+        c = _c()
+        handle = self._utterance(
+            text, ssml=ssml, language=language, voice=voice, rate=rate, pitch=pitch, volume=volume, prefer_voices=prefer_voices
+        )
+        inbox: "_queue.Queue[object]" = _queue.Queue(maxsize=64)
+        stop = threading.Event()
+        end = object()
+        outcome: dict[str, object] = {}
+
+        def on_chunk(pointer: "ctypes._Pointer[_lib.Chunk]", _user: Optional[int]) -> int:
+            try:
+                k = pointer.contents
+                kind = _lib.CHUNK_KINDS.get(k.kind, "unknown")
+                chunk = Chunk(
+                    kind=kind,
+                    sample=k.sample,
+                    end_sample=k.end_sample,
+                    sample_rate=k.sample_rate,
+                    samples=ctypes.string_at(k.samples, 2 * k.sample_count) if kind == "audio" and k.samples else None,
+                    start=k.scalar_start if k.scalar_start >= 0 else None,
+                    end=k.scalar_end if k.scalar_start >= 0 else None,
+                    text=_decode(k.text),
+                )
+                while not stop.is_set():
+                    try:
+                        inbox.put(chunk, timeout=0.1)
+                        break
+                    except _queue.Full:
+                        continue
+                return 1 if stop.is_set() else 0
+            except BaseException:  # never unwind into C
+                return 1
+
+        callback = _lib.CHUNK_CALLBACK(on_chunk)
+
+        def run() -> None:
+            try:
+                status = c.parla_synthesize(self._live(), handle, callback, None)
+                if status != _lib.PARLA_OK:
+                    outcome["error"] = Error(_last_error(), status)
+            except Error as error:
+                outcome["error"] = error
+            finally:
+                c.parla_utterance_free(handle)
+                while True:  # the end mark always gets in, even when the reader has left
+                    try:
+                        inbox.put(end, timeout=0.1)
+                        break
+                    except _queue.Full:
+                        if stop.is_set():
+                            try:
+                                inbox.get_nowait()
+                            except _queue.Empty:
+                                pass
+
+        worker = threading.Thread(target=run, name="parla-synthesize", daemon=True)
+        worker.start()
+        try:
+            while True:
+                item = inbox.get()
+                if item is end:
+                    break
+                yield item  # type: ignore[misc]
+            error = outcome.get("error")
+            if isinstance(error, Error):
+                raise error
+        finally:
+            stop.set()
+            worker.join()
 
     # MARK: Events
 

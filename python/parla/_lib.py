@@ -83,7 +83,26 @@ class Segment(ctypes.Structure):
     ]
 
 
+class Chunk(ctypes.Structure):
+    _fields_ = [
+        ("kind", ctypes.c_int),
+        ("samples", ctypes.c_void_p),
+        ("sample_count", ctypes.c_size_t),
+        ("sample", ctypes.c_int64),
+        ("end_sample", ctypes.c_int64),
+        ("sample_rate", ctypes.c_int),
+        ("byte_start", ctypes.c_int64),
+        ("byte_end", ctypes.c_int64),
+        ("scalar_start", ctypes.c_int64),
+        ("scalar_end", ctypes.c_int64),
+        ("text", ctypes.c_char_p),
+    ]
+
+
+CHUNK_KINDS = {1: "audio", 2: "word", 3: "sentence"}
+
 CALLBACK = ctypes.CFUNCTYPE(None, ctypes.POINTER(Event), ctypes.c_void_p)
+CHUNK_CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(Chunk), ctypes.c_void_p)
 
 _p = ctypes.c_void_p
 _s = ctypes.c_char_p
@@ -121,6 +140,7 @@ _SIGNATURES = {
     "parla_set_volume": (_i, [_p, _d]),
     "parla_is_speaking": (_i, [_p]),
     "parla_write_wav": (_i, [_p, _p, _s, ctypes.POINTER(_p)]),
+    "parla_synthesize": (_i, [_p, _p, CHUNK_CALLBACK, _p]),
     "parla_timeline_word_count": (ctypes.c_size_t, [_p]),
     "parla_timeline_sentence_count": (ctypes.c_size_t, [_p]),
     "parla_timeline_word": (_i, [_p, ctypes.c_size_t, ctypes.POINTER(TimedRange)]),

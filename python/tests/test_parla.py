@@ -89,6 +89,25 @@ def test_prefer_a_voice_per_language(synth, tmp_path):
         synth.speak(text, prefer_voices={"en": "espeak-ng.el"})
 
 
+def test_synthesize_streams_the_files_audio_and_words(synth, tmp_path):
+    text = "Streaming works 👍🏽 here. Καλημέρα κόσμε."
+    timeline = synth.write(text, tmp_path / "s.wav")
+    chunks = list(synth.synthesize(text))
+    audio = b"".join(c.samples or b"" for c in chunks if c.kind == "audio")
+    assert audio == (tmp_path / "s.wav").read_bytes()[44:]
+    samples = [c for c in chunks if c.kind == "audio"]
+    assert [c.sample for c in samples] == [sum(len(d.samples or b"") // 2 for d in samples[:i]) for i in range(len(samples))]
+    words = [c for c in chunks if c.kind == "word"]
+    assert [(w.start, w.end, w.text) for w in words] == [(w.start, w.end, w.text) for w in timeline.words]
+    assert all(text[w.start : w.end] == w.text for w in words)
+    # Leaving early stops it, and returns at once.
+    for first in synth.synthesize(text * 20):
+        break
+    assert first.kind in ("audio", "word", "sentence")
+    with pytest.raises(parla.Error):
+        list(synth.synthesize("Hello", voice="no-such-voice"))
+
+
 def test_errors(synth, tmp_path):
     with pytest.raises(parla.Error, match="UTF-8|surrogate"):
         synth.speak("bad \udc80")

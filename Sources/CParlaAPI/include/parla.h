@@ -217,6 +217,37 @@ double parla_timeline_duration(const parla_timeline *timeline);
 int parla_timeline_sample_rate(const parla_timeline *timeline);
 void parla_timeline_free(parla_timeline *timeline);
 
+/* MARK: Streaming */
+
+typedef enum {
+    PARLA_CHUNK_AUDIO = 1,   /* samples, in order */
+    PARLA_CHUNK_WORD = 2,    /* a word and the audio that speaks it */
+    PARLA_CHUNK_SENTENCE = 3 /* a sentence and its audio */
+} parla_chunk_kind;
+
+typedef struct {
+    parla_chunk_kind kind;
+    const int16_t *samples;  /* AUDIO: 16-bit mono samples, valid during the call */
+    size_t sample_count;     /* AUDIO */
+    int64_t sample;          /* AUDIO: the index of its first sample in the utterance's audio;
+                                WORD, SENTENCE: where its audio starts */
+    int64_t end_sample;      /* WORD, SENTENCE: just after its audio; AUDIO: sample + sample_count */
+    int sample_rate;
+    int64_t byte_start, byte_end;     /* WORD, SENTENCE: in the caller's string; else -1 */
+    int64_t scalar_start, scalar_end; /* WORD, SENTENCE; else -1 */
+    const char *text;                 /* WORD: as spoken; else NULL */
+} parla_chunk;
+
+/* Returns non-zero to stop synthesis. */
+typedef int (*parla_chunk_callback)(const parla_chunk *chunk, void *user_data);
+
+/* Synthesizes the utterance without playing it, calling `callback` on the calling thread
+ * with its audio as it is made and each word and sentence once its timing is known (a word
+ * may come shortly after the audio it describes). Returns when synthesis ends, or soon after
+ * the callback returns non-zero (then PARLA_OK too). */
+parla_status parla_synthesize(parla_synthesizer *synthesizer, const parla_utterance *utterance, parla_chunk_callback callback,
+                              void *user_data);
+
 /* MARK: Voices */
 
 typedef struct parla_voice_list parla_voice_list;
