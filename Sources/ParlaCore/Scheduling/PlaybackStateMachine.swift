@@ -172,7 +172,11 @@ package struct PlaybackStateMachine: Sendable {
                 actions.append(.emit(.started))
             }
         }
-        if started {
+        // While corked, no word is announced: the played position can still move on a little
+        // as the server's timing catches up with the cork, and the listener must not get a
+        // word between `paused` and `continued`. The words it reaches are announced once
+        // playback carries on, from the same place.
+        if started && !isCorked {
             while nextSentence < sentences.count, sentences[nextSentence].startSample <= played {
                 let m = sentences[nextSentence]
                 nextSentence += 1
