@@ -1,0 +1,249 @@
+"""Parla as a Spiel speech provider: ``org.parla.Speech.Provider`` on the session bus, which
+implements ``org.freedesktop.Speech.Provider`` (project-spiel/libspeechprovider).
+
+    python3 -m parla.speech_provider        (D-Bus activation starts it: see --service-file)
+
+Every Parla voice is offered, and ``parla.auto``, which switches language inside one text
+by detection. ``Synthesize`` returns at once; the audio and its word and sentence events are
+written to the caller's pipe in Spiel's framed format as they are made, each event where its
+audio starts. Closing the pipe stops the work. Needs PyGObject (Debian: python3-gi).
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import sys
+import threading
+from typing import Optional
+
+import gi
+
+gi.require_version("Gio", "2.0")
+from gi.repository import Gio, GLib  # noqa: E402
+
+import parla  # noqa: E402
+
+BUS_NAME = "org.parla.Speech.Provider"
+OBJECT_PATH = "/org/parla/Speech/Provider"
+INTERFACE = "org.freedesktop.Speech.Provider"
+AUTO = "parla.auto"
+FORMAT = "audio/x-spiel,format=S16LE,channels=1,rate=22050"
+# What every Parla voice honours: word and sentence events with ranges; SSML breaks, prosody,
+# sentences and paragraphs. (Marks are not in the stream yet, so EVENTS_SSML_MARK is not set.)
+EVENTS_WORD, EVENTS_SENTENCE, SSML_BREAK, SSML_PROSODY, SSML_SENTENCE_PARAGRAPH = 0x1, 0x2, 0x1000, 0x10000, 0x20000
+FEATURES = EVENTS_WORD | EVENTS_SENTENCE | SSML_BREAK | SSML_PROSODY | SSML_SENTENCE_PARAGRAPH
+EVENT_WORD, EVENT_SENTENCE = 1, 2
+
+INTROSPECTION = f"""
+<node>
+  <interface name="{INTERFACE}">
+    <method name="Synthesize">
+      <arg direction="in" type="h" name="pipe_fd"/>
+      <arg direction="in" type="s" name="text"/>
+      <arg direction="in" type="s" name="voice_id"/>
+      <arg direction="in" type="d" name="pitch"/>
+      <arg direction="in" type="d" name="rate"/>
+      <arg direction="in" type="b" name="is_ssml"/>
+      <arg direction="in" type="s" name="language"/>
+    </method>
+    <property name="Name" type="s" access="read"/>
+    <property name="Voices" type="a(ssstas)" access="read"/>
+  </interface>
+</node>
+"""
+
+
+class Stream:
+    """Spiel's framed stream on a pipe: the header, then audio and events. Each event is
+    written just where its audio starts: audio is held back until the next event is known
+    (words may come shortly after their audio), and an event that comes early waits for its
+    audio."""
+
+    def __init__(self, fd: int) -> None:
+        self.file = os.fdopen(fd, "wb", buffering=0)
+        self.file.write(b"0.01")
+        self.pending = bytearray()
+        self.pending_start = 0  # the sample index of pending[0]
+        self.events: list[tuple[int, int, int, int]] = []  # (sample, kind, start, end), in order
+
+    def audio(self, sample: int, data: bytes) -> None:
+        if not self.pending:
+            self.pending_start = sample
+        self.pending += data
+        self._flush()
+
+    def event(self, kind: int, sample: int, start: int, end: int) -> None:
+        self.events.append((sample, kind, start, end))
+        self.events.sort(key=lambda e: e[0])  # stable: a sentence stays before its first word
+        self._flush()
+
+    def finish(self) -> None:
+        self._flush()
+        if self.pending:
+            self._write_audio(bytes(self.pending))
+            self.pending.clear()
+        for _, kind, start, end in self.events:  # past the audio's end (should not happen)
+            self._write_event(kind, start, end)
+        self.file.close()
+
+    def _flush(self) -> None:
+        while self.events:
+            sample, kind, start, end = self.events[0]
+            if sample > self.pending_start + len(self.pending) // 2:
+                return  # its audio has not come yet
+            cut = max(0, 2 * (sample - self.pending_start))
+            if cut:
+                self._write_audio(bytes(self.pending[:cut]))
+                del self.pending[:cut]
+                self.pending_start += cut // 2
+            self._write_event(kind, start, end)
+            self.events.pop(0)
+
+    def _write_audio(self, data: bytes) -> None:
+        self.file.write(struct.pack("<BI", 1, len(data)) + data)
+
+    def _write_event(self, kind: int, start: int, end: int) -> None:
+        self.file.write(struct.pack("<BBIII", 2, kind, start, end, 0))
+
+
+class Provider:
+    def __init__(self, idle_seconds: float) -> None:
+        self.synth = parla.Synthesizer()
+        self.voices = parla.voices()
+        self.by_id = {v.identifier: v for v in self.voices}
+        self.active = 0
+        self.lock = threading.Lock()
+        self.idle_seconds = idle_seconds
+        self.idle_source = 0
+        self.loop = GLib.MainLoop()
+
+    # MARK: D-Bus
+
+    def voices_variant(self) -> GLib.Variant:
+        languages = sorted({lang for v in self.voices for lang in v.languages})
+        rows = [("Parla (detects the language)", AUTO, FORMAT, FEATURES, languages)]
+        rows += [(v.name, v.identifier, FORMAT, FEATURES, v.languages) for v in self.voices]
+        return GLib.Variant("a(ssstas)", rows)
+
+    def get_property(self, _connection, _sender, _path, _interface, name):  # type: ignore[no-untyped-def]
+        self.touch()
+        if name == "Name":
+            return GLib.Variant("s", "Parla")
+        if name == "Voices":
+            return self.voices_variant()
+        return None
+
+    def method_call(self, _connection, _sender, _path, _interface, method, parameters, invocation):  # type: ignore[no-untyped-def]
+        self.touch()
+        if method != "Synthesize":
+            invocation.return_dbus_error("org.freedesktop.DBus.Error.UnknownMethod", f"no method {method}")
+            return
+        index, text, voice_id, pitch, rate, is_ssml, language = parameters.unpack()
+        # Taken out of the message: a copy left in its list would keep the pipe open after
+        # the stream is closed, and the client would never see its end.
+        fds = invocation.get_message().get_unix_fd_list()
+        owned = list(fds.steal_fds()) if fds is not None else []
+        fd = owned.pop(index) if 0 <= index < len(owned) else -1
+        for other in owned:
+            os.close(other)
+        if fd < 0:
+            invocation.return_dbus_error("org.freedesktop.DBus.Error.InvalidArgs", "pipe_fd is not a file descriptor")
+            return
+        try:
+            settings = self.settings(text, voice_id, pitch, rate, is_ssml, language)
+        except parla.Error as error:
+            os.close(fd)
+            invocation.return_dbus_error("org.freedesktop.DBus.Error.InvalidArgs", str(error))
+            return
+        with self.lock:
+            self.active += 1
+        # Returns at once; the work goes on in a thread of its own (requests do not wait for
+        # one another).
+        threading.Thread(target=self.synthesize, args=(fd, text, settings), daemon=True).start()
+        invocation.return_value(None)
+
+    def settings(self, text: str, voice_id: str, pitch: float, rate: float, is_ssml: bool, language: str) -> dict:
+        if voice_id and voice_id != AUTO and voice_id not in self.by_id:
+            raise parla.Error(f"no voice '{voice_id}' in Parla (the Voices property lists them; '{AUTO}' detects the language)")
+        voice = self.by_id.get(voice_id)
+        settings = {
+            "ssml": bool(is_ssml),
+            "rate": min(max(rate or 1.0, 0.25), 4.0),
+            "pitch": min(max(pitch if pitch >= 0 else 1.0, 0.0), 2.0),
+            "voice": voice.identifier if voice else None,
+            # A chosen voice speaks the whole text in its language; parla.auto detects.
+            "language": (language or None) if voice is None else (voice.languages[0] if voice.languages else None),
+        }
+        # Checked now, so that a bad language or bad SSML is the call's error.
+        handle = self.synth._utterance(text, volume=1.0, **settings)
+        parla._c().parla_utterance_free(handle)
+        return settings
+
+    # MARK: The work
+
+    def synthesize(self, fd: int, text: str, settings: dict) -> None:
+        stream: Optional[Stream] = None
+        try:
+            stream = Stream(fd)
+            for chunk in self.synth.synthesize(text, **settings):
+                if chunk.kind == "audio" and chunk.samples:
+                    stream.audio(chunk.sample, chunk.samples)
+                elif chunk.kind in ("word", "sentence") and chunk.start is not None and chunk.end is not None:
+                    stream.event(EVENT_WORD if chunk.kind == "word" else EVENT_SENTENCE, chunk.sample, chunk.start, chunk.end)
+            stream.finish()
+        except (BrokenPipeError, OSError, parla.Error):
+            pass  # the client closed the pipe (leaving the loop stopped synthesis), or it failed
+        finally:
+            if stream is not None:
+                try:
+                    stream.file.close()
+                except OSError:
+                    pass
+            with self.lock:
+                self.active -= 1
+            GLib.idle_add(self.touch)
+
+    # MARK: Idle exit
+
+    def touch(self) -> bool:
+        if self.idle_source:
+            GLib.source_remove(self.idle_source)
+        self.idle_source = GLib.timeout_add(int(self.idle_seconds * 1000), self.idle)
+        return False
+
+    def idle(self) -> bool:
+        with self.lock:
+            busy = self.active > 0
+        if busy:
+            return True
+        self.loop.quit()
+        return False
+
+
+def service_file(python: str = sys.executable) -> str:
+    """The D-Bus activation file that starts this provider with ``python``."""
+    return f"[D-BUS Service]\nName={BUS_NAME}\nExec={python} -m parla.speech_provider\n"
+
+
+def main() -> int:
+    if "--service-file" in sys.argv:
+        sys.stdout.write(service_file())
+        return 0
+    provider = Provider(float(os.environ.get("PARLA_PROVIDER_IDLE_SECONDS", "60")))
+    node = Gio.DBusNodeInfo.new_for_xml(INTROSPECTION)
+    connection = Gio.bus_get_sync(Gio.BusType.SESSION, None)
+    connection.register_object(OBJECT_PATH, node.interfaces[0], provider.method_call, provider.get_property, None)
+
+    def lost(*_: object) -> None:
+        provider.loop.quit()
+
+    Gio.bus_own_name_on_connection(connection, BUS_NAME, Gio.BusNameOwnerFlags.NONE, None, lost)
+    provider.touch()
+    provider.loop.run()
+    provider.synth.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
