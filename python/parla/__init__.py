@@ -680,8 +680,14 @@ class Synthesizer:
             if isinstance(error, Error):
                 raise error
         finally:
+            # A callback blocked on the full queue sees the stop as soon as there is room.
             stop.set()
-            worker.join()
+            while worker.is_alive():
+                try:
+                    inbox.get_nowait()
+                except _queue.Empty:
+                    pass
+                worker.join(0.001)
 
     # MARK: Events
 

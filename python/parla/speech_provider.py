@@ -15,6 +15,7 @@ import os
 import struct
 import sys
 import threading
+import time
 from typing import Optional
 
 import gi
@@ -202,6 +203,10 @@ class Provider:
                     pass
             with self.lock:
                 self.active -= 1
+            log = os.environ.get("PARLA_PROVIDER_LOG")  # for scripts/bench-spiel: when each request's work ended
+            if log:
+                with open(log, "a") as f:
+                    f.write(f"{time.monotonic_ns()} ended\n")
             GLib.idle_add(self.touch)
 
     # MARK: Idle exit
