@@ -107,25 +107,29 @@ public func parlaUtterancePreferVoice(
     return update(handle) { $0.utterance.preferredVoices[tag] = found }
 }
 
+/// Sets a value that must lie in `range` (a rate, a pitch, a volume).
+private func setChecked(
+    _ handle: OpaquePointer?, _ value: Double, _ name: String, _ range: ClosedRange<Double>,
+    _ apply: @escaping (inout Utterance, Double) -> Void
+) -> parla_status {
+    guard utteranceBox(handle) != nil else { return PARLA_ERROR_INVALID_HANDLE }
+    guard let value = checked(value, name, range) else { return PARLA_ERROR_OUT_OF_RANGE }
+    return update(handle) { apply(&$0.utterance, value) }
+}
+
 @_cdecl("parla_utterance_set_rate")
 public func parlaUtteranceSetRate(_ handle: OpaquePointer?, _ rate: Double) -> parla_status {
-    guard utteranceBox(handle) != nil else { return PARLA_ERROR_INVALID_HANDLE }
-    guard let rate = checked(rate, "rate", LiveProsody.rateRange) else { return PARLA_ERROR_OUT_OF_RANGE }
-    return update(handle) { $0.utterance.rate = rate }
+    setChecked(handle, rate, "rate", LiveProsody.rateRange) { $0.rate = $1 }
 }
 
 @_cdecl("parla_utterance_set_pitch")
 public func parlaUtteranceSetPitch(_ handle: OpaquePointer?, _ pitch: Double) -> parla_status {
-    guard utteranceBox(handle) != nil else { return PARLA_ERROR_INVALID_HANDLE }
-    guard let pitch = checked(pitch, "pitch", LiveProsody.pitchRange) else { return PARLA_ERROR_OUT_OF_RANGE }
-    return update(handle) { $0.utterance.pitchMultiplier = pitch }
+    setChecked(handle, pitch, "pitch", LiveProsody.pitchRange) { $0.pitchMultiplier = $1 }
 }
 
 @_cdecl("parla_utterance_set_volume")
 public func parlaUtteranceSetVolume(_ handle: OpaquePointer?, _ volume: Double) -> parla_status {
-    guard utteranceBox(handle) != nil else { return PARLA_ERROR_INVALID_HANDLE }
-    guard let volume = checked(volume, "volume", LiveProsody.volumeRange) else { return PARLA_ERROR_OUT_OF_RANGE }
-    return update(handle) { $0.utterance.volume = volume }
+    setChecked(handle, volume, "volume", LiveProsody.volumeRange) { $0.volume = $1 }
 }
 
 @_cdecl("parla_utterance_set_resumes_after_interruption")

@@ -22,6 +22,7 @@ import ctypes
 import os
 import queue as _queue
 import threading
+import traceback
 import weakref
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -318,8 +319,8 @@ class Synthesizer:
         self._handle: Optional[int] = handle
         self._condition = threading.Condition()
         self._utterances: "OrderedDict[int, _Utterance]" = OrderedDict()
-        self._listeners: list[Callable[[Event], None]] = []
-        self._queues: list[Callable[[Event], None]] = []
+        # on_event's callbacks and the inboxes of events() and aevents(): each gets every event.
+        self._subscribers: list[Callable[[Event], None]] = []
         self._callback = _lib.CALLBACK(self._deliver)  # kept alive as long as the handle
         _check(c.parla_set_event_callback(handle, self._callback, None))
         _open.add(self)
@@ -347,14 +348,12 @@ class Synthesizer:
                 record.events.append(event)
                 if event.is_terminal:
                     record.ended = event
-                listeners = list(self._listeners) + list(self._queues)
+                listeners = list(self._subscribers)
                 self._condition.notify_all()
             for listener in listeners:
                 try:
                     listener(event)
                 except Exception:  # a listener's error must not reach Parla's thread
-                    import traceback
-
                     traceback.print_exc()
         except BaseException:  # never let an exception unwind into C
             pass
@@ -695,7 +694,7 @@ class Synthesizer:
         """Calls ``callback(event)`` for every event of every utterance, on Parla's event
         thread (keep it short; it must not call :meth:`wait` or :meth:`close`)."""
         with self._condition:
-            self._listeners.append(callback)
+            self._subscribers.append(callback)
 
     def events(self, utterance: Optional[int] = None, timeout: Optional[float] = None) -> Iterator[Event]:
         """Events as an iterator: of ``utterance`` only (those it already had first, and
@@ -704,7 +703,7 @@ class Synthesizer:
         inbox: "_queue.SimpleQueue[Event]" = _queue.SimpleQueue()
         with self._condition:
             past = list(self._utterances[utterance].events) if utterance in self._utterances else []
-            self._queues.append(inbox.put)
+            self._subscribers.append(inbox.put)
         return self._iterate(inbox, past, utterance, timeout)
 
     def _iterate(self, inbox: "_queue.SimpleQueue[Event]", past: list[Event], utterance: Optional[int], timeout: Optional[float]) -> Iterator[Event]:
@@ -725,8 +724,8 @@ class Synthesizer:
                     return
         finally:
             with self._condition:
-                if inbox.put in self._queues:
-                    self._queues.remove(inbox.put)
+                if inbox.put in self._subscribers:
+                    self._subscribers.remove(inbox.put)
 
     async def aevents(self, utterance: Optional[int] = None):  # type: ignore[no-untyped-def]
         """Events as an asynchronous iterator (``async for event in synth.aevents(id)``),
@@ -739,7 +738,7 @@ class Synthesizer:
 
         with self._condition:
             past = list(self._utterances[utterance].events) if utterance in self._utterances else []
-            self._queues.append(put)
+            self._subscribers.append(put)
         try:
             for event in past:
                 yield event
@@ -754,8 +753,8 @@ class Synthesizer:
                     return
         finally:
             with self._condition:
-                if put in self._queues:
-                    self._queues.remove(put)
+                if put in self._subscribers:
+                    self._subscribers.remove(put)
 
     # MARK: Lifetime
 
