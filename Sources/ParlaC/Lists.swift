@@ -282,6 +282,19 @@ public func parlaSynthesize(
         ready.signal()
     }
     var rate: Int32 = 0  // the audio's, for the words and sentences too
+    // SSML marks, each reached where the first word that does not end before it starts (as
+    // live speech reaches them); those after the last word, where the audio ends.
+    let marks = settings.utterance.markPositions
+    var nextMark = 0
+    var audioEnd = 0
+    func deliverMarks(before limit: Int, at sample: Int) -> Bool {
+        while nextMark < marks.count, marks[nextMark].inputOffset < limit {
+            let mark = marks[nextMark]
+            nextMark += 1
+            if deliverMark(mark.name, mark.inputOffset, sample, rate, offsets, callback, userData) != 0 { return false }
+        }
+        return true
+    }
     while true {
         ready.wait()
         let (events, done) = queue.withLock { q in
@@ -289,15 +302,44 @@ public func parlaSynthesize(
             q.events.removeAll()
             return (taken, q.done)
         }
-        for event in events where deliver(event, offsets, &rate, callback, userData) != 0 {
-            task.cancel()
-            return succeed()
+        for event in events {
+            if case .audio(let buffer) = event { audioEnd = max(audioEnd, buffer.startSample + buffer.samples.count) }
+            if case .word(let w) = event, !deliverMarks(before: w.range.upperBound, at: w.startSample) {
+                task.cancel()
+                return succeed()
+            }
+            if deliver(event, offsets, &rate, callback, userData) != 0 {
+                task.cancel()
+                return succeed()
+            }
         }
         switch done {
-        case .success?: return succeed()
+        case .success?:
+            _ = deliverMarks(before: .max, at: audioEnd)
+            return succeed()
         case .failure(let error)?: return fail(error)
         case nil: continue
         }
+    }
+}
+
+/// Calls `callback` with an SSML mark at input offset `offset`, reached at `sample`.
+private func deliverMark(
+    _ name: String, _ offset: Int, _ sample: Int, _ rate: Int32, _ offsets: ByteOffsets, _ callback: parla_chunk_callback,
+    _ userData: UnsafeMutableRawPointer?
+) -> Int32 {
+    var chunk = parla_chunk()
+    chunk.kind = PARLA_CHUNK_MARK
+    chunk.sample_rate = rate
+    chunk.sample = Int64(sample)
+    chunk.end_sample = Int64(sample)
+    chunk.scalar_start = Int64(offset)
+    chunk.scalar_end = Int64(offset)
+    chunk.byte_start = offsets.byte(offset)
+    chunk.byte_end = chunk.byte_start
+    return name.withCString { text in
+        chunk.text = text
+        return callback(&chunk, userData)
     }
 }
 

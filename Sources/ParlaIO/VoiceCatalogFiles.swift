@@ -1,5 +1,6 @@
 import FoundationEssentials
 import ParlaCore
+import Synchronization
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Musl)
@@ -162,14 +163,49 @@ extension VoiceCatalog {
         }
     }
 
-    /// The catalog found by ``locateDirectory(explicit:)``, loaded once per process.
+    /// The catalog found by ``locateDirectory(explicit:)`` (loaded once per process), with the
+    /// Piper voices installed now: the Piper directories are read again when one of them has
+    /// changed since the last call (a voice added or removed), so a long-running host such as
+    /// a speech provider sees new voices. Unchanged, the cost is a `stat` per directory.
     /// - Throws: ``/ParlaCore/ParlaError/voiceCatalogNotFound(searched:)`` if no catalog directory exists.
     public static func `default`() throws(ParlaError) -> VoiceCatalog {
-        try defaultCatalog.get()
+        let base = try baseCatalog.get()
+        let directories = piperVoiceDirectories
+        // Taken before the directories are read: a change during the read is seen next time.
+        let stamps = directories.map(DirectoryStamp.init(path:))
+        return withPiper.withLock { cached in
+            if let cached, cached.directories == directories, cached.stamps == stamps { return cached.catalog }
+            let catalog = base.adding(piperVoicesIn: directories)
+            cached = PiperScan(directories: directories, stamps: stamps, catalog: catalog)
+            return catalog
+        }
     }
 
-    private static let defaultCatalog: Result<VoiceCatalog, ParlaError> = Result { () throws(ParlaError) in
-        try load(from: locateDirectory(), userDirectory: userPresetDirectory).adding(piperVoicesIn: piperVoiceDirectories)
+    private static let baseCatalog: Result<VoiceCatalog, ParlaError> = Result { () throws(ParlaError) in
+        try load(from: locateDirectory(), userDirectory: userPresetDirectory)
+    }
+
+    private struct PiperScan {
+        var directories: [String]
+        var stamps: [DirectoryStamp]
+        var catalog: VoiceCatalog
+    }
+    private static let withPiper = Mutex<PiperScan?>(nil)
+
+    /// What changes when an entry is added to or removed from a directory (nil: no directory).
+    private struct DirectoryStamp: Equatable {
+        var state: [UInt64]?
+        init(path: String) {
+            var info = stat()
+            guard stat(path, &info) == 0 else {
+                state = nil
+                return
+            }
+            state = [
+                UInt64(truncatingIfNeeded: info.st_dev), UInt64(truncatingIfNeeded: info.st_ino),
+                UInt64(truncatingIfNeeded: info.st_mtim.tv_sec), UInt64(truncatingIfNeeded: info.st_mtim.tv_nsec),
+            ]
+        }
     }
 
     /// The user's own preset directory: `$XDG_CONFIG_HOME/parla/voices` or `~/.config/parla/voices`.

@@ -167,6 +167,10 @@ typedef struct {
     const char *text;
     int64_t samples, next_sample, words, stop_after;
     int rate, in_order;
+    int64_t word_samples[8];
+    int marks;
+    char mark_names[4][8];
+    int64_t mark_samples[4], mark_bytes[4];
 } stream_state;
 
 static int on_chunk(const parla_chunk *c, void *user_data) {
@@ -177,9 +181,19 @@ static int on_chunk(const parla_chunk *c, void *user_data) {
         st->samples += (int64_t)c->sample_count;
         st->rate = c->sample_rate;
     } else if (c->kind == PARLA_CHUNK_WORD) {
+        if (st->words < 8) st->word_samples[st->words] = c->sample;
         st->words++;
         check_range("streamed word", st->text, c->byte_start, c->byte_end, c->scalar_start, c->scalar_end, c->text);
         expect(c->sample <= c->end_sample && c->sample_rate > 0, "a word's samples %lld..%lld", (long long)c->sample, (long long)c->end_sample);
+    } else if (c->kind == PARLA_CHUNK_MARK) {
+        expect(c->text != NULL && c->sample == c->end_sample && c->byte_start == c->byte_end && c->scalar_start == c->scalar_end,
+               "a mark: a name and one point");
+        if (st->marks < 4 && c->text) {
+            snprintf(st->mark_names[st->marks], sizeof st->mark_names[0], "%s", c->text);
+            st->mark_samples[st->marks] = c->sample;
+            st->mark_bytes[st->marks] = c->byte_start;
+        }
+        st->marks++;
     }
     return st->stop_after > 0 && st->samples >= st->stop_after;
 }
@@ -210,6 +224,24 @@ static void test_synthesize(void) {
     parla_timeline_free(t);
     unlink(file);
     rmdir(path);
+    parla_utterance_free(u);
+    parla_synthesizer_free(s);
+}
+
+static void test_synthesize_marks(void) {
+    // Each mark comes with the sample where the next word starts; one after the last word, at
+    // the audio's end. Its offsets are those of the text after it in the markup.
+    const char *ssml = "<speak><mark name=\"a\"/>Hello <mark name=\"b\"/>big world.<mark name=\"c\"/></speak>";
+    parla_synthesizer *s = parla_synthesizer_new(NULL);
+    parla_utterance *u = parla_utterance_new_ssml(ssml);
+    stream_state st = { .text = ssml, .in_order = 1 };
+    expect_status(parla_synthesize(s, u, on_chunk, &st), PARLA_OK, "synthesize SSML with marks");
+    expect(st.marks == 3 && st.words == 3, "3 marks (%d) and 3 words (%lld)", st.marks, (long long)st.words);
+    expect(!strcmp(st.mark_names[0], "a") && !strcmp(st.mark_names[1], "b") && !strcmp(st.mark_names[2], "c"), "marks a, b, c in order");
+    expect(st.mark_samples[0] == st.word_samples[0] && st.mark_samples[1] == st.word_samples[1], "a and b where Hello and big start");
+    expect(st.mark_samples[2] == st.samples, "c where the audio ends (%lld of %lld)", (long long)st.mark_samples[2], (long long)st.samples);
+    expect(st.mark_bytes[1] == (int64_t)(strstr(ssml, "big") - ssml) && st.mark_bytes[2] == (int64_t)strlen(ssml),
+           "b sits before big (byte %lld), c at the end (byte %lld)", (long long)st.mark_bytes[1], (long long)st.mark_bytes[2]);
     parla_utterance_free(u);
     parla_synthesizer_free(s);
 }
@@ -456,6 +488,7 @@ int main(int argc, char **argv) {
     test_voices_and_detect();
     test_write();
     test_synthesize();
+    test_synthesize_marks();
     if (argc == 1) test_hostile(20000);  // once, in the run without sound
     if (argc > 1 && strcmp(argv[1], "live") == 0) test_live();
     if (failures) {

@@ -154,22 +154,25 @@ class Word:
 
 @dataclass(frozen=True)
 class Chunk:
-    """A piece of :meth:`Synthesizer.synthesize`'s output: audio, or a word or sentence with
-    the samples that speak it."""
+    """A piece of :meth:`Synthesizer.synthesize`'s output: audio, a word or sentence with
+    the samples that speak it, or an SSML mark with the sample where it is reached."""
 
     kind: str
-    """audio, word or sentence."""
+    """audio, word, sentence or mark."""
     sample: int
     """audio: the index of its first sample in the utterance's audio; word, sentence: where
-    its audio starts."""
+    its audio starts; mark: where it is reached (where the first word that does not end
+    before it starts; after the last word, the audio's end)."""
     end_sample: int
     sample_rate: int
     samples: Optional[bytes] = None
     """audio: 16-bit mono PCM in the machine's byte order (little-endian on x86-64, arm64)."""
     start: Optional[int] = None
-    """word, sentence: ``text[start:end]`` of the str given."""
+    """word, sentence: ``text[start:end]`` of the str given; mark: where it sits in the
+    markup (``start == end``)."""
     end: Optional[int] = None
     text: Optional[str] = None
+    """word: as spoken; mark: the mark's name."""
 
 
 @dataclass(frozen=True)
@@ -609,8 +612,8 @@ class Synthesizer:
         ssml: bool = False,
         prefer_voices: Optional[Mapping[str, str]] = None,
     ) -> Iterator[Chunk]:
-        """Synthesizes ``text`` without playing it: its audio as it is made, and each word
-        and sentence once its timing is known (a word may come shortly after its audio).
+        """Synthesizes ``text`` without playing it: its audio as it is made, and each word,
+        sentence and SSML mark once its timing is known (a word may come shortly after its audio).
         Leaving the loop early stops synthesis."""
         c = _c()
         handle = self._utterance(

@@ -99,7 +99,7 @@ class Chunk(ctypes.Structure):
     ]
 
 
-CHUNK_KINDS = {1: "audio", 2: "word", 3: "sentence"}
+CHUNK_KINDS = {1: "audio", 2: "word", 3: "sentence", 4: "mark"}
 
 CALLBACK = ctypes.CFUNCTYPE(None, ctypes.POINTER(Event), ctypes.c_void_p)
 CHUNK_CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(Chunk), ctypes.c_void_p)

@@ -6,7 +6,9 @@ implements ``org.freedesktop.Speech.Provider`` (project-spiel/libspeechprovider)
 Every Parla voice is offered, and ``parla.auto``, which switches language inside one text
 by detection. ``Synthesize`` returns at once; the audio and its word and sentence events are
 written to the caller's pipe in Spiel's framed format as they are made, each event where its
-audio starts. Closing the pipe stops the work. Needs PyGObject (Debian: python3-gi).
+audio starts, and SSML marks where they are reached. Closing the pipe stops the work. The
+voice list follows voices being added or removed (PropertiesChanged). Needs PyGObject
+(Debian: python3-gi).
 """
 
 from __future__ import annotations
@@ -30,11 +32,12 @@ OBJECT_PATH = "/org/parla/Speech/Provider"
 INTERFACE = "org.freedesktop.Speech.Provider"
 AUTO = "parla.auto"
 FORMAT = "audio/x-spiel,format=S16LE,channels=1,rate=22050"
-# What every Parla voice honours: word and sentence events with ranges; SSML breaks, prosody,
-# sentences and paragraphs. (Marks are not in the stream yet, so EVENTS_SSML_MARK is not set.)
-EVENTS_WORD, EVENTS_SENTENCE, SSML_BREAK, SSML_PROSODY, SSML_SENTENCE_PARAGRAPH = 0x1, 0x2, 0x1000, 0x10000, 0x20000
-FEATURES = EVENTS_WORD | EVENTS_SENTENCE | SSML_BREAK | SSML_PROSODY | SSML_SENTENCE_PARAGRAPH
-EVENT_WORD, EVENT_SENTENCE = 1, 2
+# What every Parla voice honours: word and sentence events with ranges, SSML marks; SSML
+# breaks, prosody, sentences and paragraphs.
+EVENTS_WORD, EVENTS_SENTENCE, EVENTS_SSML_MARK = 0x1, 0x2, 0x8
+SSML_BREAK, SSML_PROSODY, SSML_SENTENCE_PARAGRAPH = 0x1000, 0x10000, 0x20000
+FEATURES = EVENTS_WORD | EVENTS_SENTENCE | EVENTS_SSML_MARK | SSML_BREAK | SSML_PROSODY | SSML_SENTENCE_PARAGRAPH
+EVENT_KINDS = {"word": 1, "sentence": 2, "mark": 4}
 
 INTROSPECTION = f"""
 <node>
@@ -66,7 +69,7 @@ class Stream:
         self.file.write(b"0.01")
         self.pending = bytearray()
         self.pending_start = 0  # the sample index of pending[0]
-        self.events: list[tuple[int, int, int, int]] = []  # (sample, kind, start, end), in order
+        self.events: list[tuple[int, int, int, int, bytes]] = []  # (sample, kind, start, end, mark name), in order
 
     def audio(self, sample: int, data: bytes) -> None:
         if not self.pending:
@@ -74,9 +77,9 @@ class Stream:
         self.pending += data
         self._flush()
 
-    def event(self, kind: int, sample: int, start: int, end: int) -> None:
-        self.events.append((sample, kind, start, end))
-        self.events.sort(key=lambda e: e[0])  # stable: a sentence stays before its first word
+    def event(self, kind: int, sample: int, start: int, end: int, name: str = "") -> None:
+        self.events.append((sample, kind, start, end, name.encode()))
+        self.events.sort(key=lambda e: e[0])  # stable: a sentence or mark stays before its first word
         self._flush()
 
     def finish(self) -> None:
@@ -84,13 +87,13 @@ class Stream:
         if self.pending:
             self._write_audio(bytes(self.pending))
             self.pending.clear()
-        for _, kind, start, end in self.events:  # past the audio's end (should not happen)
-            self._write_event(kind, start, end)
+        for _, kind, start, end, name in self.events:  # at or past the audio's end: marks after the last word
+            self._write_event(kind, start, end, name)
         self.file.close()
 
     def _flush(self) -> None:
         while self.events:
-            sample, kind, start, end = self.events[0]
+            sample, kind, start, end, name = self.events[0]
             if sample > self.pending_start + len(self.pending) // 2:
                 return  # its audio has not come yet
             cut = max(0, 2 * (sample - self.pending_start))
@@ -98,14 +101,15 @@ class Stream:
                 self._write_audio(bytes(self.pending[:cut]))
                 del self.pending[:cut]
                 self.pending_start += cut // 2
-            self._write_event(kind, start, end)
+            self._write_event(kind, start, end, name)
             self.events.pop(0)
 
     def _write_audio(self, data: bytes) -> None:
         self.file.write(struct.pack("<BI", 1, len(data)) + data)
 
-    def _write_event(self, kind: int, start: int, end: int) -> None:
-        self.file.write(struct.pack("<BBIII", 2, kind, start, end, 0))
+    def _write_event(self, kind: int, start: int, end: int, name: bytes) -> None:
+        # The name's length in bytes: what libspeechprovider's reader reads.
+        self.file.write(struct.pack("<BBIII", 2, kind, start, end, len(name)) + name)
 
 
 class Provider:
@@ -113,6 +117,7 @@ class Provider:
         self.synth = parla.Synthesizer()
         self.voices = parla.voices()
         self.by_id = {v.identifier: v for v in self.voices}
+        self.connection: Optional[Gio.DBusConnection] = None
         self.active = 0
         self.lock = threading.Lock()
         self.idle_seconds = idle_seconds
@@ -126,6 +131,21 @@ class Provider:
         rows = [("Parla (detects the language)", AUTO, FORMAT, FEATURES, languages)]
         rows += [(v.name, v.identifier, FORMAT, FEATURES, v.languages) for v in self.voices]
         return GLib.Variant("a(ssstas)", rows)
+
+    def refresh_voices(self) -> bool:
+        """Looks for voices added or removed (Parla reads its Piper directories again only
+        when one has changed), and announces a new list with PropertiesChanged."""
+        try:
+            voices = parla.voices()
+        except parla.Error:
+            return True
+        if [(v.identifier, v.languages) for v in voices] != [(v.identifier, v.languages) for v in self.voices]:
+            self.voices = voices
+            self.by_id = {v.identifier: v for v in voices}
+            if self.connection is not None:
+                changed = GLib.Variant("(sa{sv}as)", (INTERFACE, {"Voices": self.voices_variant()}, []))
+                self.connection.emit_signal(None, OBJECT_PATH, "org.freedesktop.DBus.Properties", "PropertiesChanged", changed)
+        return True
 
     def get_property(self, _connection, _sender, _path, _interface, name):  # type: ignore[no-untyped-def]
         self.touch()
@@ -166,6 +186,8 @@ class Provider:
 
     def settings(self, text: str, voice_id: str, pitch: float, rate: float, is_ssml: bool, language: str) -> dict:
         if voice_id and voice_id != AUTO and voice_id not in self.by_id:
+            self.refresh_voices()  # installed a moment ago?
+        if voice_id and voice_id != AUTO and voice_id not in self.by_id:
             raise parla.Error(f"no voice '{voice_id}' in Parla (the Voices property lists them; '{AUTO}' detects the language)")
         voice = self.by_id.get(voice_id)
         settings = {
@@ -190,8 +212,9 @@ class Provider:
             for chunk in self.synth.synthesize(text, **settings):
                 if chunk.kind == "audio" and chunk.samples:
                     stream.audio(chunk.sample, chunk.samples)
-                elif chunk.kind in ("word", "sentence") and chunk.start is not None and chunk.end is not None:
-                    stream.event(EVENT_WORD if chunk.kind == "word" else EVENT_SENTENCE, chunk.sample, chunk.start, chunk.end)
+                elif chunk.kind in EVENT_KINDS and chunk.start is not None and chunk.end is not None:
+                    name = (chunk.text or "") if chunk.kind == "mark" else ""
+                    stream.event(EVENT_KINDS[chunk.kind], chunk.sample, chunk.start, chunk.end, name)
             stream.finish()
         except (BrokenPipeError, OSError, parla.Error):
             pass  # the client closed the pipe (leaving the loop stopped synthesis), or it failed
@@ -239,6 +262,8 @@ def main() -> int:
     node = Gio.DBusNodeInfo.new_for_xml(INTROSPECTION)
     connection = Gio.bus_get_sync(Gio.BusType.SESSION, None)
     connection.register_object(OBJECT_PATH, node.interfaces[0], provider.method_call, provider.get_property, None)
+    provider.connection = connection
+    GLib.timeout_add(int(float(os.environ.get("PARLA_PROVIDER_VOICE_POLL_SECONDS", "1")) * 1000), provider.refresh_voices)
 
     def lost(*_: object) -> None:
         provider.loop.quit()

@@ -108,6 +108,17 @@ def test_synthesize_streams_the_files_audio_and_words(synth, tmp_path):
         list(synth.synthesize("Hello", voice="no-such-voice"))
 
 
+def test_synthesize_reaches_ssml_marks_where_the_next_word_starts(synth):
+    ssml = '<speak>Hello <mark name="één"/>big world.<mark name="end"/></speak>'
+    chunks = list(synth.synthesize(ssml, ssml=True))
+    words = [c for c in chunks if c.kind == "word"]
+    marks = [c for c in chunks if c.kind == "mark"]
+    assert [m.text for m in marks] == ["één", "end"]
+    assert marks[0].sample == words[1].sample and ssml[marks[0].start :].startswith("big")
+    audio_end = max(c.end_sample for c in chunks if c.kind == "audio")
+    assert marks[1].sample == audio_end and marks[1].start == len(ssml)
+
+
 def test_errors(synth, tmp_path):
     with pytest.raises(parla.Error, match="UTF-8|surrogate"):
         synth.speak("bad \udc80")

@@ -29,7 +29,8 @@ def bus(tmp_path_factory):
         f"""<busconfig><type>session</type><listen>{address}</listen><servicedir>{d}/services</servicedir>
 <policy context="default"><allow send_destination="*" eavesdrop="true"/><allow eavesdrop="true"/><allow own="*"/></policy></busconfig>"""
     )
-    env = dict(os.environ, DBUS_SESSION_BUS_ADDRESS=address, PARLA_PROVIDER_IDLE_SECONDS="2")
+    (d / "piper").mkdir()  # where test_the_voice_list_follows_voices_added_and_removed installs one
+    env = dict(os.environ, DBUS_SESSION_BUS_ADDRESS=address, PARLA_PROVIDER_IDLE_SECONDS="2", PARLA_PIPER_VOICES=str(d / "piper"))
     daemon = subprocess.Popen(["dbus-daemon", "--config-file", str(d / "session.conf"), "--nofork"], env=env)
     for _ in range(100):
         if (d / "socket").exists():
@@ -38,6 +39,7 @@ def bus(tmp_path_factory):
     connection = Gio.DBusConnection.new_for_address_sync(
         address, Gio.DBusConnectionFlags.AUTHENTICATION_CLIENT | Gio.DBusConnectionFlags.MESSAGE_BUS_CONNECTION, None, None
     )
+    connection.piper_directory = d / "piper"
     yield connection
     connection.close_sync(None)
     daemon.terminate()
@@ -74,7 +76,8 @@ def parse(data):
             at += 5 + n
         elif kind == 2:
             event, start, end, mark = struct.unpack_from("<BIII", data, at + 1)
-            events.append((len(audio) // 2, event, start, end))
+            name = data[at + 14 : at + 14 + mark].decode()
+            events.append((len(audio) // 2, event, start, end) + ((name,) if event == 4 else ()))
             at += 14 + mark
         else:
             raise AssertionError(f"unknown chunk type {kind} at byte {at}")
@@ -96,7 +99,7 @@ def test_properties(bus):
     voices = get("Voices")
     ids = [v[1] for v in voices]
     assert ids[0] == "parla.auto" and "espeak-ng.en-us" in ids and len(ids) > 50
-    assert all(v[2] == sp.FORMAT and v[3] & 0x3 == 0x3 and v[4] for v in voices)
+    assert all(v[2] == sp.FORMAT and v[3] & 0xB == 0xB and v[4] for v in voices)  # word, sentence, mark events
 
 
 def test_a_voice_streams_its_audio_with_words_where_they_start(bus, tmp_path):
@@ -120,6 +123,17 @@ def test_parla_auto_switches_language(bus, tmp_path):
     spoken = [text[s:e] for _, kind, s, e in events if kind == 1]
     assert spoken == [w.text for w in timeline.words]
     assert {w.language for w in timeline.words} == {"en", "el", "ar"}
+
+
+def test_marks_sit_where_the_next_word_starts(bus):
+    ssml = '<speak>Hello <mark name="één"/>big world.<mark name="end"/></speak>'
+    audio, events = parse(call(bus, ssml, ssml=True))
+    words = [e for e in events if e[1] == 1]
+    marks = [e for e in events if e[1] == 4]
+    assert [m[4] for m in marks] == ["één", "end"]
+    assert marks[0][0] == words[1][0] and ssml[marks[0][2] :].startswith("big")
+    assert marks[1][0] == len(audio) // 2 and marks[1][2] == len(ssml)
+    assert events.index(marks[0]) == events.index(words[1]) - 1  # just before the word it precedes
 
 
 def test_concurrent_requests_and_a_closed_pipe(bus):
@@ -163,3 +177,49 @@ def test_idle_exit_and_activation_again(bus):
     assert not owner(), "the provider did not exit when idle"
     audio, _ = parse(call(bus, "Back again."))
     assert len(audio) > 0 and owner()
+
+
+def test_the_voice_list_follows_voices_added_and_removed(bus):
+    """A Piper voice copied into a voice directory appears in Voices with a PropertiesChanged
+    signal and speaks; removed, it goes the same way."""
+    cache = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "parla", "piper-voices")
+    model = os.path.join(cache, "en_US-joe-medium.onnx")
+    if not os.path.exists(model + ".json"):
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"no Piper voice at {model} (scripts/setup downloads it)")
+        pytest.skip("no Piper voice in the cache (scripts/setup downloads it)")
+    signals = []
+    context = GLib.MainContext.default()
+    subscription = bus.signal_subscribe(
+        None, "org.freedesktop.DBus.Properties", "PropertiesChanged", sp.OBJECT_PATH, None, Gio.DBusSignalFlags.NONE,
+        lambda *args: signals.append(args[5].unpack()))
+
+    def ids():
+        return [v[1] for v in bus.call_sync(sp.BUS_NAME, sp.OBJECT_PATH, "org.freedesktop.DBus.Properties", "Get",
+                                            GLib.Variant("(ss)", (sp.INTERFACE, "Voices")), None, Gio.DBusCallFlags.NONE,
+                                            30000, None).unpack()[0]]
+
+    def until(condition):
+        deadline = time.monotonic() + 10
+        while not condition() and time.monotonic() < deadline:
+            while context.iteration(False):
+                pass
+            time.sleep(0.1)
+        return condition()
+
+    try:
+        assert "piper.test-joe" not in ids()  # (this also starts the provider)
+        target = bus.piper_directory / "test-joe.onnx"
+        os.symlink(model, target)
+        os.symlink(model + ".json", str(target) + ".json")
+        assert until(lambda: any("piper.test-joe" in [v[1] for v in s[1].get("Voices", [])] for s in signals))
+        assert "piper.test-joe" in ids()
+        audio, events = parse(call(bus, "Hello from a new voice.", voice="piper.test-joe"))
+        assert len(audio) > 22050 and [e for e in events if e[1] == 1]
+        signals.clear()
+        os.unlink(str(target) + ".json")
+        os.unlink(target)
+        assert until(lambda: signals and "piper.test-joe" not in [v[1] for v in signals[-1][1]["Voices"]])
+        assert "piper.test-joe" not in ids()
+    finally:
+        bus.signal_unsubscribe(subscription)

@@ -222,7 +222,10 @@ void parla_timeline_free(parla_timeline *timeline);
 typedef enum {
     PARLA_CHUNK_AUDIO = 1,   /* samples, in order */
     PARLA_CHUNK_WORD = 2,    /* a word and the audio that speaks it */
-    PARLA_CHUNK_SENTENCE = 3 /* a sentence and its audio */
+    PARLA_CHUNK_SENTENCE = 3, /* a sentence and its audio */
+    PARLA_CHUNK_MARK = 4      /* an SSML <mark>: reached at `sample`, where the first word that
+                                 does not end before it starts (after the last word: where the
+                                 audio ends) */
 } parla_chunk_kind;
 
 typedef struct {
@@ -230,19 +233,21 @@ typedef struct {
     const int16_t *samples;  /* AUDIO: 16-bit mono samples, valid during the call */
     size_t sample_count;     /* AUDIO */
     int64_t sample;          /* AUDIO: the index of its first sample in the utterance's audio;
-                                WORD, SENTENCE: where its audio starts */
-    int64_t end_sample;      /* WORD, SENTENCE: just after its audio; AUDIO: sample + sample_count */
+                                WORD, SENTENCE: where its audio starts; MARK: where it is reached */
+    int64_t end_sample;      /* WORD, SENTENCE: just after its audio; AUDIO: sample + sample_count;
+                                MARK: sample */
     int sample_rate;
-    int64_t byte_start, byte_end;     /* WORD, SENTENCE: in the caller's string; else -1 */
-    int64_t scalar_start, scalar_end; /* WORD, SENTENCE; else -1 */
-    const char *text;                 /* WORD: as spoken; else NULL */
+    int64_t byte_start, byte_end;     /* WORD, SENTENCE: in the caller's string; MARK: where it
+                                         sits in the markup (start == end); else -1 */
+    int64_t scalar_start, scalar_end; /* WORD, SENTENCE, MARK; else -1 */
+    const char *text;                 /* WORD: as spoken; MARK: the mark's name; else NULL */
 } parla_chunk;
 
 /* Returns non-zero to stop synthesis. */
 typedef int (*parla_chunk_callback)(const parla_chunk *chunk, void *user_data);
 
 /* Synthesizes the utterance without playing it, calling `callback` on the calling thread
- * with its audio as it is made and each word and sentence once its timing is known (a word
+ * with its audio as it is made and each word, sentence and mark once its timing is known (a word
  * may come shortly after the audio it describes). Returns when synthesis ends, or soon after
  * the callback returns non-zero (then PARLA_OK too). */
 parla_status parla_synthesize(parla_synthesizer *synthesizer, const parla_utterance *utterance, parla_chunk_callback callback,
