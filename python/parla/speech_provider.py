@@ -255,7 +255,18 @@ def service_file(python: str = sys.executable) -> str:
 
 
 def main() -> int:
-    if "--service-file" in sys.argv:
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        prog=os.path.basename(sys.argv[0]) if not sys.argv[0].endswith(".py") else "python3 -m parla.speech_provider",
+        description="Parla's Spiel speech provider: serves org.parla.Speech.Provider on the session bus until idle "
+        "(PARLA_PROVIDER_IDLE_SECONDS, default 60). D-Bus activation starts it; Spiel clients (Orca, WebKit, spiel) find it "
+        "by its name.",
+    )
+    parser.add_argument("--service-file", action="store_true",
+                        help="print the D-Bus activation file that starts this provider with this Python, and exit")
+    args = parser.parse_args()
+    if args.service_file:
         sys.stdout.write(service_file())
         return 0
     provider = Provider(float(os.environ.get("PARLA_PROVIDER_IDLE_SECONDS", "60")))
