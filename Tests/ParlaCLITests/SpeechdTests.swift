@@ -77,7 +77,8 @@ struct SpeechdTests {
         let pcm = try Data(contentsOf: URL(fileURLWithPath: wav)).dropFirst(44).withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
         let firstLoudPCM = pcm.firstIndex { abs(Int($0)) > 300 } ?? 0
         let first = try #require(audio.recorder.loudSampleTimes().first)
-        guard marks.count == starts.count else { return }
+        // One mark per word, each compared with its own word: no mark may go missing.
+        try #require(marks.count == starts.count, "\(marks.count) marks for the timeline's \(starts.count) words")
         let drift = zip(marks, starts).map { (m, ms) in (Double(m.time) - Double(first) - (ms - Double(firstLoudPCM) * 1000 / 22050) * 1e6) / 1e6 }.sorted()
         let median = drift[drift.count / 2]
         let p80 = drift.map(abs).sorted()[drift.count * 8 / 10 - 1]
