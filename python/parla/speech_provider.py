@@ -60,9 +60,16 @@ INTROSPECTION = f"""
 
 class Stream:
     """Spiel's framed stream on a pipe: the header, then audio and events. Each event is
-    written just where its audio starts: audio is held back until the next event is known
-    (words may come shortly after their audio), and an event that comes early waits for its
-    audio."""
+    written just where its audio starts, so audio is held back until the events at its start
+    are known:
+    - words may come shortly after their audio, so audio waits for the next event;
+    - a sentence comes once it has been spoken (Parla knows its range then), so the audio
+      and events past the last sentence known wait for the next sentence (at most
+      ``MAX_HELD_SECONDS`` of audio: a sentence longer than that is announced late);
+    - an event that comes early waits for its audio."""
+
+    MAX_HELD_SECONDS = 30
+    ORDER = {EVENT_KINDS["sentence"]: 0, EVENT_KINDS["mark"]: 1, EVENT_KINDS["word"]: 2}  # at one sample
 
     def __init__(self, fd: int) -> None:
         self.file = os.fdopen(fd, "wb", buffering=0)
@@ -70,19 +77,28 @@ class Stream:
         self.pending = bytearray()
         self.pending_start = 0  # the sample index of pending[0]
         self.events: list[tuple[int, int, int, int, bytes]] = []  # (sample, kind, start, end, mark name), in order
+        self.sentences_until = 0  # where the last sentence known ends: a later one starts there or after
+        self.rate = 22050
 
-    def audio(self, sample: int, data: bytes) -> None:
+    def audio(self, sample: int, data: bytes, rate: int = 22050) -> None:
         if not self.pending:
             self.pending_start = sample
         self.pending += data
+        self.rate = rate
         self._flush()
 
-    def event(self, kind: int, sample: int, start: int, end: int, name: str = "") -> None:
-        self.events.append((sample, kind, start, end, name.encode()))
-        self.events.sort(key=lambda e: e[0])  # stable: a sentence or mark stays before its first word
+    def event(self, kind: int, sample: int, start: int, end: int, name: str = "", end_sample: int = 0) -> None:
+        if kind == EVENT_KINDS["sentence"]:
+            self.sentences_until = max(self.sentences_until, end_sample)
+        # An event reaches the pipe whole too (at most 4096 bytes): a longer mark name is cut.
+        encoded = name.encode()[:4000].decode("utf-8", "ignore").encode()
+        self.events.append((sample, kind, start, end, encoded))
+        # A sentence, then a mark, then the word, where they share a sample.
+        self.events.sort(key=lambda e: (e[0], self.ORDER.get(e[1], 1)))
         self._flush()
 
     def finish(self) -> None:
+        self.sentences_until = sys.maxsize  # every sentence is known now
         self._flush()
         if self.pending:
             self._write_audio(bytes(self.pending))
@@ -96,6 +112,9 @@ class Stream:
             sample, kind, start, end, name = self.events[0]
             if sample > self.pending_start + len(self.pending) // 2:
                 return  # its audio has not come yet
+            held_too_long = len(self.pending) // 2 > self.MAX_HELD_SECONDS * self.rate
+            if kind != EVENT_KINDS["sentence"] and sample >= self.sentences_until and not held_too_long:
+                return  # a sentence not yet known may start before it
             cut = max(0, 2 * (sample - self.pending_start))
             if cut:
                 self._write_audio(bytes(self.pending[:cut]))
@@ -104,8 +123,17 @@ class Stream:
             self._write_event(kind, start, end, name)
             self.events.pop(0)
 
+    # A write of at most PIPE_BUF (4096) bytes reaches the pipe whole. libspeechprovider's
+    # reader (libspiel) reads a chunk's samples with a single read(), so a larger chunk can
+    # be cut short and the rest taken for the next chunk's header: audio goes out in chunks
+    # of at most 4096 bytes with their header.
+    AUDIO_PER_WRITE = 4096 - 5
+
     def _write_audio(self, data: bytes) -> None:
-        self.file.write(struct.pack("<BI", 1, len(data)) + data)
+        step = self.AUDIO_PER_WRITE & ~1  # whole samples
+        for at in range(0, len(data), step):
+            piece = data[at : at + step]
+            self.file.write(struct.pack("<BI", 1, len(piece)) + piece)
 
     def _write_event(self, kind: int, start: int, end: int, name: bytes) -> None:
         # The name's length in bytes: what libspeechprovider's reader reads.
@@ -211,10 +239,10 @@ class Provider:
             stream = Stream(fd)
             for chunk in self.synth.synthesize(text, **settings):
                 if chunk.kind == "audio" and chunk.samples:
-                    stream.audio(chunk.sample, chunk.samples)
+                    stream.audio(chunk.sample, chunk.samples, chunk.sample_rate)
                 elif chunk.kind in EVENT_KINDS and chunk.start is not None and chunk.end is not None:
                     name = (chunk.text or "") if chunk.kind == "mark" else ""
-                    stream.event(EVENT_KINDS[chunk.kind], chunk.sample, chunk.start, chunk.end, name)
+                    stream.event(EVENT_KINDS[chunk.kind], chunk.sample, chunk.start, chunk.end, name, chunk.end_sample)
             stream.finish()
         except (BrokenPipeError, OSError, parla.Error):
             pass  # the client closed the pipe (leaving the loop stopped synthesis), or it failed

@@ -40,6 +40,7 @@ def bus(tmp_path_factory):
         address, Gio.DBusConnectionFlags.AUTHENTICATION_CLIENT | Gio.DBusConnectionFlags.MESSAGE_BUS_CONNECTION, None, None
     )
     connection.piper_directory = d / "piper"
+    connection.address = address
     yield connection
     connection.close_sync(None)
     daemon.terminate()
@@ -113,6 +114,11 @@ def test_a_voice_streams_its_audio_with_words_where_they_start(bus, tmp_path):
     # Each word event sits exactly where its audio starts.
     assert [at for at, _, _, _ in words] == [round(w.start_time * timeline.sample_rate) for w in timeline.words]
     assert [e[1] for e in events].count(2) == 2  # two sentences
+    # Each sentence sits just before its first word (a sentence is known only once spoken:
+    # its audio waits for it).
+    for i, (at, kind, start, _) in enumerate(events):
+        if kind == 2:
+            assert events[i + 1][1] == 1 and events[i + 1][2] == start and events[i + 1][0] >= at
 
 
 def test_parla_auto_switches_language(bus, tmp_path):
@@ -183,7 +189,7 @@ def test_the_voice_list_follows_voices_added_and_removed(bus):
     """A Piper voice copied into a voice directory appears in Voices with a PropertiesChanged
     signal and speaks; removed, it goes the same way."""
     cache = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "parla", "piper-voices")
-    model = os.path.join(cache, "en_US-joe-medium.onnx")
+    model = os.environ.get("PARLA_TEST_PIPER_VOICE") or os.path.join(cache, "en_US-joe-medium.onnx")
     if not os.path.exists(model + ".json"):
         if os.environ.get("CI") == "true":
             pytest.fail(f"no Piper voice at {model} (scripts/setup downloads it)")
