@@ -154,10 +154,20 @@ class Provider:
 
     # MARK: D-Bus
 
+    @staticmethod
+    def features(engine: str) -> int:
+        # Piper's voices have no pitch: <prosody pitch> is not honoured, so SSML_PROSODY is
+        # not claimed (rate and volume are).
+        return FEATURES & ~SSML_PROSODY if engine == "piper" else FEATURES
+
     def voices_variant(self) -> GLib.Variant:
         languages = sorted({lang for v in self.voices for lang in v.languages})
-        rows = [("Parla (detects the language)", AUTO, FORMAT, FEATURES, languages)]
-        rows += [(v.name, v.identifier, FORMAT, FEATURES, v.languages) for v in self.voices]
+        # parla.auto may speak a language with a Piper voice, where one is installed.
+        auto = FEATURES
+        for v in self.voices:
+            auto &= self.features(v.engine)
+        rows = [("Parla (detects the language)", AUTO, FORMAT, auto, languages)]
+        rows += [(v.name, v.identifier, FORMAT, self.features(v.engine), v.languages) for v in self.voices]
         return GLib.Variant("a(ssstas)", rows)
 
     def refresh_voices(self) -> bool:

@@ -200,10 +200,12 @@ def test_the_voice_list_follows_voices_added_and_removed(bus):
         None, "org.freedesktop.DBus.Properties", "PropertiesChanged", sp.OBJECT_PATH, None, Gio.DBusSignalFlags.NONE,
         lambda *args: signals.append(args[5].unpack()))
 
+    def voices():
+        return bus.call_sync(sp.BUS_NAME, sp.OBJECT_PATH, "org.freedesktop.DBus.Properties", "Get",
+                             GLib.Variant("(ss)", (sp.INTERFACE, "Voices")), None, Gio.DBusCallFlags.NONE, 30000, None).unpack()[0]
+
     def ids():
-        return [v[1] for v in bus.call_sync(sp.BUS_NAME, sp.OBJECT_PATH, "org.freedesktop.DBus.Properties", "Get",
-                                            GLib.Variant("(ss)", (sp.INTERFACE, "Voices")), None, Gio.DBusCallFlags.NONE,
-                                            30000, None).unpack()[0]]
+        return [v[1] for v in voices()]
 
     def until(condition):
         deadline = time.monotonic() + 10
@@ -220,6 +222,9 @@ def test_the_voice_list_follows_voices_added_and_removed(bus):
         os.symlink(model + ".json", str(target) + ".json")
         assert until(lambda: any("piper.test-joe" in [v[1] for v in s[1].get("Voices", [])] for s in signals))
         assert "piper.test-joe" in ids()
+        joe = next(v for v in voices() if v[1] == "piper.test-joe")
+        assert joe[3] & 0xB == 0xB and not joe[3] & sp.SSML_PROSODY  # events, but no pitch
+        assert not next(v for v in voices() if v[1] == "parla.auto")[3] & sp.SSML_PROSODY
         audio, events = parse(call(bus, "Hello from a new voice.", voice="piper.test-joe"))
         assert len(audio) > 22050 and [e for e in events if e[1] == 1]
         signals.clear()
