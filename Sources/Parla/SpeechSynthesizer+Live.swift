@@ -58,7 +58,7 @@ extension SpeechSynthesizer {
     /// Speaks an announcement and waits until it ends. By default it interrupts current speech;
     /// the queue-announcement attribute (``/ParlaCore/SpeechAttributes/QueueAnnouncementAttribute``) makes
     /// it wait its turn, and the priority attribute sets high (not interrupted once started),
-    /// default or low (waits for everything else). See ``/ParlaCore/SpeechScheduler`` for the rules.
+    /// default or low (waits for everything else). The scheduler (`SpeechScheduler`) holds the rules.
     /// Cancelling the calling task gives the announcement up, as for ``speakAndWait(_:)``.
     /// - Returns: the string and whether it was spoken to the end. Observers get the same
     ///   result on the announcement's terminal event (``/ParlaCore/SpeechEvent/announcement``).

@@ -95,7 +95,7 @@ public actor ESpeakEngine {
     /// - Throws: ``ParlaError/cancelled`` if `stop` was raised, ``ParlaError/engineFailure(_:)``
     ///   if espeak-ng cannot be loaded, rejects a voice or the text, or crashes on it; what
     ///   `started` throws.
-    public func synthesize(
+    package func synthesize(
         _ plan: SpeechPlan, stop: StopFlag, skipsLeadingSilence: Bool = false,
         started: @Sendable (Int) throws(ParlaError) -> Void = { _ in }, emit: @escaping @Sendable (SynthesisEvent) -> Void
     ) throws(ParlaError) -> Int {
@@ -141,7 +141,7 @@ package final class ESpeakDirectEngine {
     /// number of samples produced. Without `marksWords`, only audio and segments are emitted
     /// (``TimelineBuilder/marksWords``).
     /// - Throws: ``ParlaError/cancelled`` if `stop` was raised, ``ParlaError/engineFailure(_:)``.
-    public func synthesize(_ plan: SpeechPlan, stop: StopFlag, marksWords: Bool = true, emit: @escaping (SynthesisEvent) -> Void)
+    package func synthesize(_ plan: SpeechPlan, stop: StopFlag, marksWords: Bool = true, emit: @escaping (SynthesisEvent) -> Void)
         throws(ParlaError) -> Int
     {
         try synthesizePlan(plan, engine: core, stop: stop, marksWords: marksWords, emit: emit)

@@ -74,7 +74,7 @@ package func initCleanSpawnAttributes(_ attributes: inout posix_spawnattr_t) {
 
 /// A flag that stops synthesis at the engine's next audio block (within tens of milliseconds),
 /// without waiting for the engine's thread.
-public final class StopFlag: Sendable {
+package final class StopFlag: Sendable {
     private let raised = Atomic<Bool>(false)
     /// Creates a lowered flag.
     public init() {}

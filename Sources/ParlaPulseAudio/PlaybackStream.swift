@@ -12,7 +12,7 @@ import Synchronization
 ///
 /// Unchecked: its `var`s are read and written only with its output's main-loop lock held,
 /// by the calling thread or by libpulse's callbacks on the main loop's thread.
-public final class PlaybackStream: @unchecked Sendable {
+package final class PlaybackStream: @unchecked Sendable {
     /// What the stream is doing.
     public enum Status: Sendable, Equatable {
         /// Connecting or playing.

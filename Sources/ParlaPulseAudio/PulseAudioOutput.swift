@@ -57,7 +57,7 @@ public struct AudioOutputOptions: Sendable, Hashable {
 ///
 /// Unchecked: its `var`s are read and written only with the main loop's lock held (``lock()``,
 /// ``locked(_:)``, or inside libpulse's callbacks), and the loop itself is behind a `Mutex`.
-public final class PulseAudioOutput: @unchecked Sendable {
+package final class PulseAudioOutput: @unchecked Sendable {
     /// The options the output was created with.
     public let options: AudioOutputOptions
     /// The main loop, made (and libpulse loaded) on first use: by ``connect()`` or the first
@@ -286,7 +286,7 @@ public final class PulseAudioOutput: @unchecked Sendable {
     /// Opens a playback stream for 16-bit mono audio at `sampleRate`. Returns at once: audio
     /// written before the server has created the stream is sent as soon as it has.
     /// - Throws: ``ParlaError/audioServerUnavailable(reason:)`` if there is no server.
-    public func openStream(sampleRate: Int, name: String) throws(ParlaError) -> PlaybackStream {
+    package func openStream(sampleRate: Int, name: String) throws(ParlaError) -> PlaybackStream {
         try locked { () throws(ParlaError) in
             let ctx = try readyContext()
             if let device = options.device { try requireSink(device, context: ctx) }

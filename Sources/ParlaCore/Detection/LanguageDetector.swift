@@ -39,7 +39,7 @@ public struct LanguagePreferences: Sendable, Hashable {
 /// no language.
 public struct LanguageDetector: Sendable {
     /// The trained model.
-    public let model: LanguageModel
+    package let model: LanguageModel
     /// The language of each script when nothing else decides (ISO 15924 code → language),
     /// from `voices/defaults.json`.
     public var scriptDefaults: [String: LanguageTag]
@@ -64,7 +64,7 @@ public struct LanguageDetector: Sendable {
     static let fitSlope: Float = 0.625
     static let fitWidth: Float = 0.25
 
-    public init(
+    package init(
         model: LanguageModel, scriptDefaults: [String: LanguageTag] = [:], preferences: LanguagePreferences = .init([]),
         candidates: Set<String>? = nil
     ) {

@@ -14,7 +14,7 @@ import FoundationEssentials
 ///
 /// Unchecked: every stored property is a `let`; all are Sendable but `storage`, a read-only
 /// mapping of the model file that nothing writes to while the model lives.
-public final class LanguageModel: @unchecked Sendable {
+package final class LanguageModel: @unchecked Sendable {
     /// The languages of one script group and their n-gram table.
     public struct Group: Sendable {
         /// The group's name (the main script's ISO 15924 code).

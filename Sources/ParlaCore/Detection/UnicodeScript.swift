@@ -1,6 +1,6 @@
 /// A Unicode Script property value (ISO 15924 code), looked up in a table generated from the
 /// Unicode Character Database by `scripts/generate-unicode-scripts.py`.
-public struct UnicodeScript: Hashable, Sendable, CustomStringConvertible {
+package struct UnicodeScript: Hashable, Sendable, CustomStringConvertible {
     /// Index into the generated code table.
     public let rawValue: UInt8
 

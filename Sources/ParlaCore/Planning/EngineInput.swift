@@ -4,7 +4,7 @@
 /// The engine counts positions in Unicode scalars of the text it was given, including any
 /// markup Parla added (such as the SSML wrapper used to spell a run out). Every engine scalar
 /// either comes from the caller's text (an identity piece) or is Parla's own markup.
-public struct EngineInput: Sendable {
+package struct EngineInput: Sendable {
     /// The text to pass to the engine.
     public private(set) var text: String = ""
     /// Whether `text` is SSML that Parla generated.

@@ -55,7 +55,7 @@ public struct SpeechPlan: Sendable {
     /// Silence after the last run (the post-delay, plus any trailing pauses).
     public var trailingSilence: Duration
     /// Where the spoken text came from, for utterances parsed from markup.
-    public let source: SourceMap?
+    package let source: SourceMap?
 
     /// The rest of this plan from text offset `offset`: runs that end before it are gone, the
     /// run holding it starts there, and no silence comes first. Offsets stay those of ``text``.

@@ -25,7 +25,7 @@ public enum CancellationReason: String, Sendable, Hashable {
 }
 
 /// How a request competes for the speaker.
-public enum SpeechRequestKind: Sendable, Hashable {
+package enum SpeechRequestKind: Sendable, Hashable {
     /// `speak(_:)`: waits its turn (first in, first out).
     case speech
     /// `announce(_:)`: interrupts unless `queued`; see ``SpeechScheduler`` for the priority rules.
@@ -52,7 +52,7 @@ public enum SpeechRequestKind: Sendable, Hashable {
 ///   as a queued high announcement), and starts again from
 ///   where it was heard. Only an interrupting announcement does this; `stop` and queued
 ///   announcements do not. It is in the queue at most once, however often it is cut off.
-public struct SpeechScheduler: Sendable, Hashable {
+package struct SpeechScheduler: Sendable, Hashable {
     /// A request and how it competes.
     public struct Item: Sendable, Hashable {
         /// The request.

@@ -62,7 +62,7 @@ public struct Utterance: Sendable {
     /// word the listener was hearing.
     public var resumePoint: ResumePoint = .sentence
     /// For utterances parsed from markup: the markup itself and where each text scalar came from.
-    public internal(set) var source: SourceMap?
+    package internal(set) var source: SourceMap?
 
     /// Where an utterance suspended by an announcement carries on.
     public enum ResumePoint: String, Sendable, Hashable, CaseIterable {
@@ -137,7 +137,7 @@ public struct Utterance: Sendable {
 }
 
 /// Where each Unicode scalar of an utterance's text came from in the markup it was parsed from.
-public struct SourceMap: Sendable, Hashable {
+package struct SourceMap: Sendable, Hashable {
     /// The markup the utterance was parsed from.
     public let markup: String
     /// For text scalar `i`, its range in `markup` (scalar offsets) is `starts[i]..<ends[i]`.
