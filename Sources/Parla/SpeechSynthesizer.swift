@@ -98,7 +98,7 @@ public final class SpeechSynthesizer: Sendable {
 
     /// Resolves `utterance` into runs (languages, voices, prosody) without synthesizing it.
     /// - Throws: ``/ParlaCore/ParlaError`` for empty text, bad settings or languages no voice speaks.
-    public func plan(_ utterance: Utterance) throws(ParlaError) -> SpeechPlan {
+    package func plan(_ utterance: Utterance) throws(ParlaError) -> SpeechPlan {
         let detector = utterance.language == nil ? try detector() : nil
         return try SpeechPlan(utterance, catalog: catalog(), defaultLanguage: defaultLanguage, detector: detector)
     }

@@ -2,7 +2,7 @@ import FoundationEssentials
 
 /// An utterance resolved into runs the engine can speak one after another: each run has one
 /// language, one voice and one set of prosody settings, and may be preceded by silence.
-public struct SpeechPlan: Sendable {
+package struct SpeechPlan: Sendable {
     /// A stretch of the text spoken with uniform settings.
     public struct Run: Sendable, Hashable {
         /// Unicode-scalar offsets into the spoken text (``SpeechPlan/text``).
