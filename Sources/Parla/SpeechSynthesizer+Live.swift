@@ -35,11 +35,11 @@ extension SpeechSynthesizer {
         live.submit(utterance, kind: .speech, announcement: nil)
     }
 
-    /// Queues `utterance` like ``speak(_:)-(Utterance)`` with the plan the caller already made
-    /// of it (``plan(_:)``), which is not made again.
+    /// Queues an utterance prepared with ``prepare(_:)`` like ``speak(_:)-(Utterance)``, without
+    /// resolving it again.
     @discardableResult
-    package func speak(_ utterance: Utterance, plannedAs plan: SpeechPlan) -> UtteranceID {
-        live.submit(utterance, plan: plan, kind: .speech, announcement: nil)
+    public func speak(_ prepared: PreparedUtterance) -> UtteranceID {
+        live.submit(prepared.utterance, plan: prepared.plan, kind: .speech, announcement: nil)
     }
 
     /// Appends plain `text` to the queue (see ``speak(_:)-(Utterance)``).

@@ -103,6 +103,15 @@ public final class SpeechSynthesizer: Sendable {
         return try SpeechPlan(utterance, catalog: catalog(), defaultLanguage: defaultLanguage, detector: detector)
     }
 
+    /// Resolves `utterance` ahead of speaking or writing it: its languages and voices are
+    /// chosen and its settings checked, so that bad input fails here, before anything plays or
+    /// any file exists, and ``speak(_:)-(PreparedUtterance)`` or
+    /// ``write(_:to:timingsURL:)-(PreparedUtterance,_,_)`` do not resolve it again.
+    /// - Throws: ``/ParlaCore/ParlaError`` for empty text, bad settings or languages no voice speaks.
+    public func prepare(_ utterance: Utterance) throws(ParlaError) -> PreparedUtterance {
+        PreparedUtterance(utterance: utterance, plan: try plan(utterance))
+    }
+
     /// The sample rate of the audio this synthesizer produces (22050 Hz with espeak-ng's voices).
     public func sampleRate() async throws -> Int {
         try await engine.start()
@@ -159,7 +168,15 @@ public final class SpeechSynthesizer: Sendable {
     /// - Throws: ``/ParlaCore/ParlaError`` (unwritable path, empty text, unknown language, cancelled, …).
     @discardableResult
     public func write(_ utterance: Utterance, to url: URL, timingsURL: URL? = nil) async throws -> SpeechTimeline {
-        let plan = try plan(utterance)  // fail on bad input before touching the file system
+        try await write(prepare(utterance), to: url, timingsURL: timingsURL)  // bad input fails before any file exists
+    }
+
+    /// Renders an utterance prepared with ``prepare(_:)`` like ``write(_:to:timingsURL:)-(Utterance,_,_)``,
+    /// without resolving it again.
+    @discardableResult
+    public func write(_ prepared: PreparedUtterance, to url: URL, timingsURL: URL? = nil) async throws -> SpeechTimeline {
+        let plan = prepared.plan
+        let utterance = prepared.utterance
         let wavFile = try AtomicFile(path: url.path)
         let timingsFile: AtomicFile?
         do {

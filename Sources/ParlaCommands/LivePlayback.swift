@@ -27,7 +27,7 @@ func connectingOutput(_ options: AudioOutputOptions) -> PulseAudioOutput {
 /// `--events json` lines; the caller has installed `Interrupt.onSignal` to stop `synth`.
 /// - Throws: `ExitCode(130)` when a signal cut it off, the error it failed with.
 func playToEnd(
-    _ utterance: Utterance, plannedAs plan: SpeechPlan? = nil, with synth: SpeechSynthesizer, highlight: Bool, eventsJSON: Bool,
+    _ prepared: PreparedUtterance, with synth: SpeechSynthesizer, highlight: Bool, eventsJSON: Bool,
     keys: Bool = false
 ) async throws {
     if let code = Interrupt.signalled { throw ExitCode(code) }
@@ -36,7 +36,8 @@ func playToEnd(
     defer {
         if let line = control?.finish() { printError(line) }
     }
-    let id = plan.map { synth.speak(utterance, plannedAs: $0) } ?? synth.speak(utterance)
+    let utterance = prepared.utterance
+    let id = synth.speak(prepared)
     if Interrupt.signalled != nil { synth.stop(at: .immediate) }  // a signal just before speak
     var view = highlight ? HighlightView(text: utterance.inputText, width: HighlightView.terminalWidth()) : nil
     for await event in events where event.utterance == id {

@@ -250,15 +250,14 @@ struct SayArguments: Equatable, Sendable {
             defaultLanguage: try prefer.map { try parseTagList($0, option: "--prefer")[0] } ?? "en",
             detectsLanguages: detector != nil, detector: detector, audioOutput: audioOutput, engine: engine,
             output: liveOutput)
-        let plan = try synth.plan(utterance)  // report bad input before any file is created
+        let prepared = try synth.prepare(utterance)  // report bad input before any file is created
         guard let output else {
-            try await play(utterance, plannedAs: plan, with: synth)
+            try await play(prepared, with: synth)
             return
         }
-        let request = utterance
         let timeline = try await Interrupt.cancellingOnSignal {
             try await synth.write(
-                request, to: URL(fileURLWithPath: output),
+                prepared, to: URL(fileURLWithPath: output),
                 timingsURL: timings.flatMap { $0 == "-" ? nil : URL(fileURLWithPath: $0) })
         }
         if timings == "-" { print(timeline.json(), terminator: "") }
@@ -272,14 +271,14 @@ struct SayArguments: Equatable, Sendable {
     }
 
     /// Plays `utterance` live, printing events or the highlighted text, until it ends.
-    private func play(_ utterance: Utterance, plannedAs plan: SpeechPlan, with synth: SpeechSynthesizer) async throws {
+    private func play(_ prepared: PreparedUtterance, with synth: SpeechSynthesizer) async throws {
         let signals = Interrupt.onSignal { synth.stop(at: .immediate) }
         defer { signals.forEach { $0.cancel() } }
         // Speaking starts at once: the engine and the connection begun in run() are under
         // way, the utterance opens its stream while the engine gets ready, and a failure of
         // either is the utterance's, reported as it fails.
         try await playToEnd(
-            utterance, plannedAs: plan, with: synth, highlight: highlight, eventsJSON: events == .json, keys: highlight)
+            prepared, with: synth, highlight: highlight, eventsJSON: events == .json, keys: highlight)
     }
 
     private func readInput() throws -> String {

@@ -205,14 +205,14 @@ struct SelectionRun {
         var utterance = Utterance(string: text)
         if let voice = settings.voice { utterance.voice = try catalog.voice(identifier: voice) }
         utterance.wordsPerMinute = settings.rate
-        let plan = try synth.plan(utterance)
+        let prepared = try synth.prepare(utterance)
         var seen = Set<String>()
-        let languages = plan.segments.map(\.language.identifier).filter { seen.insert($0).inserted }
+        let languages = prepared.voices.map(\.language.identifier).filter { seen.insert($0).inserted }
         printError("Languages: \(languages.joined(separator: ", "))")
         // Shown while the speech starts, not before it.
         let notification = options.notify || settings.notify ? Task { await Selection.notify(text) } : nil
         try await ready.value
-        try await playToEnd(utterance, plannedAs: plan, with: synth, highlight: isatty(1) != 0, eventsJSON: false)
+        try await playToEnd(prepared, with: synth, highlight: isatty(1) != 0, eventsJSON: false)
         await notification?.value
     }
 

@@ -77,13 +77,9 @@ final class ParlaSpeaker: ModuleSpeaker {
 
     func speak(_ utterance: Utterance) throws(ParlaError) -> (id: UtteranceID, voices: [String]) {
         // A plan that fails is refused now, with the server's error reply.
-        let plan = try synth.plan(utterance)
-        var voices: [String] = []
-        for run in plan.runs {
-            let part = "\(run.language) (\(run.voice.identifier))"
-            if voices.last != part { voices.append(part) }
-        }
-        return (synth.speak(utterance, plannedAs: plan), voices)
+        let prepared = try synth.prepare(utterance)
+        let voices = prepared.voices.map { "\($0.language) (\($0.voice.identifier))" }
+        return (synth.speak(prepared), voices)
     }
 
     func stop() { _ = synth.stop(at: .immediate) }

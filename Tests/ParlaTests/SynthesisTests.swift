@@ -181,6 +181,22 @@ struct SynthesisTests {
         #expect(try leftovers(in: dir) == ["hello.json", "hello.wav"])
     }
 
+    /// prepare(_:) resolves once: bad input fails there, its voices are the plan's, and writing
+    /// what it prepared gives what writing the utterance gives.
+    @Test func aPreparedUtteranceIsWrittenAsTheUtteranceIs() async throws {
+        #expect(throws: ParlaError.noVoiceForLanguage("xx")) { try synth.prepare(Utterance(string: "hi", language: "xx")) }
+        #expect(throws: ParlaError.emptyText) { try synth.prepare(Utterance(string: "  ")) }
+        let utterance = Utterance(string: "The revolutionary phone. Το επαναστατικό τηλέφωνο.")
+        let prepared = try synth.prepare(utterance)
+        #expect(prepared.voices.map(\.language.identifier) == ["en", "el"])
+        #expect(prepared.voices.map(\.voice.identifier).allSatisfy { !$0.isEmpty })
+        let dir = try makeTemporaryDirectory()
+        let fromPrepared = try await synth.write(prepared, to: dir.appendingPathComponent("a.wav"))
+        let fromUtterance = try await synth.write(utterance, to: dir.appendingPathComponent("b.wav"))
+        #expect(fromPrepared == fromUtterance)
+        #expect(try Data(contentsOf: dir.appendingPathComponent("a.wav")) == Data(contentsOf: dir.appendingPathComponent("b.wav")))
+    }
+
     @Test func failuresLeaveNoFiles() async throws {
         let dir = try makeTemporaryDirectory()
         let wav = dir.appendingPathComponent("out.wav")
