@@ -48,19 +48,23 @@ public enum SpeechAttributes {
         public static let name = "Parla.speechAnnouncementPriority"
     }
 
-    /// A pitch multiplier for the span, 0.5–2 (1 is the voice's normal pitch).
+    /// A pitch multiplier for the span (1 is the voice's normal pitch). 0–100 is accepted,
+    /// since nested SSML multiplies them; the pitch heard stays within 0–2 times the voice's
+    /// (Piper's voices have no pitch control and keep their own).
     public enum PitchAttribute: AttributedStringKey {
         public typealias Value = Double
         public static let name = "Parla.speechPitch"
     }
 
-    /// A rate multiplier for the span, 0.25–4 (1 is the utterance's rate).
+    /// A rate multiplier for the span (1 is the utterance's rate). 0.01–100 is accepted,
+    /// since nested SSML multiplies them; the speed heard stays within 80–450 words per minute.
     public enum RateAttribute: AttributedStringKey {
         public typealias Value = Double
         public static let name = "Parla.speechRate"
     }
 
-    /// A volume multiplier for the span, 0–2 (1 is the utterance's volume).
+    /// A volume multiplier for the span (1 is the utterance's volume). 0–100 is accepted,
+    /// since nested SSML multiplies them; the volume heard stays within 0–2 times normal.
     public enum VolumeAttribute: AttributedStringKey {
         public typealias Value = Double
         public static let name = "Parla.speechVolume"
