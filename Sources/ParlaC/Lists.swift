@@ -328,19 +328,8 @@ private func deliverMark(
     _ name: String, _ offset: Int, _ sample: Int, _ rate: Int32, _ offsets: ByteOffsets, _ callback: parla_chunk_callback,
     _ userData: UnsafeMutableRawPointer?
 ) -> Int32 {
-    var chunk = parla_chunk()
-    chunk.kind = PARLA_CHUNK_MARK
-    chunk.sample_rate = rate
-    chunk.sample = Int64(sample)
-    chunk.end_sample = Int64(sample)
-    chunk.scalar_start = Int64(offset)
-    chunk.scalar_end = Int64(offset)
-    chunk.byte_start = offsets.byte(offset)
-    chunk.byte_end = chunk.byte_start
-    return name.withCString { text in
-        chunk.text = text
-        return callback(&chunk, userData)
-    }
+    var chunk = spanChunk(PARLA_CHUNK_MARK, offset..<offset, from: sample, to: sample, rate: rate, offsets)
+    return call(callback, &chunk, text: name, userData)
 }
 
 /// Calls `callback` with `event` as a parla_chunk; its answer (non-zero: stop).
@@ -348,22 +337,16 @@ private func deliver(
     _ event: SynthesisEvent, _ offsets: ByteOffsets, _ rate: inout Int32, _ callback: parla_chunk_callback,
     _ userData: UnsafeMutableRawPointer?
 ) -> Int32 {
-    if case .audio(let buffer) = event { rate = Int32(clamping: buffer.sampleRate) }
-    var chunk = parla_chunk()
-    chunk.sample_rate = rate
-    chunk.byte_start = -1
-    chunk.byte_end = -1
-    chunk.scalar_start = -1
-    chunk.scalar_end = -1
-    func range(_ r: Range<Int>) {
-        chunk.scalar_start = Int64(r.lowerBound)
-        chunk.scalar_end = Int64(r.upperBound)
-        chunk.byte_start = offsets.byte(r.lowerBound)
-        chunk.byte_end = offsets.byte(r.upperBound)
-    }
     switch event {
     case .audio(let buffer):
+        rate = Int32(clamping: buffer.sampleRate)
+        var chunk = parla_chunk()
         chunk.kind = PARLA_CHUNK_AUDIO
+        chunk.sample_rate = rate
+        chunk.byte_start = -1
+        chunk.byte_end = -1
+        chunk.scalar_start = -1
+        chunk.scalar_end = -1
         chunk.sample = Int64(buffer.startSample)
         chunk.end_sample = Int64(buffer.startSample + buffer.samples.count)
         chunk.sample_count = buffer.samples.count
@@ -372,21 +355,39 @@ private func deliver(
             return callback(&chunk, userData)
         }
     case .word(let w):
-        chunk.kind = PARLA_CHUNK_WORD
-        chunk.sample = Int64(w.startSample)
-        chunk.end_sample = Int64(w.endSample)
-        range(w.range)
-        return w.word.withCString { text in
-            chunk.text = text
-            return callback(&chunk, userData)
-        }
+        var chunk = spanChunk(PARLA_CHUNK_WORD, w.range, from: w.startSample, to: w.endSample, rate: rate, offsets)
+        return call(callback, &chunk, text: w.word, userData)
     case .sentence(let s):
-        chunk.kind = PARLA_CHUNK_SENTENCE
-        chunk.sample = Int64(s.startSample)
-        chunk.end_sample = Int64(s.endSample)
-        range(s.range)
+        var chunk = spanChunk(PARLA_CHUNK_SENTENCE, s.range, from: s.startSample, to: s.endSample, rate: rate, offsets)
         return callback(&chunk, userData)
     case .segment:
         return 0
+    }
+}
+
+/// A chunk for `range` of the input (scalar offsets, with their bytes), heard from sample
+/// `start` to `end`.
+private func spanChunk(
+    _ kind: parla_chunk_kind, _ range: Range<Int>, from start: Int, to end: Int, rate: Int32, _ offsets: ByteOffsets
+) -> parla_chunk {
+    var chunk = parla_chunk()
+    chunk.kind = kind
+    chunk.sample_rate = rate
+    chunk.sample = Int64(start)
+    chunk.end_sample = Int64(end)
+    chunk.scalar_start = Int64(range.lowerBound)
+    chunk.scalar_end = Int64(range.upperBound)
+    chunk.byte_start = offsets.byte(range.lowerBound)
+    chunk.byte_end = offsets.byte(range.upperBound)
+    return chunk
+}
+
+/// Calls `callback` with `chunk` carrying `text` (valid during the call).
+private func call(
+    _ callback: parla_chunk_callback, _ chunk: inout parla_chunk, text: String, _ userData: UnsafeMutableRawPointer?
+) -> Int32 {
+    text.withCString { pointer in
+        chunk.text = pointer
+        return callback(&chunk, userData)
     }
 }
