@@ -286,6 +286,7 @@ static void fork_spare(void) {
         // While it waits, the spare gives the Piper voices it inherited sessions with threads
         // of their own (those made before the fork have one: threads do not survive it):
         // "Hello there," is heard in 42 ms of inference on 2 threads instead of 67 on one.
+        // The new session also makes its first run here, which is slow (see piper_voice.c).
         // Only for the voice just loaded or spoken with (spare_threads_voice).
         long cores = sysconf(_SC_NPROCESSORS_ONLN);
         const char *asked = getenv("PARLA_PIPER_LIVE_THREADS");

@@ -58,6 +58,9 @@ typedef struct piper_id_map piper_id_map;
 /// The phoneme id map of a voice's config ("phoneme_id_map": {"a": [14], ...}).
 piper_id_map *piper_id_map_create(const pj_value *map, char *error, size_t error_size);
 void piper_id_map_free(piper_id_map *map);
+/// The ids of a string of phonemes as a sentence's are laid out (the start, each phoneme's ids
+/// and a pad, the end), skipping phonemes the voice has no id for; at most `capacity`.
+size_t piper_id_map_ids(const piper_id_map *map, const char *phonemes, int64_t *out, size_t capacity);
 
 /// Turns `text` into sentences of phoneme ids with espeak-ng voice `espeak_voice`, calling
 /// `sentence` for each as soon as it is complete (with `early_first_clause`, the first clause

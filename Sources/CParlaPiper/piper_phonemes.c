@@ -97,6 +97,22 @@ static const struct entry *lookup(const piper_id_map *m, uint32_t c) {
     return NULL;
 }
 
+size_t piper_id_map_ids(const piper_id_map *m, const char *phonemes, int64_t *out, size_t capacity) {
+    size_t n = 0, per_phoneme = 4 + (m->has_pad ? 1 : 0);
+    if (capacity < 3) return 0;
+    out[n++] = m->bos;
+    if (m->has_pad) out[n++] = m->pad;
+    const unsigned char *p = (const unsigned char *)phonemes, *end = p + strlen(phonemes);
+    while (p < end && n + per_phoneme < capacity) {
+        const struct entry *e = lookup(m, next_scalar(&p, end));
+        if (!e) continue;
+        for (int i = 0; i < e->count; i++) out[n++] = e->ids[i];
+        if (m->has_pad) out[n++] = m->pad;
+    }
+    out[n++] = m->eos;
+    return n;
+}
+
 // MARK: Building a sentence
 
 static int grow(void **p, size_t *capacity, size_t needed, size_t size) {

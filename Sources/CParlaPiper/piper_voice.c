@@ -26,6 +26,7 @@ struct parla_piper_voice {
     int sample_rate;
     float noise_scale, length_scale, noise_w;
     int exact_timing;
+    int warmed;    // its session has made its first run (see warm_up)
     void *mapped;  // the cached model in ONNX Runtime's format, used in place
     size_t mapped_length;
     char prepared_path[PATH_MAX + 300];  // where that copy is ("" if none)
@@ -284,6 +285,36 @@ parla_piper_voice *parla_piper_load(const char *model_path, char *error, size_t 
     return v;
 }
 
+// ONNX Runtime's first run of a session is slow: "Hello there," took 80 to 100 ms of
+// inference as a session's first run and 45 to 60 ms after one run of another short sentence
+// (joe, 2 threads, inside the live benchmark); a run on another session, even of the same
+// model, does not help. So every session makes one run of the same short sentence before its
+// first real one, in whichever process that happens: the threaded spare child of the engine
+// host does it while it waits for an utterance, a render worker once the voice is loaded, and
+// any other process just before it first speaks. The model's noise is seeded when the session
+// is made and goes on from run to run, so every session starting with the same run keeps the
+// same text giving the same samples on every path.
+static const char warm_up_phonemes[] = "həlˈoʊ ðˈɛɹ, hˈaʊ ɑːɹ juː?";
+
+static void warm_up(parla_piper_voice *v) {
+    if (v->warmed) return;
+    v->warmed = 1;
+    int64_t ids[160];
+    size_t count = piper_id_map_ids(v->map, warm_up_phonemes, ids, sizeof ids / sizeof ids[0]);
+    float scales[3] = { v->noise_scale, v->length_scale, v->noise_w };
+    float *audio = NULL, *durations = NULL;
+    size_t samples = 0;
+    char error[300];
+    // A failure here is met again, and reported, by the real run.
+    (void)piper_session_run(v->session, ids, count, scales, 0, &audio, &samples, &durations, error, sizeof error);
+    free(audio);
+    free(durations);
+}
+
+void parla_piper_warm(parla_piper_voice *v) {
+    if (v) warm_up(v);
+}
+
 int parla_piper_rethread(parla_piper_voice *v, int threads) {
     if (!v || threads < 1) return 0;
     if (!v->mapped) {
@@ -300,6 +331,8 @@ int parla_piper_rethread(parla_piper_voice *v, int threads) {
     }
     piper_session_free(v->session);
     v->session = session;
+    v->warmed = 0;
+    warm_up(v);
     return 1;
 }
 
@@ -435,6 +468,7 @@ int parla_piper_speak(parla_piper_voice *voice, const char *text, int rate, int 
     if (rate > 450) rate = 450;
     if (volume < 0) volume = 0;
     if (volume > 200) volume = 200;
+    warm_up(voice);
     speaking sp = {
         .voice = voice, .out = output,
         .scales = { voice->noise_scale, voice->length_scale * 175.0f / (float)rate, voice->noise_w },
