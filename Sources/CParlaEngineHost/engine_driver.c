@@ -181,12 +181,6 @@ int parla_engine_preload(const char *voice, char *error, size_t error_size) {
     return piper_voice(piper_path(voice), error, error_size) != NULL;
 }
 
-void parla_engine_warm(const char *voice) {
-    if (!voice || !is_piper(voice)) return;
-    int slot = parla_engine_piper_slot(piper_path(voice));
-    if (slot >= 0) parla_piper_warm(piper_voices[slot].voice);
-}
-
 static int speak_piper(const parla_run *run, const parla_run_output *output, char *error, size_t error_size) {
     parla_piper_voice *voice = piper_voice(piper_path(run->voice), error, error_size);
     if (!voice) return PARLA_RUN_FAILED;

@@ -285,21 +285,24 @@ parla_piper_voice *parla_piper_load(const char *model_path, char *error, size_t 
     return v;
 }
 
-// ONNX Runtime's first run of a session is slow: "Hello there," took 80 to 100 ms of
-// inference as a session's first run and 45 to 60 ms after one run of another short sentence
-// (joe, 2 threads, inside the live benchmark); a run on another session, even of the same
-// model, does not help. So every session makes one run of the same short sentence before its
-// first real one, in whichever process that happens: the threaded spare child of the engine
-// host does it while it waits for an utterance, a render worker once the voice is loaded, and
-// any other process just before it first speaks. The model's noise is seeded when the session
-// is made and goes on from run to run, so every session starting with the same run keeps the
-// same text giving the same samples on every path.
-static const char warm_up_phonemes[] = "həlˈoʊ ðˈɛɹ, hˈaʊ ɑːɹ juː?";
+// ONNX Runtime's first run of a session is slow: "Hello there," (27 ids) took 80 to 100 ms of
+// inference as a session's first run and 45 to 60 ms after one run of a 45-id sentence (joe,
+// 2 threads, inside the live benchmark; the live onset went from 101-107 to 66-71 ms). What
+// that run saves grows with its length: a run of 3 or 5 ids saved nothing, 17 ids some 15 ms.
+// A run on another session of the same model, or memory touched in advance, saved nothing.
+// So every session makes one run of a short sentence (31 ids) before its first real one: the
+// threaded spare child of the engine host while it waits for an utterance, any other process
+// (a render worker's child) just before it first speaks. The model's noise is seeded when the
+// session is made and goes on from run to run, so every session starting with the same run
+// keeps the same text giving the same samples on every path. (A render worker does not warm
+// the voice it loads for its children: its arena would then hold the run's buffers, 35 MB
+// more per worker.)
+static const char warm_up_phonemes[] = "ðə sˈʌn ɪz ʌp.";  // "The sun is up."
 
 static void warm_up(parla_piper_voice *v) {
     if (v->warmed) return;
     v->warmed = 1;
-    int64_t ids[160];
+    int64_t ids[64];
     size_t count = piper_id_map_ids(v->map, warm_up_phonemes, ids, sizeof ids / sizeof ids[0]);
     float scales[3] = { v->noise_scale, v->length_scale, v->noise_w };
     float *audio = NULL, *durations = NULL;
@@ -309,10 +312,6 @@ static void warm_up(parla_piper_voice *v) {
     (void)piper_session_run(v->session, ids, count, scales, 0, &audio, &samples, &durations, error, sizeof error);
     free(audio);
     free(durations);
-}
-
-void parla_piper_warm(parla_piper_voice *v) {
-    if (v) warm_up(v);
 }
 
 int parla_piper_rethread(parla_piper_voice *v, int threads) {

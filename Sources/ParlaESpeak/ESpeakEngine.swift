@@ -281,7 +281,6 @@ final class ESpeakCore: RunEngine {
             guard parla_engine_preload(voice, &error, error.count) == 1 else {
                 throw .engineFailure(Self.text(error, or: "the Piper voice could not be loaded"))
             }
-            parla_engine_warm(voice)
         }
     }
 

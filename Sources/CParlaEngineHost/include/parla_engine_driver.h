@@ -58,9 +58,6 @@ int parla_engine_voice_names(void (*each)(void *context, const char *name), void
 /// Piper voice's model (about half a second; kept loaded). Returns 1 if it is ready (other
 /// voices need nothing); 0 and why in `error`.
 int parla_engine_preload(const char *voice, char *error, size_t error_size);
-/// Makes a loaded Piper voice's first run (parla_piper_warm) before children are forked to
-/// speak with it; nothing for other voices.
-void parla_engine_warm(const char *voice);
 /// Speaks one run, reporting to `output`. Returns a PARLA_RUN_ status; on failure, `error`
 /// says why (empty for an unknown espeak-ng voice).
 int parla_engine_speak(const parla_run *run, const parla_run_output *output, char *error, size_t error_size);

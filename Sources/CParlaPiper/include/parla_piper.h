@@ -20,13 +20,10 @@ parla_piper_voice *parla_piper_load(const char *model_path, char *error, size_t 
 /// Gives a loaded voice a session of its own with `threads` intra-op threads, made from its
 /// prepared copy (cached, mapped: some 80 ms), for a process forked after the voice was loaded:
 /// ONNX Runtime's threads do not survive a fork, so a voice loaded before one has one thread.
-/// The new session then makes its first run (parla_piper_warm).
+/// The new session then makes its first run, which every session makes before it speaks (see
+/// piper_voice.c).
 /// Returns 1 if it did; 0 leaves the voice as it was (no prepared copy, or it failed).
 int parla_piper_rethread(parla_piper_voice *voice, int threads);
-/// Makes the voice's session's first run, which every session makes once before it speaks (it
-/// is slow, and it moves the seeded noise); done on first use if not before. For a process
-/// that forks children to speak: they inherit the warm session.
-void parla_piper_warm(parla_piper_voice *voice);
 /// Frees a voice.
 void parla_piper_free(parla_piper_voice *voice);
 /// The voice's sample rate (Hz).
