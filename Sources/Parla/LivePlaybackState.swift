@@ -117,11 +117,13 @@ final class OpeningStream: Sendable {
     /// opened now. Gives up with ``ParlaError/cancelled`` once `stop` is raised.
     func stream(at rate: Int, stop: StopFlag) throws(ParlaError) -> any AudioStream {
         if likelyRate != nil {
-            while done.wait(timeout: .now() + .milliseconds(5)) == .timedOut {
-                if stop.isRaised {
-                    discard()
-                    throw .cancelled
-                }
+            // Woken by the opening thread, or by a stop (the semaphore then counts one more
+            // signal than waits, which nothing reads).
+            stop.onRaise { [done] in done.signal() }
+            done.wait()
+            if stop.isRaised {
+                discard()
+                throw .cancelled
             }
             let opened = state.withLock { s in
                 s.claimed = true

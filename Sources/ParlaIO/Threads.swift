@@ -76,10 +76,29 @@ package func initCleanSpawnAttributes(_ attributes: inout posix_spawnattr_t) {
 /// without waiting for the engine's thread.
 package final class StopFlag: Sendable {
     private let raised = Atomic<Bool>(false)
+    /// Called once when the flag is raised (see ``onRaise(_:)``).
+    private let wakers = Mutex<[@Sendable () -> Void]>([])
     /// Creates a lowered flag.
     public init() {}
     /// Asks the synthesis that watches this flag to stop.
-    public func raise() { raised.store(true, ordering: .releasing) }
+    public func raise() {
+        raised.store(true, ordering: .releasing)
+        let waking = wakers.withLock { w -> [@Sendable () -> Void] in
+            defer { w = [] }
+            return w
+        }
+        for wake in waking { wake() }
+    }
     /// Whether stop has been requested.
     public var isRaised: Bool { raised.load(ordering: .acquiring) }
+    /// Calls `wake` once the flag is raised (now, if it already is): for a thread that blocks
+    /// on something else to be woken by a stop instead of polling the flag.
+    package func onRaise(_ wake: @escaping @Sendable () -> Void) {
+        let now = wakers.withLock { w -> Bool in
+            if raised.load(ordering: .acquiring) { return true }
+            w.append(wake)
+            return false
+        }
+        if now { wake() }
+    }
 }
