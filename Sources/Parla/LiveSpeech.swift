@@ -211,6 +211,8 @@ final class LiveSpeech: Sendable {
     }
 
     var isSpeaking: Bool { state.withLock { $0.scheduler.isBusy } }
+    /// How many utterances wait in the queue behind the one speaking.
+    var waitingCount: Int { state.withLock { $0.scheduler.waiting.count } }
     var isPaused: Bool { state.withLock { $0.paused } }
 
     /// Calls `body` with every event from now on, as it is delivered (on the thread that

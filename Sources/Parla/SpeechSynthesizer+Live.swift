@@ -158,6 +158,10 @@ extension SpeechSynthesizer {
     /// The latest changes of rate or pitch as they took effect (for benchmarks and tests).
     package var recentProsodyChanges: [LiveProsodyChange] { live.recentChanges }
 
+    /// How many utterances wait in the queue behind the one speaking (for tests that must know
+    /// one has been queued).
+    package var waitingCount: Int { live.waitingCount }
+
     /// Whether anything is speaking or queued.
     public var isSpeaking: Bool { live.isSpeaking }
 

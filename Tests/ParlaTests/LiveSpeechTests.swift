@@ -141,7 +141,8 @@ struct LiveSpeechTests {
         let speaking = Task { await synth.speakAndWait(Utterance(string: longText)) }
         #expect(await log.wait { log.events.filter { if case .willSpeakWord = $0.kind { true } else { false } }.count >= 2 })
         let waiting = Task { await synth.speakAndWait(Utterance(string: "This waits its turn.")) }
-        try await Task.sleep(for: .milliseconds(200))
+        // Cancelled once it is in the queue (before, it would never be queued).
+        #expect(await log.wait { synth.waitingCount == 1 })
         waiting.cancel()
         let withdrawn = await waiting.value
         #expect(isCancelled(withdrawn, .dropped), "\(withdrawn.kind)")
