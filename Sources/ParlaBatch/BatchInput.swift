@@ -7,34 +7,35 @@ public struct BatchItem: Sendable, Hashable, Codable {
     public var id: String
     /// The text (SSML markup when ``isSSML``).
     public var text: String
-    /// The language of text without an explicit language.
-    public var language: String?
-    /// A voice identifier.
-    public var voice: String?
-    /// Words per minute.
-    public var rate: Double?
-    /// Pitch, 0–99 (50 is normal).
-    public var pitch: Double?
+    /// The language of text without an explicit language (nil: the batch's, else detected).
+    public var language: LanguageTag?
+    /// The voice for text whose language it speaks (nil: the batch's, else each language's
+    /// default).
+    public var voice: SpeechVoice?
+    /// The rate in words per minute, 80–450 (nil: the voice's), as ``/ParlaCore/Utterance/wordsPerMinute``.
+    public var wordsPerMinute: Double?
+    /// Pitch multiplier, 0–2 (nil: 1, the voice's normal pitch), as ``/ParlaCore/Utterance/pitchMultiplier``.
+    public var pitchMultiplier: Double?
     /// Whether ``text`` is SSML.
     public var isSSML = false
     /// 1-based line in the input (0 for an item read from its own file).
     public var line: Int
     /// A UTF-8 text file to speak instead of ``text``: it is read and spoken paragraph by
     /// paragraph (paragraphs end at blank lines), never whole, so it may be of any length.
-    public var textFile: String?
+    public var textFile: URL?
 
     /// Creates an item.
     public init(
-        id: String, text: String, language: String? = nil, voice: String? = nil, rate: Double? = nil, pitch: Double? = nil,
-        isSSML: Bool = false, line: Int = 0, textFile: String? = nil
+        id: String, text: String, language: LanguageTag? = nil, voice: SpeechVoice? = nil, wordsPerMinute: Double? = nil,
+        pitchMultiplier: Double? = nil, isSSML: Bool = false, line: Int = 0, textFile: URL? = nil
     ) {
         self.textFile = textFile
         self.id = id
         self.text = text
         self.language = language
         self.voice = voice
-        self.rate = rate
-        self.pitch = pitch
+        self.wordsPerMinute = wordsPerMinute
+        self.pitchMultiplier = pitchMultiplier
         self.isSSML = isSSML
         self.line = line
     }
@@ -86,8 +87,13 @@ public enum BatchInput {
         var ssml: Bool?
     }
 
-    /// Reads line `number` (1-based) of an input in `format`. Blank lines give nil.
-    public static func item(fromLine raw: Substring, number: Int, format: Format) -> Result<BatchItem, LineError>? {
+    /// Reads line `number` (1-based) of an input in `format`, finding the voices it names in
+    /// `catalog`. The file's fields are turned into the item's units here: a JSONL `pitch` of
+    /// 0–99 (50: normal) becomes a ``BatchItem/pitchMultiplier``, a `rate` stays words per
+    /// minute. Blank lines give nil.
+    public static func item(
+        fromLine raw: Substring, number: Int, format: Format, catalog: VoiceCatalog
+    ) -> Result<BatchItem, LineError>? {
         let line = raw.hasSuffix("\r") ? raw.dropLast() : raw
         if line.allSatisfy(\.isWhitespace) { return nil }
         let fallbackID = "line-\(number)"
@@ -102,7 +108,10 @@ public enum BatchInput {
             let id = String(fields[0])
             if let problem = invalidID(id) { return .failure(LineError(id: fallbackID, line: number, reason: problem)) }
             if fields.count == 3 {
-                return .success(BatchItem(id: id, text: String(fields[2]), language: String(fields[1]), line: number))
+                guard let language = LanguageTag(String(fields[1])) else {
+                    return .failure(LineError(id: id, line: number, reason: ParlaError.invalidLanguageTag(String(fields[1])).description))
+                }
+                return .success(BatchItem(id: id, text: String(fields[2]), language: language, line: number))
             }
             return .success(BatchItem(id: id, text: String(fields[1]), line: number))
         case .jsonl:
@@ -119,10 +128,18 @@ public enum BatchInput {
                 return .failure(LineError(id: decoded.id ?? fallbackID, line: number, reason: "a JSONL item needs \"id\" and \"text\""))
             }
             if let problem = invalidID(id) { return .failure(LineError(id: fallbackID, line: number, reason: problem)) }
-            return .success(
-                BatchItem(
-                    id: id, text: text, language: decoded.language, voice: decoded.voice, rate: decoded.rate,
-                    pitch: decoded.pitch, isSSML: decoded.ssml ?? false, line: number))
+            var item = BatchItem(id: id, text: text, wordsPerMinute: decoded.rate, isSSML: decoded.ssml ?? false, line: number)
+            do throws(ParlaError) {
+                item.language = try decoded.language.map { l throws(ParlaError) in try LanguageTag(parsing: l) }
+                item.voice = try decoded.voice.map { v throws(ParlaError) in try catalog.voice(identifier: v) }
+                if let pitch = decoded.pitch {
+                    guard (0...99).contains(pitch) else { throw .parameterOutOfRange(name: "pitch", value: pitch, range: 0...99) }
+                    item.pitchMultiplier = pitch / 50
+                }
+            } catch {
+                return .failure(LineError(id: id, line: number, reason: error.description))
+            }
+            return .success(item)
         }
     }
 

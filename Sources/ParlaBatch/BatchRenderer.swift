@@ -13,7 +13,7 @@ import Synchronization
 /// `parla render`.
 ///
 /// ```swift
-/// let renderer = BatchRenderer(options: BatchRenderOptions(outputDirectory: "out"))
+/// let renderer = BatchRenderer(options: BatchRenderOptions(outputDirectory: URL(filePath: "out")))
 /// let items = texts.enumerated().map { BatchItem(id: "line\($0)", text: $1) }
 /// for try await p in renderer.render(items) { print(p.rendered, "of", items.count) }
 /// ```

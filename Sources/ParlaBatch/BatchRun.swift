@@ -49,19 +49,21 @@ final class BatchRun: Sendable {
         self.next = next
         self.stopping = stopping
         self.report = report
-        if let code = AtomicFile.makeDirectories(options.outputDirectory) {
-            throw ParlaError.unwritableOutput(path: options.outputDirectory, reason: systemErrorMessage(code))
+        let output = options.outputDirectory.path(percentEncoded: false)
+        if let code = AtomicFile.makeDirectories(output) {
+            throw ParlaError.unwritableOutput(path: output, reason: systemErrorMessage(code))
         }
-        let voices = try VoiceCatalog.locateDirectory(explicit: options.voicesDirectory)
+        let voices = try VoiceCatalog.locateDirectory(explicit: options.voicesDirectory?.path(percentEncoded: false))
         settings = RenderSettings(
-            output: options.outputDirectory, voicesDirectory: voices, userVoicesDirectory: VoiceCatalog.userPresetDirectory,
-            piperVoiceDirectories: options.piperVoiceDirectories ?? VoiceCatalog.piperVoiceDirectories,
-            preferredVoices: options.preferredVoices,
+            output: output, voicesDirectory: voices, userVoicesDirectory: VoiceCatalog.userPresetDirectory,
+            piperVoiceDirectories: options.piperVoiceDirectories?.map { $0.path(percentEncoded: false) }
+                ?? VoiceCatalog.piperVoiceDirectories,
+            preferredVoices: Dictionary(uniqueKeysWithValues: options.preferredVoices.map { ($0.key.identifier, $0.value.identifier) }),
             timings: options.timings, captions: options.captions, language: options.language?.identifier,
             voice: options.voice, detectsLanguages: options.detectsLanguages && options.language == nil)
         hasNeuralVoices = !VoiceCatalog.piperVoices(in: settings.piperVoiceDirectories).isEmpty
-        results = try ResultsLog(directory: options.outputDirectory)
-        Self.removeAbandonedTemporaryFiles(in: options.outputDirectory)
+        results = try ResultsLog(directory: output)
+        Self.removeAbandonedTemporaryFiles(in: output)
     }
 
     /// Removes temporary files (`.NAME.parla-PID-….tmp`) left by processes that no longer run,

@@ -12,7 +12,7 @@ import Synchronization
 /// How a batch is rendered.
 public struct BatchRenderOptions: Sendable {
     /// Where `ID.wav` (and `ID.json`, `ID.vtt`) and `results.jsonl` are written; created if needed.
-    public var outputDirectory: String
+    public var outputDirectory: URL
     /// Worker processes (default: one per core).
     public var jobs: Int
     /// Also write `ID.json` word timings.
@@ -24,15 +24,18 @@ public struct BatchRenderOptions: Sendable {
     /// The language of items that give none (nil: detected).
     public var language: LanguageTag?
     /// The voice of items that give none.
-    public var voice: String?
+    public var voice: SpeechVoice?
     /// Whether text without a language is segmented by detected language.
     public var detectsLanguages = true
-    /// The voice catalog directory (nil: found as ``/ParlaIO/ParlaCore/VoiceCatalog/locateDirectory(explicit:)`` does).
-    public var voicesDirectory: String?
-    /// Where Piper voices are found (nil: ``/ParlaIO/ParlaCore/VoiceCatalog/piperVoiceDirectories``).
-    public var piperVoiceDirectories: [String]?
-    /// Voices to prefer by language (language tag → voice identifier; ``/ParlaCore/VoiceCatalog/preferring(_:)``).
-    public var preferredVoices: [String: String] = [:]
+    /// The voice catalog directory (nil: the one ``/ParlaIO/ParlaCore/VoiceCatalog/default()`` loads:
+    /// `$PARLA_VOICES`, else the catalog installed with Parla).
+    public var voicesDirectory: URL?
+    /// Where Piper voices are found (nil: `$PARLA_PIPER_VOICES`, then `parla/voices` in the
+    /// XDG data directories, as for ``/ParlaIO/ParlaCore/VoiceCatalog/default()``).
+    public var piperVoiceDirectories: [URL]?
+    /// Voices to prefer by language, as ``/ParlaCore/Utterance/preferredVoices``: a voice listed
+    /// for `en` speaks English of any region.
+    public var preferredVoices: [LanguageTag: SpeechVoice] = [:]
     /// Render only the items of this shard.
     public var shard: BatchShard?
     /// With no more jobs than CPUs this process may use, run worker `i` (and the processes
@@ -49,7 +52,7 @@ public struct BatchRenderOptions: Sendable {
     public var isolatesItems = false
 
     /// Options writing to `outputDirectory` with one worker per core.
-    public init(outputDirectory: String, jobs: Int? = nil) {
+    public init(outputDirectory: URL, jobs: Int? = nil) {
         self.outputDirectory = outputDirectory
         self.jobs = max(1, jobs ?? BatchRenderOptions.cores)
     }

@@ -38,11 +38,11 @@ final class ItemRenderer {
         self.settings = settings
         var preferences: [LanguageTag: String] = [:]
         for (tag, voice) in settings.preferredVoices { preferences[try LanguageTag(parsing: tag)] = voice }
-        let catalog = try VoiceCatalog.load(from: settings.voicesDirectory, userDirectory: settings.userVoicesDirectory)
-            .adding(piperVoicesIn: settings.piperVoiceDirectories).preferring(preferences)
+        let catalog = try VoiceCatalog.load(fromPath: settings.voicesDirectory, userPath: settings.userVoicesDirectory)
+            .adding(piperVoicesAt: settings.piperVoiceDirectories).preferring(preferences)
         self.catalog = catalog
         language = try settings.language.map { l throws(ParlaError) in try LanguageTag(parsing: l) }
-        voice = try settings.voice.map { v throws(ParlaError) in try catalog.voice(identifier: v) }
+        voice = settings.voice
         sampleRate = try engine.start()
         warmUp()
     }
@@ -80,9 +80,9 @@ final class ItemRenderer {
 
     /// Checks and plans `item` (in the worker, before forking).
     func prepare(_ item: BatchItem) throws -> PreparedItem {
-        if let path = item.textFile {
+        if let file = item.textFile {
             if item.language == nil && language == nil { try loadDetector() }  // paragraphs are planned in the child
-            return .file(path)
+            return .file(file.path(percentEncoded: false))
         }
         if item.text.utf8.count > Self.maxLineBytes {
             throw ParlaError.invalidInput(
@@ -193,20 +193,20 @@ final class ItemRenderer {
     private func utterance(_ base: Utterance, item: BatchItem) throws -> Utterance {
         var u = base
         if let l = item.language {
-            u.language = try LanguageTag(parsing: l)
+            u.language = l
         } else if u.language == nil, let language {
             u.language = language
         }
-        if let v = item.voice { u.voice = try catalog.voice(identifier: v) } else if u.voice == nil, let voice { u.voice = voice }
-        if let r = item.rate {
+        if let v = item.voice { u.voice = v } else if u.voice == nil, let voice { u.voice = voice }
+        if let r = item.wordsPerMinute {
             guard SpeechPlan.rateRange.contains(r) else {
                 throw ParlaError.parameterOutOfRange(name: "rate", value: r, range: SpeechPlan.rateRange)
             }
             u.wordsPerMinute = r
         }
-        if let p = item.pitch {
-            guard (0...99).contains(p) else { throw ParlaError.parameterOutOfRange(name: "pitch", value: p, range: 0...99) }
-            u.pitchMultiplier = p / 50
+        if let p = item.pitchMultiplier {
+            guard (0...2).contains(p) else { throw ParlaError.parameterOutOfRange(name: "pitch multiplier", value: p, range: 0...2) }
+            u.pitchMultiplier = p
         }
         return u
     }

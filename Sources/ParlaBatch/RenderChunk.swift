@@ -69,8 +69,8 @@ struct RenderChunk: Codable, Sendable {
 
     /// The weight of `item` towards ``maxWeight``: its text's bytes, or its file's size.
     static func weight(of item: BatchItem) -> Int {
-        guard let path = item.textFile else { return item.text.utf8.count }
+        guard let file = item.textFile else { return item.text.utf8.count }
         var st = stat()
-        return stat(path, &st) == 0 ? Int(st.st_size) : maxWeight
+        return stat(file.path(percentEncoded: false), &st) == 0 ? Int(st.st_size) : maxWeight
     }
 }

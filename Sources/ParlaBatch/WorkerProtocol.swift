@@ -17,7 +17,7 @@ struct RenderSettings: Codable, Sendable {
     var timings: Bool
     var captions: Bool
     var language: String?
-    var voice: String?
+    var voice: SpeechVoice?
     var detectsLanguages: Bool
 }
 

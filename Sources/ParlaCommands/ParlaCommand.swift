@@ -82,11 +82,11 @@ struct CatalogOptions: ParsableArguments {
         private func loadWithoutPreferences() throws -> VoiceCatalog {
             guard let voicesDirectory else { return try VoiceCatalog.default() }
             // A directory of Piper voices (MODEL.onnx + MODEL.onnx.json) adds to the default catalog.
-            if isPiperDirectory { return try VoiceCatalog.default().adding(piperVoicesIn: [voicesDirectory]) }
+            if isPiperDirectory { return try VoiceCatalog.default().adding(piperVoicesAt: [voicesDirectory]) }
             return try VoiceCatalog.load(
-                from: VoiceCatalog.locateDirectory(explicit: voicesDirectory),
-                userDirectory: VoiceCatalog.userPresetDirectory
-            ).adding(piperVoicesIn: VoiceCatalog.piperVoiceDirectories)
+                fromPath: VoiceCatalog.locateDirectory(explicit: voicesDirectory),
+                userPath: VoiceCatalog.userPresetDirectory
+            ).adding(piperVoicesAt: VoiceCatalog.piperVoiceDirectories)
         }
     }
 }

@@ -121,7 +121,7 @@ struct Render: AsyncParsableCommand {
 
     func run() async throws {
         let catalog = try catalogOptions.load()
-        var options = BatchRenderOptions(outputDirectory: output, jobs: jobs)
+        var options = BatchRenderOptions(outputDirectory: URL(filePath: output), jobs: jobs)
         options.timings = timings
         options.captions = vtt
         options.force = force
@@ -129,14 +129,14 @@ struct Render: AsyncParsableCommand {
         options.isolatesItems = isolate
         options.shard = try shard.map(Self.parseShard)
         options.language = try language.map { try LanguageTag(parsing: $0) }
-        options.voice = try voice.map { try catalog.voice(identifier: $0).identifier }
-        options.voicesDirectory = try VoiceCatalog.locateDirectory(explicit: catalogOptions.plain.catalogDirectory)
-        options.piperVoiceDirectories = catalogOptions.plain.piperDirectories
+        options.voice = try voice.map { try catalog.voice(identifier: $0) }
+        options.voicesDirectory = URL(filePath: try VoiceCatalog.locateDirectory(explicit: catalogOptions.plain.catalogDirectory))
+        options.piperVoiceDirectories = catalogOptions.plain.piperDirectories.map { URL(filePath: $0) }
         for (tag, voice) in try VoiceCatalog.parseVoicePreferences(catalogOptions.preferVoice) {
-            options.preferredVoices[tag.identifier] = voice
+            options.preferredVoices[tag] = try catalog.voice(identifier: voice)
         }
 
-        let (source, total) = try openInput()
+        let (source, total) = try openInput(catalog: catalog)
         let mode = progress ?? (isatty(2) != 0 ? .bar : .none)
         let renderer = BatchRenderer(options: options)
         let interrupts = Atomic<Int>(0)
@@ -181,7 +181,7 @@ struct Render: AsyncParsableCommand {
     }
 
     /// The entries of the input, and how many there are when that is cheap to know.
-    func openInput() throws -> (@Sendable () throws -> BatchEntry?, Int?) {
+    func openInput(catalog: VoiceCatalog) throws -> (@Sendable () throws -> BatchEntry?, Int?) {
         var isDirectory = false
         if input != "-", FileManager.default.fileExists(atPath: input, isDirectory: &isDirectory), isDirectory {
             let files: [String]
@@ -196,7 +196,7 @@ struct Render: AsyncParsableCommand {
                 if let problem = BatchInput.invalidID(id) {
                     return .invalid(BatchInput.LineError(id: name, line: 0, reason: "\(name): \(problem)"))
                 }
-                return .item(BatchItem(id: id, text: "", language: nil, line: 0, textFile: input + "/" + name))
+                return .item(BatchItem(id: id, text: "", language: nil, line: 0, textFile: URL(filePath: input + "/" + name)))
             }
             let iterator = Locked(entries.makeIterator())
             return ({ iterator.withValue { $0.next() } }, entries.count)
@@ -230,7 +230,7 @@ struct Render: AsyncParsableCommand {
                                 id: "line-\(n)", line: n, reason: "not valid UTF-8 (byte \(offset) of the line); convert the input to UTF-8"
                             ))
                     }
-                    switch BatchInput.item(fromLine: Substring(text), number: n, format: format) {
+                    switch BatchInput.item(fromLine: Substring(text), number: n, format: format, catalog: catalog) {
                     case nil: continue
                     case .success(let item): return .item(item)
                     case .failure(let e): return .invalid(e)

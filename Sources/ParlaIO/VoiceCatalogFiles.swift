@@ -13,7 +13,15 @@ extension VoiceCatalog {
     /// Loads the catalog in `directory` (presets in any subdirectory, plus `defaults.json`),
     /// then the presets in `userDirectory` if it exists.
     /// - Throws: ``/ParlaCore/ParlaError/voiceCatalogNotFound(searched:)`` or ``/ParlaCore/ParlaError/invalidVoicePreset(path:reason:)``.
-    public static func load(from directory: String, userDirectory: String? = nil, useIndex: Bool = true) throws(ParlaError) -> VoiceCatalog
+    public static func load(from directory: URL, userDirectory: URL? = nil) throws(ParlaError) -> VoiceCatalog {
+        try load(fromPath: directory.path(percentEncoded: false), userPath: userDirectory?.path(percentEncoded: false))
+    }
+
+    /// ``load(from:userDirectory:)`` with plain paths, which the command-line tools start with
+    /// (a `URL` costs them start-up time); `useIndex: false` reads the JSON presets even where
+    /// `index.tsv` exists.
+    package static func load(fromPath directory: String, userPath userDirectory: String? = nil, useIndex: Bool = true)
+        throws(ParlaError) -> VoiceCatalog
     {
         let fm = FileManager.default
         var isDir = false
@@ -59,10 +67,16 @@ extension VoiceCatalog {
             scriptDefaults: scriptDefaults, directories: dirs)
     }
 
-    /// This catalog with the Piper voices found in `directories` (``piperVoices(in:)``) added,
-    /// each becoming the default for its languages unless an earlier Piper voice of higher
-    /// quality is: a neural voice is the better listen where one is installed.
-    public func adding(piperVoicesIn directories: [String]) -> VoiceCatalog {
+    /// This catalog with the Piper voices in `directories` added (each `NAME.onnx` with
+    /// `NAME.onnx.json` beside it, named `piper.NAME`), each becoming the default for its
+    /// languages unless an earlier Piper voice of higher quality is: a neural voice is the
+    /// better listen where one is installed.
+    public func adding(piperVoicesIn directories: [URL]) -> VoiceCatalog {
+        adding(piperVoicesAt: directories.map { $0.path(percentEncoded: false) })
+    }
+
+    /// ``adding(piperVoicesIn:)`` with plain paths.
+    package func adding(piperVoicesAt directories: [String]) -> VoiceCatalog {
         let piper = VoiceCatalog.piperVoices(in: directories)
         guard !piper.isEmpty else { return self }
         var defaults = languageDefaults
@@ -88,7 +102,7 @@ extension VoiceCatalog {
     /// Where Piper voices are looked for: `$PARLA_PIPER_VOICES` (directories separated by
     /// `:`), `$XDG_DATA_HOME/parla/voices` (`~/.local/share/parla/voices`), then
     /// `parla/voices` in each of `$XDG_DATA_DIRS` (`/usr/local/share:/usr/share`).
-    public static var piperVoiceDirectories: [String] {
+    package static var piperVoiceDirectories: [String] {
         let env = { (name: String) -> String? in getenv(name).map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 } }
         var dirs: [String] = []
         if let list = env("PARLA_PIPER_VOICES") { dirs += list.split(separator: ":").map(String.init) }
@@ -106,7 +120,7 @@ extension VoiceCatalog {
     /// The Piper voices in `directories`: each `NAME.onnx` with `NAME.onnx.json` beside it,
     /// named `piper.NAME`. A voice whose config cannot be read is left out (speaking with it
     /// says why); the first of two voices of one name wins.
-    public static func piperVoices(in directories: [String]) -> [SpeechVoice] {
+    package static func piperVoices(in directories: [String]) -> [SpeechVoice] {
         var found: [SpeechVoice] = []
         var seen: Set<String> = []
         for directory in directories {
@@ -163,8 +177,10 @@ extension VoiceCatalog {
         }
     }
 
-    /// The catalog found by ``locateDirectory(explicit:)`` (loaded once per process), with the
-    /// Piper voices installed now: the Piper directories are read again when one of them has
+    /// The catalog Parla is installed with (`$PARLA_VOICES`, else `voices/` or
+    /// `../share/parla/voices` beside the program; loaded once per process) plus the user's
+    /// presets in `~/.config/parla/voices`, with the Piper voices installed now
+    /// (`$PARLA_PIPER_VOICES`, then `parla/voices` in the XDG data directories): the Piper directories are read again when one of them has
     /// changed since the last call (a voice added or removed), so a long-running host such as
     /// a speech provider sees new voices. Unchanged, the cost is a `stat` per directory.
     /// - Throws: ``/ParlaCore/ParlaError/voiceCatalogNotFound(searched:)`` if no catalog directory exists.
@@ -175,14 +191,14 @@ extension VoiceCatalog {
         let stamps = directories.map(DirectoryStamp.init(path:))
         return withPiper.withLock { cached in
             if let cached, cached.directories == directories, cached.stamps == stamps { return cached.catalog }
-            let catalog = base.adding(piperVoicesIn: directories)
+            let catalog = base.adding(piperVoicesAt: directories)
             cached = PiperScan(directories: directories, stamps: stamps, catalog: catalog)
             return catalog
         }
     }
 
     private static let baseCatalog: Result<VoiceCatalog, ParlaError> = Result { () throws(ParlaError) in
-        try load(from: locateDirectory(), userDirectory: userPresetDirectory)
+        try load(fromPath: locateDirectory(), userPath: userPresetDirectory)
     }
 
     private struct PiperScan {
@@ -209,7 +225,7 @@ extension VoiceCatalog {
     }
 
     /// The user's own preset directory: `$XDG_CONFIG_HOME/parla/voices` or `~/.config/parla/voices`.
-    public static var userPresetDirectory: String? {
+    package static var userPresetDirectory: String? {
         let env = { (name: String) in getenv(name).map { String(cString: $0) } }
         if let xdg = env("XDG_CONFIG_HOME"), !xdg.isEmpty { return xdg + "/parla/voices" }
         if let home = env("HOME"), !home.isEmpty { return home + "/.config/parla/voices" }
@@ -219,7 +235,7 @@ extension VoiceCatalog {
     /// Finds the catalog directory: `explicit`, then `$PARLA_VOICES`, then `voices/` or
     /// `../share/parla/voices` next to the executable, then the source checkout.
     /// - Throws: ``/ParlaCore/ParlaError/voiceCatalogNotFound(searched:)`` listing every place tried.
-    public static func locateDirectory(explicit: String? = nil) throws(ParlaError) -> String {
+    package static func locateDirectory(explicit: String? = nil) throws(ParlaError) -> String {
         // Tried one at a time, with plain system calls: this is on the start-up path of every
         // command (URL's path resolution took about 1 ms).
         var candidates: [String] = []

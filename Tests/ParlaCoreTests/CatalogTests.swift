@@ -11,8 +11,8 @@ struct CatalogFileTests {
 
     /// voices/index.tsv is derived from the JSON files: both give the same catalog.
     @Test func indexMatchesTheJSONFiles() throws {
-        let indexed = try VoiceCatalog.load(from: Self.directory, useIndex: true)
-        let decoded = try VoiceCatalog.load(from: Self.directory, useIndex: false)
+        let indexed = try VoiceCatalog.load(fromPath: Self.directory, useIndex: true)
+        let decoded = try VoiceCatalog.load(fromPath: Self.directory, useIndex: false)
         #expect(indexed.voices == decoded.voices, "voices/index.tsv is stale: run 'python3 scripts/generate-voices.py --index-only'")
         #expect(indexed.languageDefaults == decoded.languageDefaults)
         #expect(indexed.scriptDefaults == decoded.scriptDefaults)
@@ -20,7 +20,7 @@ struct CatalogFileTests {
     }
 
     @Test func committedCatalogLoadsAndEveryDefaultExists() throws {
-        let catalog = try VoiceCatalog.load(from: Self.directory)
+        let catalog = try VoiceCatalog.load(from: URL(filePath: Self.directory))
         #expect(catalog.voices.count > 100)
         for (language, id) in catalog.languageDefaults {
             #expect((try? catalog.voice(identifier: id)) != nil, "default for \(language) names missing voice \(id)")
@@ -40,11 +40,11 @@ struct CatalogFileTests {
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let preset = #"{"identifier": "me.slow-french", "name": "Slow French", "engine": "espeak-ng", "engineVoice": "fr-fr", "variant": "f2", "languages": ["fr"], "rate": 120}"#
         try Data(preset.utf8).write(to: URL(fileURLWithPath: dir + "/slow.json"))
-        let catalog = try VoiceCatalog.load(from: Self.directory, userDirectory: dir)
+        let catalog = try VoiceCatalog.load(fromPath: Self.directory, userPath: dir)
         #expect(try catalog.voice(identifier: "me.slow-french").rate == 120)
 
         try Data("{ not json".utf8).write(to: URL(fileURLWithPath: dir + "/broken.json"))
-        #expect(throws: ParlaError.self) { try VoiceCatalog.load(from: Self.directory, userDirectory: dir) }
-        #expect(throws: ParlaError.voiceCatalogNotFound(searched: ["/nonexistent"])) { try VoiceCatalog.load(from: "/nonexistent") }
+        #expect(throws: ParlaError.self) { try VoiceCatalog.load(fromPath: Self.directory, userPath: dir) }
+        #expect(throws: ParlaError.voiceCatalogNotFound(searched: ["/nonexistent"])) { try VoiceCatalog.load(from: URL(filePath: "/nonexistent")) }
     }
 }

@@ -9,7 +9,7 @@ import Testing
 struct BatchRendererTests {
     @Test func rendersASequenceWithProgressAndSkipsWhatIsDone() async throws {
         let dir = try makeTemporaryDirectory()
-        var options = BatchRenderOptions(outputDirectory: dir.path, jobs: 2)
+        var options = BatchRenderOptions(outputDirectory: dir, jobs: 2)
         options.timings = true
         let items = (1...6).map { BatchItem(id: "item\($0)", text: "Item \($0). Καλημέρα.") }
         var updates: [BatchProgress] = []
@@ -25,7 +25,7 @@ struct BatchRendererTests {
             #expect(FileManager.default.fileExists(atPath: dir.appendingPathComponent(item.id + ".json").path))
         }
         // Rendered items are skipped the second time; a bad one fails alone.
-        let more = items + [BatchItem(id: "bad", text: "x", voice: "espeak-ng.nope")]
+        let more = items + [BatchItem(id: "bad", text: "x", pitchMultiplier: 5)]
         var last = BatchProgress()
         for try await p in BatchRenderer(options: options).render(more) { last = p }
         #expect(last.skipped == 6 && last.failed == 1 && last.rendered == 0)
@@ -35,7 +35,7 @@ struct BatchRendererTests {
     /// items for a stream nobody reads.
     @Test func leavingTheLoopStopsTheBatch() async throws {
         let dir = try makeTemporaryDirectory()
-        let renderer = BatchRenderer(options: BatchRenderOptions(outputDirectory: dir.path, jobs: 1))
+        let renderer = BatchRenderer(options: BatchRenderOptions(outputDirectory: dir, jobs: 1))
         let counter = Mutex(0)
         for try await p in renderer.render({
             let n = counter.withLock { $0 += 1; return $0 }
@@ -53,7 +53,7 @@ struct BatchRendererTests {
 
     @Test func stopFinishesTheItemsInFlight() async throws {
         let dir = try makeTemporaryDirectory()
-        let renderer = BatchRenderer(options: BatchRenderOptions(outputDirectory: dir.path, jobs: 1))
+        let renderer = BatchRenderer(options: BatchRenderOptions(outputDirectory: dir, jobs: 1))
         // The input asks to stop as it hands out its third item, as Ctrl-C at that moment would.
         let counter = Mutex(0)
         var last = BatchProgress()

@@ -10,7 +10,7 @@ extension LiveSpeechTests {
     func piperSynth() async throws -> (TestAudioServer, VoiceCatalog, SpeechSynthesizer) {
         if let missing = PiperFixture.missing { Issue.record(Comment(rawValue: missing)) }
         let server = try await TestAudioServer.start()
-        let catalog = try VoiceCatalog.default().adding(piperVoicesIn: [PiperFixture.voiceDirectory])
+        let catalog = try VoiceCatalog.default().adding(piperVoicesAt: [PiperFixture.voiceDirectory])
         let synth = SpeechSynthesizer(
             catalog: catalog, audioOutput: AudioOutputOptions(device: server.sink, server: server.server), engine: ESpeakEngine())
         try await synth.prepareToSpeak()

@@ -13,7 +13,7 @@ struct PiperTests {
 
     init() throws {
         if let missing = PiperFixture.missing { Issue.record(Comment(rawValue: missing)) }
-        catalog = try VoiceCatalog.default().adding(piperVoicesIn: [PiperFixture.voiceDirectory])
+        catalog = try VoiceCatalog.default().adding(piperVoicesAt: [PiperFixture.voiceDirectory])
         synth = SpeechSynthesizer(catalog: catalog)
     }
 
@@ -95,7 +95,7 @@ struct PiperTests {
 
     @Test func aDamagedModelFailsOnlyItsUtterance() async throws {
         let dir = try PiperFixture.alteredVoice(named: "damaged", model: { $0.prefix(1 << 20) })
-        let catalog = try VoiceCatalog.default().adding(piperVoicesIn: [dir.path])
+        let catalog = try VoiceCatalog.default().adding(piperVoicesIn: [dir])
         var u = Utterance(string: "Hello there.", language: "en")
         u.voice = try catalog.voice(identifier: "piper.damaged")
         let error = await #expect(throws: ParlaError.self) { try await render(u, with: SpeechSynthesizer(catalog: catalog)) }
@@ -110,7 +110,7 @@ struct PiperTests {
         let dir = try PiperFixture.alteredVoice(
             named: "mismatch",
             config: { $0.replacingOccurrences(of: "\"phoneme_id_map\": {", with: "\"phoneme_id_map\": {\"ə\": [900], \"ɐ\": [901],") })
-        let catalog = try VoiceCatalog.default().adding(piperVoicesIn: [dir.path])
+        let catalog = try VoiceCatalog.default().adding(piperVoicesIn: [dir])
         var u = Utterance(string: "Hello there, a test.", language: "en")
         u.voice = try catalog.voice(identifier: "piper.mismatch")
         let error = await #expect(throws: ParlaError.self) { try await render(u, with: SpeechSynthesizer(catalog: catalog)) }
@@ -119,7 +119,7 @@ struct PiperTests {
 
     @Test func anUnknownPhonemeIsNamed() async throws {
         let dir = try PiperFixture.alteredVoice(named: "nophoneme", config: { $0.replacingOccurrences(of: "\"ə\":", with: "\"unused-ə\":") })
-        let catalog = try VoiceCatalog.default().adding(piperVoicesIn: [dir.path])
+        let catalog = try VoiceCatalog.default().adding(piperVoicesIn: [dir])
         var u = Utterance(string: "Hello.", language: "en")
         u.voice = try catalog.voice(identifier: "piper.nophoneme")
         let error = await #expect(throws: ParlaError.self) { try await render(u, with: SpeechSynthesizer(catalog: catalog)) }
@@ -145,7 +145,7 @@ struct PiperTests {
                 }
                 return Data(bytes)
             })
-        let catalog = try VoiceCatalog.default().adding(piperVoicesIn: [dir.path])
+        let catalog = try VoiceCatalog.default().adding(piperVoicesIn: [dir])
         let text = "Hello world, without durations."
         var u = Utterance(string: text, language: "en")
         u.voice = try catalog.voice(identifier: "piper.noceil")
@@ -162,7 +162,7 @@ struct PiperTests {
     @Test func aVoiceAtAnotherRateJoinsTheTimeline() async throws {
         let dir = try PiperFixture.alteredVoice(
             named: "sixteen", config: { $0.replacingOccurrences(of: "\"sample_rate\": 22050", with: "\"sample_rate\": 16000") })
-        let catalog = try VoiceCatalog.default().adding(piperVoicesIn: [dir.path]).preferring(["en": "piper.sixteen"])
+        let catalog = try VoiceCatalog.default().adding(piperVoicesIn: [dir]).preferring(["en": "piper.sixteen"])
         #expect(try catalog.voice(identifier: "piper.sixteen").sampleRate == 16000)
         let text = "Hello world. Καλημέρα κόσμε."
         let (samples, timeline) = try await render(Utterance(string: text), with: SpeechSynthesizer(catalog: catalog))

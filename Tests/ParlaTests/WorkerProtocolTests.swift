@@ -44,6 +44,36 @@ struct WorkerProtocolTests {
         }
     }
 
+    /// An input line's fields become the item's units where it is read: a language tag, a
+    /// voice of the catalog, words per minute, a pitch multiplier (the file's 0–99 over 50).
+    /// What cannot be converted makes the line invalid, naming the field.
+    @Test func inputLinesBecomeItemsInTheAPIsUnits() throws {
+        let catalog = try VoiceCatalog.default()
+        func read(_ line: String, _ format: BatchInput.Format = .jsonl) -> Result<BatchItem, BatchInput.LineError>? {
+            BatchInput.item(fromLine: Substring(line), number: 3, format: format, catalog: catalog)
+        }
+        let item = try #require(
+            try read(#"{"id": "a", "text": "Bonjour", "language": "FR-ca", "voice": "espeak-ng.fr", "rate": 200, "pitch": 75}"#)?.get())
+        #expect(item.language == LanguageTag("fr-CA"))
+        #expect(item.voice?.identifier == "espeak-ng.fr")
+        #expect(item.wordsPerMinute == 200)
+        #expect(item.pitchMultiplier == 1.5)
+        #expect(try read("b\tel\tΚαλημέρα", .tsv)?.get().language == "el")
+        let bad = [
+            (#"{"id": "c", "text": "x", "voice": "espeak-ng.nope"}"#, BatchInput.Format.jsonl, "espeak-ng.nope"),
+            (#"{"id": "d", "text": "x", "pitch": 120}"#, .jsonl, "pitch"),
+            (#"{"id": "e", "text": "x", "language": "not a tag"}"#, .jsonl, "not a tag"),
+            ("f\tnot a tag\tx", .tsv, "not a tag"),
+        ]
+        for (line, format, named) in bad {
+            guard case .failure(let error)? = read(line, format) else {
+                Issue.record("\(line) was read as an item")
+                continue
+            }
+            #expect(error.line == 3 && error.reason.contains(named), "\(error.reason)")
+        }
+    }
+
     @Test func aDeadWorkersChunkIsResentWithWhatCameBeforeReplayed() {
         let items = (0..<5).map { BatchItem(id: "i\($0)", text: "t") }
         // i0 was done before (replay), i1 answered, i2 in progress when the worker died.

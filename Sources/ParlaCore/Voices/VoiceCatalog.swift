@@ -12,11 +12,11 @@ public struct VoiceCatalog: Sendable {
     /// ISO 15924 script code → the language that script means when nothing else decides.
     public let scriptDefaults: [String: LanguageTag]
     /// The directories the presets were loaded from.
-    public let directories: [String]
+    package let directories: [String]
     /// Lowercased language tag → the espeak-ng voice that was its default before a Piper voice
     /// took over (`adding(piperVoicesIn:)`, in ParlaIO): it spells out
     /// what the Piper voice cannot.
-    public let espeakDefaults: [String: String]
+    package let espeakDefaults: [String: String]
 
     private let byIdentifier: [String: SpeechVoice]
 
@@ -113,7 +113,7 @@ public struct VoiceCatalog: Sendable {
     /// Parses voice preferences such as `en=piper.en_US-joe-medium,fr=espeak-ng.fr`
     /// (`LANG=VOICE`, separated by commas; the option may also be given several times).
     /// - Throws: ``ParlaError/invalidLanguageTag(_:)`` or ``ParlaError/invalidInput(_:)`` naming what is wrong.
-    public static func parseVoicePreferences(_ values: [String]) throws(ParlaError) -> [LanguageTag: String] {
+    package static func parseVoicePreferences(_ values: [String]) throws(ParlaError) -> [LanguageTag: String] {
         var out: [LanguageTag: String] = [:]
         for value in values {
             for item in value.split(separator: ",") {
