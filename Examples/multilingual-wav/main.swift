@@ -16,10 +16,12 @@ let output = CommandLine.arguments.dropFirst().first ?? "multilingual.wav"
 let synth = SpeechSynthesizer()
 let timeline = try await synth.write(Utterance(text), to: URL(fileURLWithPath: output))
 
+// Times are Durations; whole milliseconds read best here.
+func ms(_ sample: Int) -> Int { Int(timeline.time(ofSample: sample) / .milliseconds(1)) }
 for segment in timeline.segments {
-    print("\(segment.language) (\(segment.voice)) from \(Int(timeline.milliseconds(segment.startSample))) ms")
+    print("\(segment.language) (\(segment.voice)) from \(ms(segment.startSample)) ms")
 }
 for word in timeline.words {
-    print("  \(Int(timeline.milliseconds(word.startSample)))–\(Int(timeline.milliseconds(word.endSample))) ms  \(word.word)")
+    print("  \(ms(word.startSample))–\(ms(word.endSample)) ms  \(word.word)")
 }
 print("Wrote \(output)")

@@ -114,12 +114,12 @@ final class BatchRun: Sendable {
             p.peakBytes = peakResidentBytes()
             return p
         }
-        final.elapsedSeconds = elapsed
+        final.elapsed = elapsed
         if let error = shared.withLock({ $0.fatal }) { throw error }
         return final
     }
 
-    private var elapsed: Double { Double(monotonicNanoseconds() - started) / 1e9 }
+    private var elapsed: Duration { .nanoseconds(Int64(clamping: monotonicNanoseconds() &- started)) }
 
     /// Feeds one worker until the input ends or the batch stops. The next chunk is sent when
     /// the current one has one item left, so the worker starts it without waiting for this
@@ -209,7 +209,7 @@ final class BatchRun: Sendable {
             }
             let status: BatchItemResult.Status =
                 result.ok
-                ? .rendered(seconds: result.seconds, languages: result.languages, voices: result.voices)
+                ? .rendered(duration: .seconds(result.seconds), languages: result.languages, voices: result.voices)
                 : .failed(result.error ?? "unknown error")
             finish(BatchItemResult(id: item.id, line: item.line, status: status), at: place)
         }
@@ -297,11 +297,11 @@ final class BatchRun: Sendable {
         shared.withLock { s in
             var line: String?, files: [String] = []
             switch result.status {
-            case .rendered(let seconds, let languages, let voices):
+            case .rendered(let duration, let languages, let voices):
                 s.progress.rendered += 1
-                s.progress.audioSeconds += seconds
+                s.progress.audio += duration
                 line = ResultsLog.line(
-                    id: result.id, line: result.line, seconds: seconds, languages: languages, voices: voices, timings: options.timings,
+                    id: result.id, line: result.line, seconds: duration.inSeconds, languages: languages, voices: voices, timings: options.timings,
                     captions: options.captions)
                 files.append(result.id + ".wav")
                 if options.timings { files.append(result.id + ".json") }
@@ -314,7 +314,7 @@ final class BatchRun: Sendable {
             }
             if let line { results.queue(line, files: files, at: place) }
             s.progress.latest = result
-            s.progress.elapsedSeconds = elapsed
+            s.progress.elapsed = elapsed
             report(s.progress)
         }
     }

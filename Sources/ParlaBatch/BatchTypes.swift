@@ -90,8 +90,8 @@ public enum BatchEntry: Sendable {
 public struct BatchItemResult: Sendable, Hashable {
     /// How it ended.
     public enum Status: Sendable, Hashable {
-        /// Rendered: `seconds` of audio in these languages and voices.
-        case rendered(seconds: Double, languages: [String], voices: [String])
+        /// Rendered: `duration` of audio in these languages and voices (identifiers).
+        case rendered(duration: Duration, languages: [String], voices: [String])
         /// Not rendered; the message says why and what to do.
         case failed(String)
         /// Already rendered by an earlier run (its files verified).
@@ -115,10 +115,10 @@ public struct BatchProgress: Sendable {
     public var failed = 0
     /// Items skipped because an earlier run rendered them.
     public var skipped = 0
-    /// Seconds of audio rendered in this run.
-    public var audioSeconds = 0.0
-    /// Seconds since the batch started.
-    public var elapsedSeconds = 0.0
+    /// The audio rendered in this run.
+    public var audio = Duration.zero
+    /// The time since the batch started.
+    public var elapsed = Duration.zero
     /// Whether the batch was stopped before its input ended.
     public var stopped = false
     /// On the final update: the largest peak resident memory of any worker (the worker and

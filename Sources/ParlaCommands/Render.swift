@@ -171,7 +171,7 @@ struct Render: AsyncParsableCommand {
         let mb = { (bytes: Int?) in String(format1: Double(bytes ?? 0) / 1_048_576) }
         let peak = "; peak memory \(mb(final.peakBytes)) MB here, \(mb(final.workerPeakBytes)) MB per worker"
         let summary =
-            "\(final.rendered) rendered, \(final.failed) failed, \(final.skipped) already done; \(String(format1: final.audioSeconds / 60)) min of audio in \(String(format1: final.elapsedSeconds)) s with \(options.jobs) worker(s)\(peak); results in \(output)/results.jsonl"
+            "\(final.rendered) rendered, \(final.failed) failed, \(final.skipped) already done; \(String(format1: final.audio.inSeconds / 60)) min of audio in \(String(format1: final.elapsed.inSeconds)) s with \(options.jobs) worker(s)\(peak); results in \(output)/results.jsonl"
         if final.stopped {
             printError("Interrupted (\(summary)). Run the same command again to resume.")
             throw ExitCode(130)
@@ -277,7 +277,7 @@ struct ProgressDisplay {
     mutating func show(_ p: BatchProgress) {
         let handled = Double(p.rendered + p.failed + p.skipped)
         let worked = Double(p.rendered + p.failed)
-        let rate = worked / max(p.elapsedSeconds, 0.001)
+        let rate = worked / max(p.elapsed.inSeconds, 0.001)
         let eta: Double? = expected.flatMap { e in rate > 0 ? max(0, e - handled) / rate : nil }
         switch mode {
         case .none:
@@ -287,7 +287,7 @@ struct ProgressDisplay {
                 "{\"id\": \(JSONText.quoted(p.latest?.id ?? "")), \"done\": \(p.rendered), \"failed\": \(p.failed), \"skipped\": \(p.skipped)"
             if let expected { line += ", \"total\": \(Int(expected.rounded()))" }
             line +=
-                ", \"audio_s\": \(JSONText.threeDecimals(p.audioSeconds)), \"elapsed_s\": \(JSONText.threeDecimals(p.elapsedSeconds)), \"items_per_s\": \(JSONText.threeDecimals(rate))"
+                ", \"audio_s\": \(JSONText.threeDecimals(p.audio.inSeconds)), \"elapsed_s\": \(JSONText.threeDecimals(p.elapsed.inSeconds)), \"items_per_s\": \(JSONText.threeDecimals(rate))"
             if let eta { line += ", \"eta_s\": \(JSONText.threeDecimals(eta))" }
             printError(line + "}")
         case .bar:
@@ -304,7 +304,7 @@ struct ProgressDisplay {
             } else {
                 line += "\(Int(handled)) items "
             }
-            line += "· \(String(format1: p.audioSeconds / 3600)) h audio · \(String(format1: rate)) items/s"
+            line += "· \(String(format1: p.audio.inSeconds / 3600)) h audio · \(String(format1: rate)) items/s"
             if p.failed > 0 { line += " · \(p.failed) failed" }
             if p.skipped > 0 { line += " · \(p.skipped) skipped" }
             if let eta { line += " · ETA \(Self.clock(eta))" }

@@ -156,7 +156,7 @@ struct Say: AsyncParsableCommand {
         case .willSpeakWord(let r), .willSpeakSentence(let r), .resumed(from: let r):
             fields += [
                 "\"start\": \(r.scalarRange.lowerBound)", "\"end\": \(r.scalarRange.upperBound)",
-                "\"text\": \(JSONText.quoted(r.text))", "\"audio_ms\": \(String(format1: r.audioMilliseconds))",
+                "\"text\": \(JSONText.quoted(r.text))", "\"audio_ms\": \(String(format1: r.audioTime.inMilliseconds))",
             ]
         case .mark(let name):
             fields.append("\"name\": \(JSONText.quoted(name))")

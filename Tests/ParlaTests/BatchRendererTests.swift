@@ -17,7 +17,7 @@ struct BatchRendererTests {
         let final = try #require(updates.last)
         #expect(final.isFinal)
         #expect(final.rendered == 6 && final.failed == 0 && final.skipped == 0)
-        #expect(final.audioSeconds > 3)
+        #expect(final.audio > .seconds(3))
         #expect((final.workerPeakBytes ?? 0) > 1_000_000)
         #expect(Set(updates.compactMap { $0.latest?.id }) == Set(items.map(\.id)))
         for item in items {

@@ -13,8 +13,8 @@ public struct SpokenRange: Sendable, Hashable {
     /// Samples per second of that audio.
     public var sampleRate: Int
 
-    /// Where its audio starts, in milliseconds from the start of the utterance's audio.
-    public var audioMilliseconds: Double { Double(audioSample) * 1000 / Double(sampleRate) }
+    /// Where its audio starts, as a time from the start of the utterance's audio.
+    public var audioTime: Duration { .samples(audioSample, atRate: sampleRate) }
 
     /// Creates a range from all its parts.
     public init(

@@ -95,8 +95,6 @@ public struct SpeechTimeline: Sendable, Hashable {
         }
     }
 
-    /// Milliseconds from the start of the audio to `sample`.
-    public func milliseconds(_ sample: Int) -> Double {
-        Double(sample) * 1000 / Double(sampleRate)
-    }
+    /// The time from the start of the audio to `sample`.
+    public func time(ofSample sample: Int) -> Duration { .samples(sample, atRate: sampleRate) }
 }
