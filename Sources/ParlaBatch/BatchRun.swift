@@ -301,7 +301,8 @@ final class BatchRun: Sendable {
                 s.progress.rendered += 1
                 s.progress.audio += duration
                 line = ResultsLog.line(
-                    id: result.id, line: result.line, seconds: duration.inSeconds, languages: languages, voices: voices, timings: options.timings,
+                    id: result.id, line: result.line, seconds: duration.inSeconds, languages: languages, voices: voices,
+                    timings: options.timings,
                     captions: options.captions)
                 files.append(result.id + ".wav")
                 if options.timings { files.append(result.id + ".json") }
