@@ -179,7 +179,7 @@ extension SpeechSynthesizer {
     /// ``defaultLanguage`` ahead of time (a Piper voice's model included), so the first
     /// ``speak(_:)-(Utterance)`` starts sooner.
     /// - Throws: ``/ParlaCore/ParlaError/audioServerUnavailable(reason:)`` if there is no sound server.
-    public func prepareToSpeak() async throws {
+    public func prepareToSpeak() async throws(ParlaError) {
         let voice = try? catalog().voice(for: defaultLanguage)
         try await prepareToSpeak(voices: voice.map { [$0] } ?? [])
     }
@@ -188,13 +188,19 @@ extension SpeechSynthesizer {
     /// about half a second to load; an espeak-ng voice nothing), so that speaking with them
     /// starts at once. ``prepareToSpeak()`` loads the voice of ``defaultLanguage``.
     /// - Throws: ``/ParlaCore/ParlaError`` if the server, the engine or a voice cannot be reached or loaded.
-    public func prepareToSpeak(voices: [SpeechVoice]) async throws {
+    public func prepareToSpeak(voices: [SpeechVoice]) async throws(ParlaError) {
         let output = live.output
         // Both at once: the connection waits on the server, the engine on its own process.
-        async let connected: Void = onThreadOfItsOwn("parla.connect") { () throws(ParlaError) in try output.connect() }
-        _ = try await engine.start()
-        try await engine.preload(voices)
-        try await connected
+        // (`async let` would forget the error's type: the connection's comes back as a Result.)
+        async let connected = capturingResult { () async throws(ParlaError) in
+            try await onThreadOfItsOwn("parla.connect") { () throws(ParlaError) in try output.connect() }
+        }
+        let started = await capturingResult { () async throws(ParlaError) in
+            _ = try await engine.start()
+            try await engine.preload(voices)
+        }
+        try await connected.get()
+        try started.get()
     }
 }
 

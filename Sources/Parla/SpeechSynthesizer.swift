@@ -113,7 +113,7 @@ public final class SpeechSynthesizer: Sendable {
     }
 
     /// The sample rate of the audio this synthesizer produces (22050 Hz with espeak-ng's voices).
-    public func sampleRate() async throws -> Int {
+    public func sampleRate() async throws(ParlaError) -> Int {
         try await engine.start()
     }
 
@@ -126,20 +126,18 @@ public final class SpeechSynthesizer: Sendable {
     @discardableResult
     public func write(
         _ utterance: Utterance, toBufferCallback callback: @escaping @Sendable (SynthesisEvent) -> Void
-    ) async throws -> SpeechTimeline {
+    ) async throws(ParlaError) -> SpeechTimeline {
         let plan = try plan(utterance)
         // Made once the engine has its sample rate: it loads and starts speaking meanwhile.
         let timeline = Mutex<SpeechTimeline?>(nil)
         let stop = StopFlag()
-        try await withTaskCancellationHandler {
-            _ = try await engine.synthesize(
+        _ = try await withCancellation(raising: stop) { () throws(ParlaError) in
+            try await engine.synthesize(
                 plan, stop: stop, started: { rate in timeline.withLock { $0 = SpeechTimeline(sampleRate: rate) } }
             ) { event in
                 timeline.withLock { $0?.record(event) }
                 callback(event)
             }
-        } onCancel: {
-            stop.raise()
         }
         guard let made = timeline.withLock({ $0 }) else { throw ParlaError.engineFailure("espeak-ng never said its sample rate") }
         return made
@@ -167,14 +165,14 @@ public final class SpeechSynthesizer: Sendable {
     /// - Returns: the timeline.
     /// - Throws: ``/ParlaCore/ParlaError`` (unwritable path, empty text, unknown language, cancelled, …).
     @discardableResult
-    public func write(_ utterance: Utterance, to url: URL, timingsURL: URL? = nil) async throws -> SpeechTimeline {
+    public func write(_ utterance: Utterance, to url: URL, timingsURL: URL? = nil) async throws(ParlaError) -> SpeechTimeline {
         try await write(prepare(utterance), to: url, timingsURL: timingsURL)  // bad input fails before any file exists
     }
 
     /// Renders an utterance prepared with ``prepare(_:)`` like ``write(_:to:timingsURL:)-(Utterance,_,_)``,
     /// without resolving it again.
     @discardableResult
-    public func write(_ prepared: PreparedUtterance, to url: URL, timingsURL: URL? = nil) async throws -> SpeechTimeline {
+    public func write(_ prepared: PreparedUtterance, to url: URL, timingsURL: URL? = nil) async throws(ParlaError) -> SpeechTimeline {
         let plan = prepared.plan
         let utterance = prepared.utterance
         let wavFile = try AtomicFile(path: url.path)
@@ -189,13 +187,11 @@ public final class SpeechSynthesizer: Sendable {
         // it does while it starts on the first words.
         let sink = FileSink(file: wavFile)
         let stop = StopFlag()
-        do {
-            try await withTaskCancellationHandler {
-                _ = try await engine.synthesize(
+        do throws(ParlaError) {
+            _ = try await withCancellation(raising: stop) { () throws(ParlaError) in
+                try await engine.synthesize(
                     plan, stop: stop, started: { rate throws(ParlaError) in try sink.start(sampleRate: rate) },
                     emit: { event in sink.take(event, stop: stop) })
-            } onCancel: {
-                stop.raise()
             }
             let timeline = try sink.finish()
             if let timingsFile {

@@ -50,6 +50,34 @@ package func onThreadOfItsOwn<T: Sendable>(_ name: String, _ body: @escaping @Se
     return try result.get()
 }
 
+/// Runs `operation`, raising `stop` if the task is cancelled meanwhile: the standard
+/// library's `withTaskCancellationHandler`, keeping the operation's typed error (the standard
+/// one rethrows `any Error`).
+package func withCancellation<T: Sendable>(
+    raising stop: StopFlag, _ operation: () async throws(ParlaError) -> T
+) async throws(ParlaError) -> T {
+    let result: Result<T, ParlaError> = await withTaskCancellationHandler {
+        do throws(ParlaError) {
+            return .success(try await operation())
+        } catch {
+            return .failure(error)
+        }
+    } onCancel: {
+        stop.raise()
+    }
+    return try result.get()
+}
+
+/// What `body` returns or throws, as a value: what an `async let` can hold without forgetting
+/// the error's type.
+package func capturingResult<T>(_ body: () async throws(ParlaError) -> T) async -> Result<T, ParlaError> {
+    do throws(ParlaError) {
+        return .success(try await body())
+    } catch {
+        return .failure(error)
+    }
+}
+
 private final class ThreadBody: Sendable {
     let run: @Sendable () -> Void
     init(_ run: @escaping @Sendable () -> Void) { self.run = run }
