@@ -47,37 +47,26 @@ final class Playback: @unchecked Sendable {
     }
 }
 
-/// Where synthesis of a playback starts again after its audio from ``word`` on was dropped:
-/// the sentence that word is in, and whether that sentence was reported already.
-struct Restart {
-    let word: WordMark
-    let sentenceStart: (input: Int, sample: Int)?
-    let sentenceReported: Bool
-}
+/// Where synthesis of a playback starts again after its audio from a word on was dropped.
+typealias Restart = PlaybackStateMachine.Restart
 
 /// One run of the engine over a playback's plan: the first from its start, and one more from
 /// each word where a change of rate or pitch took effect. Its audio lands in the stream from
 /// sample ``base`` on. Fields other than the constants are guarded by the state lock.
 ///
-/// Unchecked: `sawSentence` and `skipsFirstSentence` are read and written only inside
-/// `LiveSpeech.state`'s `withLock`; the rest are constants of Sendable types.
+/// Unchecked: `sentences` is read and written only inside `LiveSpeech.state`'s `withLock`;
+/// the rest are constants of Sendable types.
 final class SynthesisPass: @unchecked Sendable {
     let plan: SpeechPlan
     let stop = StopFlag()
-    let base: Int
-    /// Where it starts in the input, and where the sentence it starts in began (nil: it starts
-    /// a sentence).
-    let input: Int
-    let sentenceStart: (input: Int, sample: Int)?
-    var sawSentence = false
-    /// Its first sentence mark is dropped: that sentence was reported before the cut.
-    var skipsFirstSentence = false
+    /// Where its audio lands in the stream.
+    var base: Int { sentences.base }
+    /// Its sentence marks, made right for the whole utterance (``PassSentences``).
+    var sentences: PassSentences
 
-    init(plan: SpeechPlan, base: Int, input: Int, sentenceStart: (input: Int, sample: Int)?) {
+    init(plan: SpeechPlan, sentences: PassSentences) {
         self.plan = plan
-        self.base = base
-        self.input = input
-        self.sentenceStart = sentenceStart
+        self.sentences = sentences
     }
 }
 

@@ -29,7 +29,7 @@ extension LiveSpeech {
             let first = state.withLock { s -> SynthesisPass? in
                 guard !pb.ended else { return nil }
                 pb.plan = made
-                return makePass(pb, base: 0, input: pb.machine.resumedFrom?.input ?? 0, sentenceStart: nil, in: &s)
+                return makePass(pb, PassSentences(base: 0, input: pb.machine.resumedFrom?.input ?? 0, sentenceStart: nil), in: &s)
             }
             guard let first else {
                 opening.discard()
@@ -45,15 +45,14 @@ extension LiveSpeech {
         }
     }
 
-    /// A new synthesis pass of `pb` from stream sample `base`, speaking its plan from input
-    /// offset `input` with the live rate and pitch; it replaces the pass before it. State lock held.
-    func makePass(_ pb: Playback, base: Int, input: Int, sentenceStart: (input: Int, sample: Int)?, in s: inout State)
-        -> SynthesisPass?
-    {
+    /// A new synthesis pass of `pb` from stream sample `sentences.base`, speaking its plan
+    /// from input offset `sentences.input` with the live rate and pitch; it replaces the pass
+    /// before it. State lock held.
+    func makePass(_ pb: Playback, _ sentences: PassSentences, in s: inout State) -> SynthesisPass? {
         guard var plan = pb.plan else { return nil }
-        if base > 0 { plan = plan.resuming(from: plan.source.map { $0.textOffset(atMarkup: input) } ?? input) }
-        let pass = SynthesisPass(
-            plan: plan.scaled(rate: s.prosody.rate, pitch: s.prosody.pitch), base: base, input: input, sentenceStart: sentenceStart)
+        let input = sentences.input
+        if sentences.base > 0 { plan = plan.resuming(from: plan.source.map { $0.textOffset(atMarkup: input) } ?? input) }
+        let pass = SynthesisPass(plan: plan.scaled(rate: s.prosody.rate, pitch: s.prosody.pitch), sentences: sentences)
         pb.pass?.stop.raise()
         pb.pass = pass
         pb.parked = nil
@@ -80,35 +79,21 @@ extension LiveSpeech {
     }
 
     /// Drops the audio and marks of `pb` from word `w` on, if the server has not been given
-    /// that audio yet, and says where synthesis must start again to make it. State lock held.
+    /// that audio yet, and says where synthesis must start again to make it
+    /// (``PlaybackStateMachine/restart(droppingFrom:passSentenceStart:)``). State lock held.
     func dropAudio(of pb: Playback, from w: WordMark) -> Restart? {
         let margin = Int(Double(pb.machine.sampleRate) * Self.restartMarginSeconds)
         guard let stream = pb.stream, stream.discard(from: w.startSample, margin: margin) else { return nil }
-        // A cut inside a sentence: the new pass's first sentence is that whole sentence.
-        let cutInput = w.range.lowerBound
-        let lastSentence = pb.machine.sentences.last { $0.startSample < w.startSample }
-        // Reported already, whole, when the engine had reached the next sentence.
-        let sentenceReported = (lastSentence?.range.upperBound ?? 0) > cutInput
-        let sentenceInput = lastSentence?.range.upperBound ?? pb.pass?.sentenceStart?.input ?? pb.machine.resumedFrom?.input ?? 0
-        var sentenceStart: (input: Int, sample: Int)?
-        // Only when words of that sentence come before the cut (else the cut starts a sentence).
-        if !sentenceReported, let first = pb.machine.words.first(where: { $0.range.lowerBound >= sentenceInput }),
-            first.range.lowerBound < cutInput
-        {
-            // At its first word, as in a whole rendering (the first sentence holds all before it).
-            sentenceStart = (lastSentence == nil ? sentenceInput : first.range.lowerBound, first.startSample)
-        }
-        pb.machine.discardMarks(from: w.startSample)
-        return Restart(word: w, sentenceStart: sentenceStart, sentenceReported: sentenceReported)
+        return pb.machine.restart(droppingFrom: w, passSentenceStart: pb.pass?.sentences.sentenceStart)
     }
 
     /// Starts a new synthesis pass of `pb` where ``dropAudio(of:from:)`` left off. State lock held.
     func restartSynthesis(_ pb: Playback, _ restart: Restart, in s: inout State) -> Bool {
         let w = restart.word
-        guard pb.stream != nil,
-            let pass = makePass(pb, base: w.startSample, input: w.range.lowerBound, sentenceStart: restart.sentenceStart, in: &s)
-        else { return false }
-        pass.skipsFirstSentence = restart.sentenceReported  // its first sentence mark would say part of it again
+        // With the sentence reported already, its first sentence mark would say part of it again.
+        let sentences = PassSentences(
+            base: w.startSample, input: w.range.lowerBound, sentenceStart: restart.sentenceStart, skipsFirst: restart.sentenceReported)
+        guard pb.stream != nil, let pass = makePass(pb, sentences, in: &s) else { return false }
         Task { await self.synthesize(pb, pass, opening: nil) }
         return true
     }
@@ -169,8 +154,10 @@ extension LiveSpeech {
                         // Far enough ahead, at the start of a sentence (or anywhere, twice as
                         // far): the pass stops here and frees the engine, and the clock starts a
                         // new one from this word when the listener has caught up.
-                        if pb.parkRequested, pb.pass === pass, w.startSample > pass.base,
-                            pb.machine.startsSentence(w) || stream.samplesAhead() > 2 * self.aheadLimit(rate: stream.sampleRate),
+                        if pb.parkRequested, pb.pass === pass,
+                            pb.machine.parks(
+                                at: w, passBase: pass.base, samplesAhead: stream.samplesAhead(),
+                                aheadLimit: self.aheadLimit(rate: stream.sampleRate)),
                             let restart = self.dropAudio(of: pb, from: w)
                         {
                             pb.parked = restart
@@ -183,20 +170,8 @@ extension LiveSpeech {
                     m.startSample += pass.base
                     m.endSample += pass.base
                     self.state.withLock { _ in
-                        guard !pass.stop.isRaised else { return }
-                        if pass.skipsFirstSentence {
-                            pass.skipsFirstSentence = false
-                            pass.sawSentence = true
-                            return
-                        }
-                        if !pass.sawSentence, pass.base > 0 || pass.input > 0 {
-                            // The pass starts inside the text: its first sentence starts where it does.
-                            let start = pass.sentenceStart ?? (pass.input, m.startSample)
-                            m.range = min(start.input, m.range.upperBound)..<m.range.upperBound
-                            m.startSample = min(start.sample, m.startSample)
-                        }
-                        pass.sawSentence = true
-                        pb.machine.sentences.append(m)
+                        guard !pass.stop.isRaised, let fixed = pass.sentences.accept(m) else { return }
+                        pb.machine.sentences.append(fixed)
                     }
                 case .segment:
                     break

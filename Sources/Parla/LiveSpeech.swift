@@ -266,7 +266,7 @@ final class LiveSpeech: Sendable {
                 if var request = s.requests[id] {
                     if pb.machine.started {
                         request.hasStarted = true
-                        request.resume = resumePoint(of: pb, at: request.utterance.resumePoint, source: request.utterance.source)
+                        request.resume = pb.machine.resumePoint(at: request.utterance.resumePoint, source: request.utterance.source)
                     }
                     s.requests[id] = request
                 }
@@ -274,28 +274,6 @@ final class LiveSpeech: Sendable {
                 silence(pb, in: &s)
             }
         }
-    }
-
-    /// Where a suspended playback carries on: the start of the sentence, or of the word, the
-    /// listener was hearing (the previous resume point if no word of it was heard yet).
-    func resumePoint(of pb: Playback, at point: Utterance.ResumePoint, source: SourceMap?) -> Resume? {
-        let m = pb.machine
-        guard m.nextWord > 0 else { return m.resumedFrom }
-        let heard = m.words[m.nextWord - 1]
-        var start = heard
-        if point == .sentence {
-            let lo = heard.range.lowerBound
-            let sentenceStart: Int
-            if let sentence = m.sentences.last(where: { $0.range.lowerBound <= lo }), lo < sentence.range.upperBound {
-                sentenceStart = sentence.range.lowerBound
-            } else {
-                // Its sentence mark is not synthesized yet: it began where the last known sentence ended.
-                sentenceStart = m.sentences.last(where: { $0.range.upperBound <= lo })?.range.upperBound ?? m.resumedFrom?.input ?? 0
-            }
-            start = m.words.first { $0.range.lowerBound >= sentenceStart } ?? heard
-        }
-        let input = start.range.lowerBound
-        return Resume(input: input, text: source.map { $0.textOffset(atMarkup: input) } ?? input, word: start.range)
     }
 
     /// Ends a playback: silences it at once, delivers its terminal event, starts what is next.
