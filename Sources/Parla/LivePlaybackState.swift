@@ -19,11 +19,13 @@ package struct LiveProsodyChange: Sendable {
     package var latencyMilliseconds: Double { Double(sample - heardSample) * 1000 / Double(max(sampleRate, 1)) }
 }
 
-/// One started utterance (every field is guarded by ``LiveSpeech``'s state lock).
-///
-/// Unchecked: its mutable fields are read and written only inside `LiveSpeech.state`'s
-/// `withLock`, which reaches a playback only through the state it guards.
-final class Playback: @unchecked Sendable {
+/// One started utterance: a value inside ``LiveSpeech``'s state lock, found by its ``key``.
+/// A task that works for it (planning, a synthesis pass) holds the key, and finds it gone
+/// once it has ended or was suspended: a suspended utterance that starts again is a new
+/// playback with a new key.
+struct Playback: Sendable {
+    /// Unique among every playback of the process.
+    let key: Int
     let id: UtteranceID
     /// What is due when: the events, pauses, stops and the end.
     var machine: PlaybackStateMachine
@@ -39,9 +41,11 @@ final class Playback: @unchecked Sendable {
     /// (``parkRequested``), and where it starts again once the listener catches up (``parked``).
     var parkRequested = false
     var parked: Restart?
-    var ended = false
+
+    static let keys = Atomic<Int>(0)
 
     init(id: UtteranceID, machine: PlaybackStateMachine) {
+        key = Self.keys.add(1, ordering: .relaxed).newValue
         self.id = id
         self.machine = machine
     }
@@ -51,20 +55,24 @@ final class Playback: @unchecked Sendable {
 typealias Restart = PlaybackStateMachine.Restart
 
 /// One run of the engine over a playback's plan: the first from its start, and one more from
-/// each word where a change of rate or pitch took effect. Its audio lands in the stream from
-/// sample ``base`` on. Fields other than the constants are guarded by the state lock.
-///
-/// Unchecked: `sentences` is read and written only inside `LiveSpeech.state`'s `withLock`;
-/// the rest are constants of Sendable types.
-final class SynthesisPass: @unchecked Sendable {
+/// each word where a change of rate or pitch took effect, or where a parked pass carries on.
+/// Its audio lands in the stream from sample ``base`` on. The playback holds the current pass;
+/// the task that runs it holds a copy, and is told it was replaced by its ``stop`` flag and
+/// by the playback's pass having another ``number``.
+struct SynthesisPass: Sendable {
+    let number: Int
     let plan: SpeechPlan
     let stop = StopFlag()
+    /// Its sentence marks, made right for the whole utterance (``PassSentences``); the copy in
+    /// the playback is the one that counts.
+    var sentences: PassSentences
     /// Where its audio lands in the stream.
     var base: Int { sentences.base }
-    /// Its sentence marks, made right for the whole utterance (``PassSentences``).
-    var sentences: PassSentences
+
+    static let numbers = Atomic<Int>(0)
 
     init(plan: SpeechPlan, sentences: PassSentences) {
+        number = Self.numbers.add(1, ordering: .relaxed).newValue
         self.plan = plan
         self.sentences = sentences
     }

@@ -55,6 +55,15 @@ final class LiveSpeech: Sendable {
         var prosody = LiveProsody()
         /// The latest changes of rate or pitch that took effect (for benchmarks and tests).
         var changes: [LiveProsodyChange] = []
+
+        /// Where the playback `key` is in ``playing``; nil once it has ended or was suspended.
+        func index(_ key: Int) -> Int? { playing.firstIndex { $0.key == key } }
+
+        /// Where the playback `key` is, if synthesis pass `number` is still its current pass.
+        func index(_ key: Int, pass number: Int) -> Int? {
+            guard let i = index(key), playing[i].pass?.number == number else { return nil }
+            return i
+        }
     }
 
     /// How much audio must stay ahead of what the server holds when synthesis restarts at a
@@ -120,7 +129,7 @@ final class LiveSpeech: Sendable {
     func cancel(_ id: UtteranceID) {
         state.withLock { s in
             if let pb = s.playing.first(where: { $0.id == id }) {
-                end(pb, .cancelled(.interrupted), in: &s)
+                end(pb.key, .cancelled(.interrupted), in: &s)
             } else {
                 perform(s.scheduler.withdraw(id), in: &s)
             }
@@ -154,9 +163,11 @@ final class LiveSpeech: Sendable {
 
     func pause(at boundary: SpeechBoundary) -> Bool {
         let done = state.withLock { s -> Bool in
-            guard !s.paused, let pb = s.playing.last, !pb.ended else { return false }
+            guard !s.paused, !s.playing.isEmpty else { return false }
             s.paused = true
-            carryOut(pb.machine.pause(at: boundary, played: pb.stream?.playedSamples()), for: pb, in: &s)
+            let last = s.playing.count - 1
+            let actions = s.playing[last].machine.pause(at: boundary, played: s.playing[last].stream?.playedSamples())
+            carryOut(actions, for: s.playing[last].key, in: &s)
             return true
         }
         wake.signal()
@@ -167,8 +178,9 @@ final class LiveSpeech: Sendable {
         let done = state.withLock { s -> Bool in
             guard s.paused else { return false }
             s.paused = false
-            for pb in s.playing where !pb.ended {
-                carryOut(pb.machine.carryOn(), for: pb, in: &s)
+            for key in s.playing.map(\.key) {
+                guard let i = s.index(key) else { continue }
+                carryOut(s.playing[i].machine.carryOn(), for: key, in: &s)
             }
             return true
         }
@@ -192,18 +204,24 @@ final class LiveSpeech: Sendable {
                 for pb in s.playing { pb.stream?.setVolume(s.prosody.volume) }
             }
             guard s.prosody.rate != old.rate || s.prosody.pitch != old.pitch else { return }
-            for pb in s.playing where !pb.ended && pb.plan != nil {
-                guard let stream = pb.stream else {
+            for key in s.playing.map(\.key) {
+                guard let i = s.index(key), s.playing[i].plan != nil else { continue }
+                guard let stream = s.playing[i].stream else {
                     // Its first pass, made with the old settings, has no stream yet: it is cut
                     // at its first word, whose audio is not written before the stream is there.
-                    pb.changeRequest = (monotonicNanoseconds(), 0)
+                    s.playing[i].changeRequest = (monotonicNanoseconds(), 0)
                     continue
                 }
-                pb.changeRequest = (monotonicNanoseconds(), stream.playedSamples() ?? 0)
+                s.playing[i].changeRequest = (monotonicNanoseconds(), stream.playedSamples() ?? 0)
                 // The earliest known word not yet handed to the server; else the next one made.
-                let unheard = pb.machine.words[pb.machine.nextWord...]
-                if !unheard.contains(where: { cut(pb, at: $0, in: &s) }) && pb.machine.synthesisDone {
-                    pb.changeRequest = nil  // the rest is already at the server: nothing to change
+                let machine = s.playing[i].machine
+                var restarted = false
+                for w in machine.words[machine.nextWord...] where cut(key, at: w, in: &s) {
+                    restarted = true
+                    break
+                }
+                if !restarted, machine.synthesisDone, let j = s.index(key) {
+                    s.playing[j].changeRequest = nil  // the rest is already at the server: nothing to change
                 }
             }
         }
@@ -251,18 +269,19 @@ final class LiveSpeech: Sendable {
                 s.paused = false
                 // Planned already, it starts on the engine's thread: nothing is left but to
                 // speak it, and the cooperative pool may be slow to give it a thread.
+                let key = pb.key
                 Task(executorPreference: request.plan == nil ? nil : engine.preferredTaskExecutor) {
-                    await self.run(pb, request.utterance, plan: request.plan, from: resume?.text)
+                    await self.run(key, id: id, request.utterance, plan: request.plan, from: resume?.text)
                 }
             case .interrupt(let id, let boundary):
-                guard let pb = s.playing.first(where: { $0.id == id }) else { continue }
-                let played = pb.stream?.playedSamples()
-                carryOut(pb.machine.stop(at: boundary, played: played), for: pb, in: &s)
+                guard let i = s.playing.firstIndex(where: { $0.id == id }) else { continue }
+                let played = s.playing[i].stream?.playedSamples()
+                carryOut(s.playing[i].machine.stop(at: boundary, played: played), for: s.playing[i].key, in: &s)
             case .drop(let id):
                 // A suspended request that is dropped had been heard: it was cut off.
                 terminate(id, .cancelled(s.requests[id]?.hasStarted == true ? .interrupted : .dropped), in: &s)
             case .suspend(let id):
-                guard let pb = s.playing.first(where: { $0.id == id }), !pb.ended else { continue }
+                guard let pb = s.playing.first(where: { $0.id == id }) else { continue }
                 if var request = s.requests[id] {
                     if pb.machine.started {
                         request.hasStarted = true
@@ -271,25 +290,27 @@ final class LiveSpeech: Sendable {
                     s.requests[id] = request
                 }
                 // Silenced like an ending, but not ended: no terminal event, the scheduler keeps it.
-                silence(pb, in: &s)
+                silence(pb.key, in: &s)
             }
         }
     }
 
-    /// Ends a playback: silences it at once, delivers its terminal event, starts what is next.
-    func end(_ pb: Playback, _ kind: SpeechEvent.Kind, in s: inout State) {
-        guard !pb.ended else { return }
-        silence(pb, in: &s)
-        terminate(pb.id, kind, in: &s)
-        perform(s.scheduler.ended(pb.id), in: &s)
+    /// Ends playback `key`: silences it at once, delivers its terminal event, starts what is
+    /// next. Nothing if it has ended already.
+    func end(_ key: Int, _ kind: SpeechEvent.Kind, in s: inout State) {
+        guard let i = s.index(key) else { return }
+        let id = s.playing[i].id
+        silence(key, in: &s)
+        terminate(id, kind, in: &s)
+        perform(s.scheduler.ended(id), in: &s)
     }
 
     /// Stops a playback's synthesis and audio at once and forgets it (ending or suspending it).
-    func silence(_ pb: Playback, in s: inout State) {
-        pb.ended = true
+    func silence(_ key: Int, in s: inout State) {
+        guard let i = s.index(key) else { return }
+        let pb = s.playing.remove(at: i)
         pb.pass?.stop.raise()
         pb.stream?.close()
-        s.playing.removeAll { $0 === pb }
     }
 
     /// Delivers the terminal event of `id` (once) and wakes whoever awaits it.
@@ -312,13 +333,16 @@ final class LiveSpeech: Sendable {
         for observe in s.observers { observe(event) }
     }
 
-    /// Carries out what a playback's state machine decided.
-    func carryOut(_ actions: [PlaybackStateMachine.Action], for pb: Playback, in s: inout State) {
+    /// Carries out what playback `key`'s state machine decided.
+    func carryOut(_ actions: [PlaybackStateMachine.Action], for key: Int, in s: inout State) {
+        guard let i = s.index(key) else { return }
+        let id = s.playing[i].id
+        let stream = s.playing[i].stream
         for action in actions {
             switch action {
-            case .emit(let kind): emit(kind, for: pb.id, in: &s)
-            case .cork(let corked): pb.stream?.setCorked(corked)
-            case .end(let kind): end(pb, kind, in: &s)
+            case .emit(let kind): emit(kind, for: id, in: &s)
+            case .cork(let corked): stream?.setCorked(corked)
+            case .end(let kind): end(key, kind, in: &s)
             }
         }
     }
@@ -341,29 +365,34 @@ final class LiveSpeech: Sendable {
     func tick() -> Int {
         state.withLock { s -> Int in
             var sleep = 1_000_000_000  // idle: wake on demand
-            for pb in s.playing where !pb.ended {
+            for key in s.playing.map(\.key) {
+                guard let i = s.index(key) else { continue }
                 // A parked synthesis carries on once the listener has heard half of what was ahead.
-                if let restart = pb.parked, let stream = pb.stream, stream.samplesAhead() <= aheadLimit(rate: stream.sampleRate) / 2 {
-                    pb.parked = nil
-                    _ = restartSynthesis(pb, restart, in: &s)
+                if let restart = s.playing[i].parked, let stream = s.playing[i].stream,
+                    stream.samplesAhead() <= aheadLimit(rate: stream.sampleRate) / 2
+                {
+                    s.playing[i].parked = nil
+                    _ = restartSynthesis(key, restart, in: &s)
                 }
-                if let next = advance(pb, in: &s) { sleep = min(sleep, next) }
+                if let next = advance(key, in: &s) { sleep = min(sleep, next) }
             }
             return max(sleep, 500_000)
         }
     }
 
     /// One playback's step; returns nanoseconds until its next due event, nil if ended.
-    func advance(_ pb: Playback, in s: inout State) -> Int? {
+    func advance(_ key: Int, in s: inout State) -> Int? {
+        guard let i = s.index(key) else { return nil }
+        let stream = s.playing[i].stream
         let state: PlaybackStateMachine.StreamState
-        switch pb.stream?.currentStatus {
+        switch stream?.currentStatus {
         case nil: state = .opening
         case .failed(let error): state = .failed(error)
         case .drained: state = .drained
         case .active, .closed: state = .playing
         }
-        let step = pb.machine.advance(played: pb.stream?.playedSamples(), stream: state, now: now())
-        carryOut(step.actions, for: pb, in: &s)
+        let step = s.playing[i].machine.advance(played: stream?.playedSamples(), stream: state, now: now())
+        carryOut(step.actions, for: key, in: &s)
         guard let wait = step.wakeAfter else { return nil }
         return Int(wait.wholeNanoseconds)
     }
