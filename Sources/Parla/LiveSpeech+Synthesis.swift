@@ -175,7 +175,9 @@ extension LiveSpeech {
                     m.startSample += pass.base
                     m.endSample += pass.base
                     self.state.withLock { s in
-                        guard !pass.stop.isRaised, let i = s.index(key, pass: pass.number), let fixed = s.playing[i].pass?.sentences.accept(m) else { return }
+                        guard !pass.stop.isRaised, let i = s.index(key, pass: pass.number),
+                            let fixed = s.playing[i].pass?.sentences.accept(m)
+                        else { return }
                         s.playing[i].machine.sentences.append(fixed)
                     }
                 case .segment:
