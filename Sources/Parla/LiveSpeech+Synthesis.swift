@@ -160,9 +160,10 @@ extension LiveSpeech {
                         // Far enough ahead, at the start of a sentence (or anywhere, twice as
                         // far): the pass stops here and frees the engine, and the clock starts a
                         // new one from this word when the listener has caught up.
-                        let limit = self.aheadLimit(rate: stream.sampleRate)
                         if let j = s.index(key, pass: pass.number), s.playing[j].parkRequested,
-                            s.playing[j].machine.parks(at: w, passBase: pass.base, samplesAhead: stream.samplesAhead(), aheadLimit: limit),
+                            s.playing[j].machine.parks(
+                                at: w, passBase: pass.base, samplesAhead: stream.samplesAhead(),
+                                aheadLimit: self.aheadLimit(rate: stream.sampleRate)),
                             let restart = self.dropAudio(of: key, from: w, in: &s)
                         {
                             s.playing[j].parked = restart

@@ -56,12 +56,8 @@ package func onThreadOfItsOwn<T: Sendable>(_ name: String, _ body: @escaping @Se
 package func withCancellation<T: Sendable>(
     raising stop: StopFlag, _ operation: () async throws(ParlaError) -> T
 ) async throws(ParlaError) -> T {
-    let result: Result<T, ParlaError> = await withTaskCancellationHandler {
-        do throws(ParlaError) {
-            return .success(try await operation())
-        } catch {
-            return .failure(error)
-        }
+    let result = await withTaskCancellationHandler {
+        await capturingResult(operation)
     } onCancel: {
         stop.raise()
     }
