@@ -7,6 +7,10 @@ import ParlaESpeak
 import ParlaPulseAudio
 import Synchronization
 
+/// Connections ``SpeechSynthesizer/warmUp(audioOutput:)`` began, each waiting for the first
+/// synthesizer made with its options.
+private let earlyConnections = Mutex<[AudioOutputOptions: PulseAudioOutput]>([:])
+
 /// Speaks utterances aloud, or to files, buffers or streams, in the language of every span.
 ///
 /// ```swift
@@ -53,21 +57,52 @@ public final class SpeechSynthesizer: Sendable {
             audioOutput: audioOutput, engine: .shared)
     }
 
-    /// A synthesizer on `engine` (tests give it an engine of its own), playing through
-    /// `output` if given (made with `audioOutput`: `parla say` connects it before the catalog
-    /// and the text are read).
+    /// A synthesizer on `engine`: tests give it an engine of its own. It adopts a connection
+    /// ``warmUp(audioOutput:)`` began with the same options, if one waits.
     package init(
         catalog: VoiceCatalog? = nil, defaultLanguage: LanguageTag = "en", detectsLanguages: Bool = true,
-        detector: LanguageDetector? = nil, audioOutput: AudioOutputOptions = AudioOutputOptions(), engine: ESpeakEngine,
-        output: PulseAudioOutput? = nil
+        detector: LanguageDetector? = nil, audioOutput: AudioOutputOptions = AudioOutputOptions(), engine: ESpeakEngine
     ) {
         self.engine = engine
-        self.audioOutput = output?.options ?? audioOutput
-        self.givenOutput = output
+        self.audioOutput = audioOutput
+        self.givenOutput = earlyConnections.withLock { $0.removeValue(forKey: audioOutput) }
         self.explicitCatalog = catalog
         self.defaultLanguage = defaultLanguage
         self.detectsLanguages = detectsLanguages
         self.explicitDetector = detector
+    }
+
+    /// Starts, in the background, what the first synthesizer needs, and returns at once: the
+    /// speech engine, and a connection to the sound server that the next synthesizer made with
+    /// the same `audioOutput` adopts. Call it first thing when the time to the first sound
+    /// matters and there is work to do before the synthesizer can be made (reading voices or
+    /// text): `parla say` does. Pass nil to start only the engine, as before writing to files.
+    ///
+    /// A failure to connect is not reported here: it is the first utterance's, which fails
+    /// with ``/ParlaCore/ParlaError/audioServerUnavailable(reason:)``. For an answer now, use
+    /// ``prepareToSpeak()`` on the synthesizer instead.
+    public static func warmUp(audioOutput: AudioOutputOptions? = AudioOutputOptions()) {
+        // The engine's thread is made before the connection starts loading libpulse: a thread
+        // made while the loader maps libpulse and its 28 libraries waits for it (glibc's TLS
+        // lock), and perf sched traces showed the engine's first use waiting for it.
+        let engine = ESpeakEngine.shared
+        Task { await engine.prepare() }
+        guard let audioOutput else { return }
+        // One waits already: calling this again changes nothing.
+        let output: PulseAudioOutput? = earlyConnections.withLock { waiting in
+            guard waiting[audioOutput] == nil else { return nil }
+            let made = PulseAudioOutput(options: audioOutput)
+            waiting[audioOutput] = made
+            return made
+        }
+        guard let output else { return }
+        // On a thread of its own, which loads libpulse (1.5 ms on an idle core, 2.5–6 at
+        // start-up: see CPulseAudioLazy): it starts at once, where a task of the cooperative
+        // pool took 2–4 ms to run at start-up (perf probes), while the pool's threads were made.
+        startThread(name: "parla.connect") {
+            // A failure here is the first utterance's: it is reported when that one fails.
+            try? output.connect()
+        }
     }
 
     /// Releasing the synthesizer stops its live speech at once (as `AVSpeechSynthesizer` does):

@@ -9,20 +9,6 @@ import ParlaPulseAudio
     import Glibc
 #endif
 
-/// The live output, connected on a thread of its own (which loads libpulse, 1.5 ms on an idle
-/// core and 2.5–6 at start-up: see CPulseAudioLazy) while the text is read and planned and
-/// the engine starts. The thread starts at once, not when a task of the cooperative pool gets
-/// to it (which took 2–4 ms at start-up, measured with perf probes, while the pool's threads
-/// were being made). The output itself is made here: it loads nothing until it is used.
-func connectingOutput(_ options: AudioOutputOptions) -> PulseAudioOutput {
-    let output = PulseAudioOutput(options: options)
-    startThread(name: "parla.connect") {
-        // A failure here is the utterance's too: it is reported when it fails.
-        try? output.connect()
-    }
-    return output
-}
-
 /// Speaks `utterance` live and waits for its end, showing the highlighted text or printing
 /// `--events json` lines; the caller has installed `Interrupt.onSignal` to stop `synth`.
 /// - Throws: `ExitCode(130)` when a signal cut it off, the error it failed with.

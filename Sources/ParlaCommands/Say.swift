@@ -223,12 +223,7 @@ struct SayArguments: Equatable, Sendable {
         let audioOutput = AudioOutputOptions(
             device: device, targetLatency: .milliseconds(latency),
             ducking: duck || duckBy != nil ? DuckingOptions(attenuation: duckBy ?? 15) : nil)
-        // The engine's thread is made before the connection starts loading libpulse: a thread
-        // made while the loader maps libpulse and its 28 libraries waits for it (glibc's TLS
-        // lock), and perf sched traces showed the engine's first use waiting for it.
-        let engine = ESpeakEngine.shared
-        Task { await engine.prepare() }
-        let liveOutput = output == nil ? connectingOutput(audioOutput) : nil
+        SpeechSynthesizer.warmUp(audioOutput: output == nil ? audioOutput : nil)
         let catalog = try catalogOptions.load()
         let input = try readInput()
         var utterance = ssml ? try Utterance(ssml: input) : Utterance(string: input)
@@ -248,8 +243,7 @@ struct SayArguments: Equatable, Sendable {
         let synth = SpeechSynthesizer(
             catalog: catalog,
             defaultLanguage: try prefer.map { try parseTagList($0, option: "--prefer")[0] } ?? "en",
-            detectsLanguages: detector != nil, detector: detector, audioOutput: audioOutput, engine: engine,
-            output: liveOutput)
+            detectsLanguages: detector != nil, detector: detector, audioOutput: audioOutput)
         let prepared = try synth.prepare(utterance)  // report bad input before any file is created
         guard let output else {
             try await play(prepared, with: synth)
