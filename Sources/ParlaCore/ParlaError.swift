@@ -1,4 +1,18 @@
 /// Errors Parla reports; each description says what went wrong and what to do about it.
+///
+/// Parla's calls throw `ParlaError` by type, so a plain `catch` gets one. With Swift 6.3.1,
+/// prefer comparing it to matching a case in the `catch` clause: a clause such as
+/// `catch ParlaError.emptyText` can crash that compiler (a known bug of typed throws,
+/// swiftlang/swift#86924). This compiles everywhere:
+///
+/// ```swift
+/// do {
+///     try await synth.write(utterance, to: url)
+/// } catch {
+///     if error == .emptyText { return }
+///     throw error
+/// }
+/// ```
 public enum ParlaError: Error, Sendable, Hashable, CustomStringConvertible {
     /// A string that is not a BCP 47 language tag.
     case invalidLanguageTag(String)
