@@ -87,11 +87,20 @@ public struct LanguageDetector: Sendable {
     }
 
     /// The language segments of `text`, in order, covering all of it.
+    ///
+    /// Decomposed text (a letter, then its marks) is judged composed, as the model was
+    /// trained (``CanonicalComposition``): the segments' offsets are still `text`'s.
     public func detect(_ text: String) -> [DetectedSegment] {
-        let scalars = text.unicodeScalars
-        let values = scalars.map(\.value)
-        let raw = segments(values)
-        return align(raw, in: text, count: values.count)
+        guard let composed = CanonicalComposition.recomposed(text) else {
+            let values = text.unicodeScalars.map(\.value)
+            return align(segments(values), in: text, count: values.count)
+        }
+        var raw = segments(composed.scalars)
+        for i in raw.indices {
+            let r = raw[i].range
+            raw[i].range = composed.originalOffset(of: r.lowerBound)..<composed.originalOffset(of: r.upperBound)
+        }
+        return align(raw, in: text, count: composed.originalCount)
     }
 
     // MARK: - Script runs

@@ -10,8 +10,10 @@ package struct EngineInput: Sendable {
     /// Whether `text` is SSML that Parla generated.
     public let isMarkup: Bool
 
-    /// Maps engine scalars `engineStart..<engineStart+count` to text offsets `textStart…`.
-    /// `count == 0` with `expands` marks an escape: several engine scalars for one text scalar.
+    /// Maps engine scalars `engineStart..<engineStart+engineCount` to text offsets
+    /// `textStart..<textStart+count`: one to one when the counts are equal, else every engine
+    /// scalar to `textStart` (an escape: several engine scalars for one text scalar; a
+    /// composed cluster: fewer engine scalars than text scalars).
     private struct Piece {
         var engineStart: Int
         var textStart: Int
@@ -353,7 +355,27 @@ package struct EngineInput: Sendable {
         return cuts
     }
 
+    /// Appends text scalars starting at text offset `textStart`, decomposed letters composed:
+    /// a stretch that composition shortens becomes a piece of its own, so that every engine position in it
+    /// maps to the stretch's start (see ``CanonicalComposition``).
     private mutating func appendText(_ scalars: String.UnicodeScalarView, at textStart: Int) {
+        var from = scalars.startIndex, fromOffset = 0
+        for change in CanonicalComposition.changes(in: scalars) {
+            let to = scalars.index(from, offsetBy: change.range.lowerBound - fromOffset)
+            appendUnchanged(String.UnicodeScalarView(scalars[from..<to]), at: textStart + fromOffset)
+            pieces.append(
+                Piece(
+                    engineStart: engineLength, textStart: textStart + change.range.lowerBound, count: change.range.count,
+                    engineCount: change.composed.count))
+            text.unicodeScalars.append(contentsOf: change.composed)
+            engineLength += change.composed.count
+            from = scalars.index(to, offsetBy: change.range.count)
+            fromOffset = change.range.upperBound
+        }
+        appendUnchanged(String.UnicodeScalarView(scalars[from...]), at: textStart + fromOffset)
+    }
+
+    private mutating func appendUnchanged(_ scalars: String.UnicodeScalarView, at textStart: Int) {
         guard !scalars.isEmpty else { return }
         let n = scalars.count
         pieces.append(Piece(engineStart: engineLength, textStart: textStart, count: n, engineCount: n))
