@@ -40,6 +40,11 @@ package final class PlaybackStream: @unchecked Sendable {
     private var gain = 1.0
     /// Samples handed to the server so far.
     private var sentSamples = 0
+    /// The stream's clock (µs) when its first samples were handed over. PulseAudio's stays at
+    /// 0 until then; PipeWire's pulse server, for the first stream of a new session, lets it
+    /// run from the stream's creation with nothing written (about a second while a Piper voice
+    /// loads), and taken as played, the whole utterance was "heard" at once and cut off.
+    private var clockAtFirstWrite: UInt64 = 0
     /// Number of times the server ran out of audio while playing.
     public private(set) var underflows = 0
     /// When the stream was asked for, whether the server has made it, and when its played
@@ -152,6 +157,7 @@ package final class PlaybackStream: @unchecked Sendable {
                 }
             }
             if rc < 0 { break }
+            if sentSamples == 0 { clockAtFirstWrite = serverClock(s) ?? 0 }
             pendingOffset += count
             sentSamples += count
             room -= count * 2
@@ -243,12 +249,19 @@ package final class PlaybackStream: @unchecked Sendable {
     /// stream is not active. Lock held.
     private func playedLocked() -> Int? {
         guard let s = stream, case .active = status else { return nil }
-        var usec: pa_usec_t = 0
-        guard pa_stream_get_time(s, &usec) == 0 else { return nil }
+        guard let clock = serverClock(s) else { return nil }
+        guard sentSamples > 0 else { return 0 }
+        let usec = clock > clockAtFirstWrite ? clock - clockAtFirstWrite : 0
         // The server's clock is untrusted: a time beyond what was written is what was written.
         let written = sentSamples + pending.count - pendingOffset
         let (product, overflow) = Int(clamping: usec).multipliedReportingOverflow(by: sampleRate)
         return overflow ? written : min(product / 1_000_000, written)
+    }
+
+    /// The stream's clock in µs, nil before the server's first timing report. Lock held.
+    private func serverClock(_ s: OpaquePointer) -> UInt64? {
+        var usec: pa_usec_t = 0
+        return pa_stream_get_time(s, &usec) == 0 ? UInt64(usec) : nil
     }
 
     /// Samples written but not yet played (0 once the stream is not playing).
