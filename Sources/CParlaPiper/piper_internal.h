@@ -52,6 +52,9 @@ typedef struct {
     int estimated;          // words were spread over phonemes by guess, not matched
     int continues;          // the rest of a sentence whose first clause was spoken alone
     int goes_on;            // that first clause: the rest of its sentence follows
+    int phonemes;           // phonemes espeak-ng gave for it (stress marks and spaces too)
+    int skipped;            // of which the voice has no id for: left out
+    uint32_t first_skipped; // the first of those, for the error when most are missing
 } piper_sentence;
 
 typedef struct piper_id_map piper_id_map;

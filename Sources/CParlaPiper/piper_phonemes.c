@@ -145,22 +145,41 @@ static void reset(piper_sentence *s) {
     s->estimated = 0;
     s->continues = 0;
     s->goes_on = 0;
+    s->phonemes = 0;
+    s->skipped = 0;
+    s->first_skipped = 0;
 }
 
-// Appends one phoneme (a scalar) and its pad; 0 if the voice has no id for it (then `error`).
+// Appends one phoneme (a scalar) and its pad; 0 only when out of memory (then `error`). A
+// phoneme the voice has no id for is left out and counted, as Piper does: voices are trained
+// on espeak-ng 1.52's phonemes and 1.51 gives a few others. A sentence that loses most of its
+// phonemes this way fails (too_many_skipped): then the voice was not made for these phonemes.
 static int push_phoneme(piper_sentence *s, const piper_id_map *m, uint32_t c, int word, char *error, size_t error_size) {
     const struct entry *e = lookup(m, c);
+    s->phonemes++;
     if (!e) {
-        char utf8[8] = { 0 };
-        if (c < 0x80) utf8[0] = (char)c;
-        else if (c < 0x800) { utf8[0] = (char)(0xC0 | c >> 6); utf8[1] = (char)(0x80 | (c & 0x3F)); }
-        else { utf8[0] = (char)(0xE0 | c >> 12); utf8[1] = (char)(0x80 | ((c >> 6) & 0x3F)); utf8[2] = (char)(0x80 | (c & 0x3F)); }
-        snprintf(error, error_size, "the voice has no id for the phoneme '%s' (U+%04X) that espeak-ng gave", utf8, (unsigned)c);
-        return 0;
+        if (s->skipped++ == 0) s->first_skipped = c;
+        return 1;
     }
     for (int i = 0; i < e->count; i++)
         if (!push_id(s, e->ids[i], word)) { snprintf(error, error_size, "out of memory"); return 0; }
     if (m->has_pad && !push_id(s, m->pad, -1)) { snprintf(error, error_size, "out of memory"); return 0; }
+    return 1;
+}
+
+// Whether `s` lost so many phonemes that the voice cannot be meant for them: more than a
+// quarter, and more than two (a short sentence may lose its one odd phoneme). Then `error`.
+static int too_many_skipped(const piper_sentence *s, char *error, size_t error_size) {
+    if (s->skipped <= 2 || s->skipped * 4 <= s->phonemes) return 0;
+    uint32_t c = s->first_skipped;
+    char utf8[8] = { 0 };
+    if (c < 0x80) utf8[0] = (char)c;
+    else if (c < 0x800) { utf8[0] = (char)(0xC0 | c >> 6); utf8[1] = (char)(0x80 | (c & 0x3F)); }
+    else { utf8[0] = (char)(0xE0 | c >> 12); utf8[1] = (char)(0x80 | ((c >> 6) & 0x3F)); utf8[2] = (char)(0x80 | (c & 0x3F)); }
+    snprintf(error, error_size,
+             "the voice has no id for %d of the %d phonemes espeak-ng gave for a sentence (the first: '%s', U+%04X): "
+             "its phoneme_id_map is not for espeak-ng's IPA phonemes",
+             s->skipped, s->phonemes, utf8, (unsigned)c);
     return 1;
 }
 
@@ -323,10 +342,11 @@ int piper_phonemize(const char *text, const char *espeak_voice, const piper_id_m
             }
             size_t before = s.id_count;
             if (!push_phoneme(&s, map, c, c == ' ' ? -1 : word, error, error_size)) { status = -1; break; }
-            if (word >= 0 && s.words[word].first_id < 0) {
+            // A phoneme left out gives the word no first id: its next one will.
+            if (word >= 0 && s.words[word].first_id < 0 && s.id_count > before) {
                 s.words[word].first_id = stress_at >= 0 ? stress_at : (int)before;
             }
-            if (word >= 0 || c == ' ') stress_at = -1;
+            if ((word >= 0 && s.id_count > before) || c == ' ') stress_at = -1;
         }
         if (status != 0) break;
         // The clause's punctuation is a phoneme of its own, when the voice has it.
@@ -338,6 +358,7 @@ int piper_phonemize(const char *text, const char *espeak_voice, const piper_id_m
             if (!push_id(&s, map->eos, -1)) { snprintf(error, error_size, "out of memory"); status = -1; break; }
             int split = early_first_clause && clause_only && !is_sentence_end(terminator) && p;
             s.goes_on = split;
+            if (too_many_skipped(&s, error, error_size)) { status = -1; break; }
             status = sentence(context, &s);
             reset(&s);
             s.continues = split;
