@@ -89,7 +89,7 @@ public struct LanguageDetector: Sendable {
     /// The language segments of `text`, in order, covering all of it.
     ///
     /// Decomposed text (a letter, then its marks) is judged composed, as the model was
-    /// trained (``CanonicalComposition``): the segments' offsets are still `text`'s.
+    /// trained (`CanonicalComposition`): the segments' offsets are still `text`'s.
     public func detect(_ text: String) -> [DetectedSegment] {
         guard let composed = CanonicalComposition.recomposed(text) else {
             let values = text.unicodeScalars.map(\.value)
