@@ -40,11 +40,17 @@ package final class PlaybackStream: @unchecked Sendable {
     private var gain = 1.0
     /// Samples handed to the server so far.
     private var sentSamples = 0
-    /// The stream's clock (µs) when its first samples were handed over. PulseAudio's stays at
-    /// 0 until then; PipeWire's pulse server, for the first stream of a new session, lets it
-    /// run from the stream's creation with nothing written (about a second while a Piper voice
-    /// loads), and taken as played, the whole utterance was "heard" at once and cut off.
-    private var clockAtFirstWrite: UInt64 = 0
+    /// Whether the server has reported its timing since the first samples were handed over.
+    /// Until then the stream's clock is libpulse's interpolation from the report it had at
+    /// creation, which runs on as if playing with nothing written: after a second's wait (a
+    /// Piper voice loading) it said a second had played the moment the first audio went out,
+    /// and the whole utterance was "heard" at once (on PipeWire, in a new session, its stream
+    /// was closed before a sample was heard). Nothing counts as played before that report.
+    private var timedSinceFirstWrite = false
+    /// The highest played position reported: the clock is read unclamped (its own
+    /// monotonic clamp kept the interpolation's overshoot as a floor, and held every later
+    /// event back by the wait), so what is reported is kept from going back here.
+    private var playedHighWater = 0
     /// Number of times the server ran out of audio while playing.
     public private(set) var underflows = 0
     /// When the stream was asked for, whether the server has made it, and when its played
@@ -98,7 +104,8 @@ package final class PlaybackStream: @unchecked Sendable {
             maxlength: UInt32.max, tlength: latencyBytes, prebuf: UInt32.max, minreq: UInt32.max, fragsize: UInt32.max)
         let flags = pa_stream_flags_t(
             rawValue:
-                PA_STREAM_INTERPOLATE_TIMING.rawValue | PA_STREAM_AUTO_TIMING_UPDATE.rawValue | PA_STREAM_ADJUST_LATENCY.rawValue)
+                PA_STREAM_INTERPOLATE_TIMING.rawValue | PA_STREAM_AUTO_TIMING_UPDATE.rawValue | PA_STREAM_ADJUST_LATENCY.rawValue
+                    | PA_STREAM_NOT_MONOTONIC.rawValue)
         if pa_stream_connect_playback(s, output.options.device, &attr, flags, nil, nil) < 0 {
             let reason = output.errorText(pa_context_errno(context))
             detach()
@@ -157,7 +164,18 @@ package final class PlaybackStream: @unchecked Sendable {
                 }
             }
             if rc < 0 { break }
-            if sentSamples == 0 { clockAtFirstWrite = serverClock(s) ?? 0 }
+            if sentSamples == 0 {
+                let me = Unmanaged.passUnretained(self).toOpaque()
+                let op = pa_stream_update_timing_info(
+                    s,
+                    { _, _, userdata in
+                        guard let userdata else { return }
+                        let me = Unmanaged<PlaybackStream>.fromOpaque(userdata).takeUnretainedValue()
+                        me.timedSinceFirstWrite = true
+                        pa_threaded_mainloop_signal(me.output.mainloop, 0)
+                    }, me)
+                if let op { pa_operation_unref(op) }
+            }
             pendingOffset += count
             sentSamples += count
             room -= count * 2
@@ -249,13 +267,13 @@ package final class PlaybackStream: @unchecked Sendable {
     /// stream is not active. Lock held.
     private func playedLocked() -> Int? {
         guard let s = stream, case .active = status else { return nil }
-        guard let clock = serverClock(s) else { return nil }
-        guard sentSamples > 0 else { return 0 }
-        let usec = clock > clockAtFirstWrite ? clock - clockAtFirstWrite : 0
+        guard let usec = serverClock(s) else { return nil }
+        guard sentSamples > 0, timedSinceFirstWrite else { return 0 }
         // The server's clock is untrusted: a time beyond what was written is what was written.
         let written = sentSamples + pending.count - pendingOffset
         let (product, overflow) = Int(clamping: usec).multipliedReportingOverflow(by: sampleRate)
-        return overflow ? written : min(product / 1_000_000, written)
+        playedHighWater = max(playedHighWater, overflow ? written : min(product / 1_000_000, written))
+        return playedHighWater
     }
 
     /// The stream's clock in µs, nil before the server's first timing report. Lock held.
