@@ -105,7 +105,7 @@ package final class PlaybackStream: @unchecked Sendable {
         let flags = pa_stream_flags_t(
             rawValue:
                 PA_STREAM_INTERPOLATE_TIMING.rawValue | PA_STREAM_AUTO_TIMING_UPDATE.rawValue | PA_STREAM_ADJUST_LATENCY.rawValue
-                    | PA_STREAM_NOT_MONOTONIC.rawValue)
+                | PA_STREAM_NOT_MONOTONIC.rawValue)
         if pa_stream_connect_playback(s, output.options.device, &attr, flags, nil, nil) < 0 {
             let reason = output.errorText(pa_context_errno(context))
             detach()
