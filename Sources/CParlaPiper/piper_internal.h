@@ -24,6 +24,8 @@ void pj_free(pj_value *value);
 const pj_value *pj_get(const pj_value *object, const char *key);
 double pj_number(const pj_value *value, double fallback);
 const char *pj_string(const pj_value *value);
+/// Appends `c` to `out` at `*n` as UTF-8 (1 to 4 bytes), advancing `*n`.
+void piper_put_utf8(char *out, size_t *n, uint32_t c);
 
 // MARK: The model file (piper_model.c)
 

@@ -39,7 +39,7 @@ void pj_free(pj_value *v) {
     }
 }
 
-static void put_utf8(char *out, size_t *n, uint32_t c) {
+void piper_put_utf8(char *out, size_t *n, uint32_t c) {
     if (c < 0x80) out[(*n)++] = (char)c;
     else if (c < 0x800) { out[(*n)++] = (char)(0xC0 | c >> 6); out[(*n)++] = (char)(0x80 | (c & 0x3F)); }
     else if (c < 0x10000) {
@@ -101,7 +101,7 @@ static char *read_string(parser *ps, size_t *length) {
             } else if (c1 >= 0xD800 && c1 < 0xE000) {
                 c1 = 0xFFFD;
             }
-            put_utf8(out, &n, c1);
+            piper_put_utf8(out, &n, c1);
             break;
         }
         default: free(out); fail(ps, "a bad escape"); return NULL;

@@ -173,9 +173,8 @@ static int too_many_skipped(const piper_sentence *s, char *error, size_t error_s
     if (s->skipped <= 2 || s->skipped * 4 <= s->phonemes) return 0;
     uint32_t c = s->first_skipped;
     char utf8[8] = { 0 };
-    if (c < 0x80) utf8[0] = (char)c;
-    else if (c < 0x800) { utf8[0] = (char)(0xC0 | c >> 6); utf8[1] = (char)(0x80 | (c & 0x3F)); }
-    else { utf8[0] = (char)(0xE0 | c >> 12); utf8[1] = (char)(0x80 | ((c >> 6) & 0x3F)); utf8[2] = (char)(0x80 | (c & 0x3F)); }
+    size_t n = 0;
+    piper_put_utf8(utf8, &n, c);
     snprintf(error, error_size,
              "the voice has no id for %d of the %d phonemes espeak-ng gave for a sentence (the first: '%s', U+%04X): "
              "its phoneme_id_map is not for espeak-ng's IPA phonemes",

@@ -23,7 +23,7 @@ package enum CanonicalComposition {
     /// with the one before it. Never below U+0300 (ASCII, Latin-1 and the Latin letters with
     /// their marks). Any other scalar starts a stretch that is composed on its own.
     @inline(__always)
-    package static func mayChange(_ s: Unicode.Scalar) -> Bool {
+    private static func mayChange(_ s: Unicode.Scalar) -> Bool {
         s.value >= 0x300 && contains(maybeRanges, s.value)
     }
 
@@ -100,22 +100,17 @@ package enum CanonicalComposition {
     package static func recomposed(_ text: String) -> Recomposed? {
         let changed = changes(in: text.unicodeScalars)
         guard !changed.isEmpty else { return nil }
+        let original = text.unicodeScalars.map(\.value)
         var r = Recomposed()
-        var offset = 0
-        var rest = changed[...]
-        for s in text.unicodeScalars {
-            defer { offset += 1 }
-            guard let next = rest.first, offset >= next.range.lowerBound else {
-                r.scalars.append(s.value)
-                continue
-            }
-            if offset == next.range.lowerBound {
-                r.add(at: r.scalars.count, original: next.range, count: next.composed.count)
-                r.scalars.append(contentsOf: next.composed.map(\.value))
-            }
-            if offset == next.range.upperBound - 1 { rest.removeFirst() }
+        var from = 0
+        for change in changed {
+            r.scalars.append(contentsOf: original[from..<change.range.lowerBound])
+            r.add(at: r.scalars.count, original: change.range, count: change.composed.count)
+            r.scalars.append(contentsOf: change.composed.map(\.value))
+            from = change.range.upperBound
         }
-        r.originalCount = offset
+        r.scalars.append(contentsOf: original[from...])
+        r.originalCount = original.count
         return r
     }
 

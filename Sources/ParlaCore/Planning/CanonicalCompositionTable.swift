@@ -2,9 +2,6 @@
 // Do not edit.
 
 extension CanonicalComposition {
-    /// The Unicode version the table was generated from.
-    static let unicodeVersion = "14.0.0"
-
     /// Every canonical decomposition but the Hangul syllables', three numbers each: the
     /// scalar (with bit 31 set when NFC composes its two parts into it again), its first
     /// part, and its second part (0 for a singleton).
