@@ -30,6 +30,7 @@ static struct {
     __typeof__(pa_mainloop_iterate) *pa_mainloop_iterate;
     __typeof__(pa_mainloop_new) *pa_mainloop_new;
     __typeof__(pa_operation_cancel) *pa_operation_cancel;
+    __typeof__(pa_operation_get_state) *pa_operation_get_state;
     __typeof__(pa_operation_unref) *pa_operation_unref;
     __typeof__(pa_proplist_free) *pa_proplist_free;
     __typeof__(pa_proplist_gets) *pa_proplist_gets;
@@ -106,6 +107,7 @@ static void load(void) {
     if (!(real.pa_mainloop_iterate = (__typeof__(pa_mainloop_iterate) *)dlsym(library, "pa_mainloop_iterate")) && !absent) absent = "pa_mainloop_iterate";
     if (!(real.pa_mainloop_new = (__typeof__(pa_mainloop_new) *)dlsym(library, "pa_mainloop_new")) && !absent) absent = "pa_mainloop_new";
     if (!(real.pa_operation_cancel = (__typeof__(pa_operation_cancel) *)dlsym(library, "pa_operation_cancel")) && !absent) absent = "pa_operation_cancel";
+    if (!(real.pa_operation_get_state = (__typeof__(pa_operation_get_state) *)dlsym(library, "pa_operation_get_state")) && !absent) absent = "pa_operation_get_state";
     if (!(real.pa_operation_unref = (__typeof__(pa_operation_unref) *)dlsym(library, "pa_operation_unref")) && !absent) absent = "pa_operation_unref";
     if (!(real.pa_proplist_free = (__typeof__(pa_proplist_free) *)dlsym(library, "pa_proplist_free")) && !absent) absent = "pa_proplist_free";
     if (!(real.pa_proplist_gets = (__typeof__(pa_proplist_gets) *)dlsym(library, "pa_proplist_gets")) && !absent) absent = "pa_proplist_gets";
@@ -254,6 +256,10 @@ pa_mainloop *pa_mainloop_new(void) {
 void pa_operation_cancel(pa_operation *a0) {
     if (!parla_pulse_load()) return;
     real.pa_operation_cancel(a0);
+}
+pa_operation_state_t pa_operation_get_state(const pa_operation *a0) {
+    if (!parla_pulse_load()) return (pa_operation_state_t)0;
+    return real.pa_operation_get_state(a0);
 }
 void pa_operation_unref(pa_operation *a0) {
     if (!parla_pulse_load()) return;

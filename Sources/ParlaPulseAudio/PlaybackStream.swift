@@ -34,6 +34,11 @@ package final class PlaybackStream: @unchecked Sendable {
     private var inputFinished = false
     private var drainRequested = false
     private var drainOperation: OpaquePointer?
+    /// The timing request made after the first write. Kept, and cancelled in `detach()`, as the
+    /// drain is: its reply can arrive after the stream was closed and released (the server
+    /// answers it before the stream's deletion), and its callback would then read a freed
+    /// stream (the live suite's stress test crashed the test process that way in 1 of 2 runs).
+    private var timingOperation: OpaquePointer?
     private var status: Status = .active
     private var isCorked = false
     /// The gain applied to samples as they are handed to the server (linear, 0 to 1).
@@ -164,17 +169,17 @@ package final class PlaybackStream: @unchecked Sendable {
                 }
             }
             if rc < 0 { break }
-            if sentSamples == 0 {
+            if sentSamples == 0 && timingOperation == nil {
                 let me = Unmanaged.passUnretained(self).toOpaque()
-                let op = pa_stream_update_timing_info(
+                timingOperation = pa_stream_update_timing_info(
                     s,
                     { _, _, userdata in
                         guard let userdata else { return }
                         let me = Unmanaged<PlaybackStream>.fromOpaque(userdata).takeUnretainedValue()
+                        if me.stream == nil { me.answersAfterClose += 1 }
                         me.timedSinceFirstWrite = true
                         pa_threaded_mainloop_signal(me.output.mainloop, 0)
                     }, me)
-                if let op { pa_operation_unref(op) }
             }
             pendingOffset += count
             sentSamples += count
@@ -323,6 +328,22 @@ package final class PlaybackStream: @unchecked Sendable {
         return sentSamples + pending.count - pendingOffset
     }
 
+    /// Whether the server has made the stream (for tests that must act on a made stream).
+    package var isMade: Bool {
+        output.lock()
+        defer { output.unlock() }
+        return isReady
+    }
+
+    /// Answers from the server that reached the stream after it was closed: none may (a closed
+    /// stream can be freed at once). For tests.
+    package var callbacksAfterClose: Int {
+        output.lock()
+        defer { output.unlock() }
+        return answersAfterClose
+    }
+    private var answersAfterClose = 0
+
     /// Pauses (true) or resumes (false) playback where it is: the buffered audio is kept.
     public func setCorked(_ corked: Bool) {
         output.lock()
@@ -353,11 +374,12 @@ package final class PlaybackStream: @unchecked Sendable {
     private func detach() {
         guard let s = stream else { return }
         stream = nil
-        if let op = drainOperation {
-            pa_operation_cancel(op)
+        for op in [drainOperation, timingOperation].compactMap({ $0 }) {
+            if pa_operation_get_state(op) == PA_OPERATION_RUNNING { pa_operation_cancel(op) }
             pa_operation_unref(op)
-            drainOperation = nil
         }
+        drainOperation = nil
+        timingOperation = nil
         pa_stream_set_state_callback(s, nil, nil)
         pa_stream_set_write_callback(s, nil, nil)
         pa_stream_set_underflow_callback(s, nil, nil)
