@@ -37,6 +37,20 @@ int piper_find_ceil_output(const unsigned char *model, size_t length, char *name
 /// `seed`, and with tensor `extra_output` (if not NULL) as one more graph output of floats.
 /// NULL if the bytes are not a model.
 unsigned char *piper_rewrite_model(const unsigned char *model, size_t length, const char *extra_output, float seed, size_t *out_length);
+/// A model split at its decoder's input (see piper_model.c): the encoder takes the model's
+/// inputs and gives the latent frames (named `latent`, [1, C, T]) and, if asked, the durations;
+/// the decoder takes the latent (and "sid" if `decoder_takes_speaker`) and gives "output".
+typedef struct {
+    unsigned char *encoder, *decoder;  // malloc'd serialized models
+    size_t encoder_length, decoder_length;
+    char latent[512];
+    int decoder_takes_speaker;
+} piper_split;
+/// Splits the model; its random nodes get `seed`, the encoder also outputs `durations` (if not
+/// NULL). 1 on success; 0 if the graph does not split (why, in `why`): the voice is then spoken
+/// whole; -1 if the bytes are not a model.
+int piper_split_model(const unsigned char *model, size_t length, const char *durations, float seed, piper_split *split, char *why,
+                      size_t why_size);
 // MARK: Phonemes (piper_phonemes.c)
 
 /// One sentence's phoneme ids, with the word each id belongs to.
@@ -77,23 +91,34 @@ int piper_phonemize(const char *text, const char *espeak_voice, const piper_id_m
 // MARK: ONNX Runtime (piper_runtime.c)
 
 typedef struct piper_session piper_session;
+/// What a session computes, from its inputs and outputs: the whole voice (phoneme ids to audio
+/// and durations), its encoder (ids to the latent and durations) or its decoder (latent to audio).
+enum { PIPER_WHOLE = 1, PIPER_ENCODER = 2, PIPER_DECODER = 3 };
 /// Loads the runtime on first use; NULL and `error` (how to install it) if it cannot be.
 int piper_runtime_load(char *error, size_t error_size);
-/// A session for a model held in memory, with `threads` intra-op threads; `durations` names
-/// the output that holds the phoneme durations (NULL: none). With `ort_format`, the bytes are
-/// ONNX Runtime's own format, used in place: they must outlive the session. With `save_to`,
-/// the optimized model is also written there in that format (for a next load).
-piper_session *piper_session_create(const void *model, size_t length, int threads, const char *durations, int ort_format,
-                                    const char *save_to, char *error, size_t error_size);
+/// A session for a model held in memory, with `threads` intra-op threads. Its second output, if
+/// any, holds the phoneme durations. With `ort_format`, the bytes are ONNX Runtime's own format,
+/// used in place: they must outlive the session. With `save_to`, the optimized model is also
+/// written there in that format (for a next load).
+piper_session *piper_session_create(const void *model, size_t length, int threads, int ort_format, const char *save_to, char *error,
+                                    size_t error_size);
 void piper_session_free(piper_session *session);
+/// PIPER_WHOLE, PIPER_ENCODER or PIPER_DECODER.
+int piper_session_kind(const piper_session *session);
 /// Whether the session gives the phoneme durations.
 int piper_session_has_durations(const piper_session *session);
 /// The loaded ONNX Runtime's version ("1.32.0").
 const char *piper_runtime_version(void);
 /// Whether the model takes a speaker id input ("sid").
 int piper_session_has_speaker(const piper_session *session);
-/// Runs the model on `count` ids. On success *audio (malloc'd) holds *samples floats and, if
-/// the session has durations, *durations (malloc'd) one frame count per id. 0 on success.
+/// Runs a whole voice or an encoder on `count` ids. On success *audio (malloc'd) holds *samples
+/// floats: the audio, or the encoder's latent ([*channels][frames], frames = *samples /
+/// *channels); and, if the session has durations, *durations (malloc'd) one frame count per id.
+/// 0 on success.
 int piper_session_run(piper_session *session, const int64_t *ids, size_t count, const float scales[3], int64_t speaker,
-                      float **audio, size_t *samples, float **durations, char *error, size_t error_size);
+                      float **audio, size_t *samples, int64_t *channels, float **durations, char *error, size_t error_size);
+/// Runs a decoder on `frames` frames of latent ([channels][frames]). 0 on success, with
+/// *audio (malloc'd) holding *samples floats.
+int piper_session_decode(piper_session *session, const float *latent, int64_t channels, int64_t frames, int64_t speaker, float **audio,
+                         size_t *samples, char *error, size_t error_size);
 #endif

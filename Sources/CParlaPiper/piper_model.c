@@ -7,6 +7,7 @@
 // child per utterance (the engine host) or per item (render workers) starts every child from
 // the same noise, so the same text gives the same samples.
 #include "piper_internal.h"
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -210,4 +211,415 @@ unsigned char *piper_rewrite_model(const unsigned char *model, size_t length, co
     if (bad || graphs == 0) { free(out); return NULL; }
     *out_length = w;
     return out;
+}
+
+// MARK: Splitting the model at its decoder
+//
+// A Piper voice is one graph: a text encoder, the phoneme durations (the Ceil), the noise and
+// the flow, which give the latent frames [1, C, T]; then the decoder (HiFi-GAN, the nodes under
+// /dec/), which turns each frame into 256 samples. The decoder is convolutional and sees a few
+// frames either side, so a stretch of frames decoded with enough frames of context around it
+// gives the same samples as the whole sentence decoded at once: the latent can be decoded a
+// chunk at a time, and the first chunk played while the next is decoded.
+//
+// The split is found by name: the decoder's first node is /dec/conv_pre/Conv (every voice that
+// piper_train exports), and its first input is the latent. The decoder is every node that the
+// output "output" needs, going back no further than the latent; the encoder every node that the
+// latent and the durations need. A voice whose graph does not split that way (no such node, a
+// decoder that reads the text or makes noise, subgraphs) is spoken whole, as before.
+
+enum { GRAPH_INITIALIZER = 5, GRAPH_INPUT = 11, GRAPH_VALUE_INFO = 13, NODE_INPUT = 1, NODE_NAME = 3, TENSOR_NAME = 8,
+       ATTRIBUTE_GRAPH = 6, ATTRIBUTE_GRAPHS = 11 };
+
+typedef struct {
+    const unsigned char *p;
+    size_t n;
+} text;
+
+static text text_of(cursor c) { return (text){ c.p, c.p ? (size_t)(c.end - c.p) : 0 }; }
+static int text_is(text t, const char *s) { return t.n == strlen(s) && memcmp(t.p, s, t.n) == 0; }
+
+// A hash map from tensor names to an int (a node's index, or 1 for "present").
+typedef struct {
+    text *keys;
+    int *values;
+    size_t capacity;
+} name_map;
+
+static uint64_t name_hash(text t) {
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < t.n; i++) h = (h ^ t.p[i]) * 1099511628211ull;
+    return h;
+}
+
+static int map_init(name_map *m, size_t expected) {
+    m->capacity = 16;
+    while (m->capacity < expected * 2 + 16) m->capacity *= 2;
+    m->keys = calloc(m->capacity, sizeof *m->keys);
+    m->values = calloc(m->capacity, sizeof *m->values);
+    return m->keys && m->values;
+}
+
+static void map_free(name_map *m) {
+    free(m->keys);
+    free(m->values);
+}
+
+// The slot of `t`: where it is, or the empty one where it would go.
+static size_t map_slot(const name_map *m, text t) {
+    size_t i = name_hash(t) & (m->capacity - 1);
+    while (m->keys[i].p && !(m->keys[i].n == t.n && memcmp(m->keys[i].p, t.p, t.n) == 0)) i = (i + 1) & (m->capacity - 1);
+    return i;
+}
+
+// Returns 0 when full (the caller sized it).
+static int map_put(name_map *m, text t, int value) {
+    size_t i = map_slot(m, t);
+    if (!m->keys[i].p) {
+        m->keys[i] = t;
+    }
+    m->values[i] = value;
+    return 1;
+}
+
+static int map_get(const name_map *m, text t, int *value) {
+    if (!t.p) return 0;
+    size_t i = map_slot(m, t);
+    if (!m->keys[i].p) return 0;
+    if (value) *value = m->values[i];
+    return 1;
+}
+
+typedef struct {
+    cursor field;   // the whole field in the graph: key, length and body
+    cursor body;    // the NodeProto
+    size_t first_input, inputs, first_output, outputs;  // into the graph's name list
+    int subgraph;   // has an attribute holding a graph
+    int random;     // a random node, and whether it has a seed
+    int has_seed;
+} split_node;
+
+typedef struct {
+    split_node *nodes;
+    size_t node_count;
+    text *names;    // every node's inputs and outputs, in order
+    size_t name_count;
+    cursor *fields; // every field of the graph, in order (nodes included)
+    uint32_t *numbers;
+    size_t field_count;
+    name_map producer, initializers, inputs;
+} split_graph;
+
+static void split_graph_free(split_graph *g) {
+    free(g->nodes);
+    free(g->names);
+    free(g->fields);
+    free(g->numbers);
+    map_free(&g->producer);
+    map_free(&g->initializers);
+    map_free(&g->inputs);
+}
+
+// The name inside a ValueInfoProto (field 1) or a TensorProto (field 8).
+static text inner_name(cursor body, uint32_t wanted) {
+    cursor c = body, f;
+    uint32_t number;
+    int bad = 0;
+    while (field(&c, &number, &f, &bad))
+        if (number == wanted && f.p) return text_of(f);
+    return (text){ NULL, 0 };
+}
+
+// Reads the graph's fields and nodes. 0 on malformed input.
+static int split_graph_read(cursor graph_body, split_graph *g) {
+    memset(g, 0, sizeof *g);
+    size_t fields = 0, names = 0;
+    {
+        cursor c = graph_body, f;
+        uint32_t number;
+        int bad = 0;
+        while (field(&c, &number, &f, &bad)) {
+            fields++;
+            if (number == GRAPH_NODE && f.p) {
+                cursor n = f, a;
+                uint32_t k;
+                while (field(&n, &k, &a, &bad)) names += (k == NODE_INPUT || k == NODE_OUTPUT);
+            }
+        }
+        if (bad) return 0;
+    }
+    g->fields = calloc(fields + 1, sizeof *g->fields);
+    g->numbers = calloc(fields + 1, sizeof *g->numbers);
+    g->nodes = calloc(fields + 1, sizeof *g->nodes);
+    g->names = calloc(names + 1, sizeof *g->names);
+    if (!g->fields || !g->numbers || !g->nodes || !g->names || !map_init(&g->producer, names) || !map_init(&g->initializers, fields) ||
+        !map_init(&g->inputs, fields))
+        return 0;
+    cursor c = graph_body, f;
+    uint32_t number;
+    int bad = 0;
+    const unsigned char *start = c.p;
+    while (field(&c, &number, &f, &bad)) {
+        g->fields[g->field_count] = (cursor){ start, c.p };
+        g->numbers[g->field_count++] = number;
+        start = c.p;
+        if (number == GRAPH_INITIALIZER && f.p) {
+            text name = inner_name(f, TENSOR_NAME);
+            if (name.p) map_put(&g->initializers, name, 1);
+        } else if (number == GRAPH_INPUT && f.p) {
+            text name = inner_name(f, 1);
+            if (name.p) map_put(&g->inputs, name, 1);
+        } else if (number == GRAPH_NODE && f.p) {
+            split_node *node = &g->nodes[g->node_count];
+            node->field = g->fields[g->field_count - 1];
+            node->body = f;
+            node->random = is_random(f, &node->has_seed);
+            node->first_input = g->name_count;
+            cursor n = f, a;
+            uint32_t k;
+            while (field(&n, &k, &a, &bad)) {
+                if (k == NODE_INPUT) g->names[g->name_count++] = text_of(a), node->inputs++;
+                if (k == NODE_ATTRIBUTE && a.p) {
+                    cursor at = a, x;
+                    uint32_t k2;
+                    while (field(&at, &k2, &x, &bad)) node->subgraph |= (k2 == ATTRIBUTE_GRAPH || k2 == ATTRIBUTE_GRAPHS);
+                }
+            }
+            node->first_output = g->name_count;
+            n = f;
+            while (field(&n, &k, &a, &bad)) {
+                if (k == NODE_OUTPUT) {
+                    text out = text_of(a);
+                    g->names[g->name_count++] = out;
+                    node->outputs++;
+                    if (out.n) map_put(&g->producer, out, (int)g->node_count);
+                }
+            }
+            g->node_count++;
+        }
+    }
+    return !bad;
+}
+
+// Marks (in `keep`) every node that the tensors `wanted` need, going back no further than
+// `stop` (may be NULL-named); `used` gets the initializers they read. Returns 0 if out of memory;
+// *reads_input is set to a graph input they read (other than an initializer), if any.
+static int reach(const split_graph *g, const text *wanted, size_t wanted_count, text stop, char *keep, name_map *used, text *reads_input,
+                 text allowed_input) {
+    size_t capacity = g->name_count + wanted_count + 1, top = 0;
+    text *stack = malloc(capacity * sizeof *stack);
+    name_map seen;
+    if (!stack || !map_init(&seen, capacity)) { free(stack); return 0; }
+    for (size_t i = 0; i < wanted_count; i++) stack[top++] = wanted[i];
+    while (top) {
+        text t = stack[--top];
+        if (!t.n || map_get(&seen, t, NULL)) continue;
+        map_put(&seen, t, 1);
+        if (stop.p && t.n == stop.n && memcmp(t.p, stop.p, t.n) == 0) continue;
+        if (map_get(&g->initializers, t, NULL)) { map_put(used, t, 1); continue; }
+        int producer;
+        if (map_get(&g->producer, t, &producer)) {
+            if (keep[producer]) continue;
+            keep[producer] = 1;
+            const split_node *n = &g->nodes[producer];
+            for (size_t i = 0; i < n->inputs && top < capacity; i++) stack[top++] = g->names[n->first_input + i];
+            continue;
+        }
+        if (map_get(&g->inputs, t, NULL) && !(allowed_input.p && t.n == allowed_input.n && memcmp(t.p, allowed_input.p, t.n) == 0) &&
+            reads_input && !reads_input->p)
+            *reads_input = t;
+    }
+    free(stack);
+    map_free(&seen);
+    return 1;
+}
+
+static size_t put_field(unsigned char *out, uint32_t number, const void *body, size_t n) {
+    size_t w = put_varint(out, (uint64_t)number << 3 | 2);
+    w += put_varint(out + w, n);
+    memcpy(out + w, body, n);
+    return w + n;
+}
+
+// A ValueInfoProto field (graph input or output) naming a float tensor of any shape.
+static size_t put_float_value(unsigned char *out, uint32_t number, text name) {
+    unsigned char info[4200];
+    if (name.n > 4000) return 0;
+    size_t v = put_field(info, 1, name.p, name.n);
+    const unsigned char type[] = { 0x12, 4, 0x0A, 2, 0x08, 0x01 };
+    memcpy(info + v, type, sizeof type);
+    v += sizeof type;
+    return put_field(out, number, info, v);
+}
+
+static size_t seed_attribute_bytes(unsigned char out[16], float seed) {
+    size_t sa = 0;
+    out[sa++] = (NODE_ATTRIBUTE << 3) | 2;
+    out[sa++] = 14;
+    out[sa++] = 0x0A; out[sa++] = 4; memcpy(out + sa, "seed", 4); sa += 4;
+    out[sa++] = 0x15; memcpy(out + sa, &seed, 4); sa += 4;
+    out[sa++] = 0xA0; out[sa++] = 0x01; out[sa++] = 0x01;
+    return sa;
+}
+
+// Writes one part: the model's fields but its graph, then the graph with the nodes in `keep`,
+// the initializers in `used`, the inputs in `inputs` (NULL: all but unused initializers) and
+// then `extra_inputs` and `outputs` (float values) or the original output named `output`.
+static unsigned char *write_part(const unsigned char *model, size_t length, const split_graph *g, const char *keep, const name_map *used,
+                                 const text *extra_inputs, size_t extra_input_count, const text *outputs, size_t output_count,
+                                 text original_output, float seed, size_t *out_length) {
+    unsigned char seed_attribute[16];
+    size_t sa = seed_attribute_bytes(seed_attribute, seed);
+    size_t graph_capacity = length + g->node_count * (sa + 12) + (extra_input_count + output_count) * 4300 + 64;
+    unsigned char *graph = malloc(graph_capacity), *out = NULL;
+    if (!graph) return NULL;
+    size_t gw = 0, node = 0;
+    for (size_t i = 0; i < g->field_count; i++) {
+        cursor f = g->fields[i];
+        uint32_t number = g->numbers[i];
+        // The body of the field, for the kinds that are filtered.
+        cursor c = f, body;
+        uint32_t n2;
+        int bad = 0;
+        field(&c, &n2, &body, &bad);
+        if (number == GRAPH_NODE && body.p) {
+            const split_node *n = &g->nodes[node++];
+            if (!keep[node - 1]) continue;
+            if (n->random && !n->has_seed) {
+                size_t len = (size_t)(n->body.end - n->body.p);
+                gw += put_varint(graph + gw, (GRAPH_NODE << 3) | 2);
+                gw += put_varint(graph + gw, len + sa);
+                memcpy(graph + gw, n->body.p, len);
+                gw += len;
+                memcpy(graph + gw, seed_attribute, sa);
+                gw += sa;
+                continue;
+            }
+        } else if (number == GRAPH_INITIALIZER && body.p) {
+            if (!map_get(used, inner_name(body, TENSOR_NAME), NULL)) continue;
+        } else if (number == GRAPH_INPUT && body.p) {
+            // An initializer listed as an input stays if it is used; the encoder keeps the model's
+            // inputs, the decoder only "sid", if it reads it (marked used).
+            text name = inner_name(body, 1);
+            int kept = map_get(&g->initializers, name, NULL) || extra_input_count > 0 ? map_get(used, name, NULL) : 1;
+            if (!kept) continue;
+        } else if (number == GRAPH_OUTPUT && body.p) {
+            if (!original_output.p || !(inner_name(body, 1).n == original_output.n && memcmp(inner_name(body, 1).p, original_output.p, original_output.n) == 0))
+                continue;
+        } else if (number == GRAPH_VALUE_INFO) {
+            continue;  // shapes of inner tensors: optional, and many name tensors that are gone
+        }
+        memcpy(graph + gw, f.p, (size_t)(f.end - f.p));
+        gw += (size_t)(f.end - f.p);
+    }
+    for (size_t i = 0; i < extra_input_count; i++) gw += put_float_value(graph + gw, GRAPH_INPUT, extra_inputs[i]);
+    for (size_t i = 0; i < output_count; i++) gw += put_float_value(graph + gw, GRAPH_OUTPUT, outputs[i]);
+    // The model: every field as it was, but the graph.
+    size_t w = 0, capacity = gw + length + 32;
+    out = malloc(capacity);
+    if (!out) { free(graph); return NULL; }
+    cursor top = { model, model + length }, body;
+    uint32_t number;
+    int bad = 0, graphs = 0;
+    const unsigned char *start = top.p;
+    while (field(&top, &number, &body, &bad)) {
+        if (number == MODEL_GRAPH && body.p && graphs++ == 0) {
+            out[w++] = (MODEL_GRAPH << 3) | 2;
+            w += put_varint(out + w, gw);
+            memcpy(out + w, graph, gw);
+            w += gw;
+        } else {
+            // Within `capacity`: the other fields are part of the model's `length` bytes.
+            memcpy(out + w, start, (size_t)(top.p - start));
+            w += (size_t)(top.p - start);
+        }
+        start = top.p;
+    }
+    free(graph);
+    if (bad || graphs == 0) { free(out); return NULL; }
+    *out_length = w;
+    return out;
+}
+
+int piper_split_model(const unsigned char *model, size_t length, const char *durations, float seed, piper_split *split, char *why,
+                      size_t why_size) {
+    memset(split, 0, sizeof *split);
+    cursor top = { model, model + length }, body, graph_body = { NULL, NULL };
+    uint32_t number;
+    int bad = 0;
+    while (field(&top, &number, &body, &bad))
+        if (number == MODEL_GRAPH && body.p && !graph_body.p) graph_body = body;
+    if (bad || !graph_body.p) return -1;
+    split_graph g;
+    int result = 0;
+    char *keep_encoder = NULL, *keep_decoder = NULL;
+    name_map encoder_used = { 0 }, decoder_used = { 0 };
+    if (!split_graph_read(graph_body, &g)) { split_graph_free(&g); return -1; }
+    text latent = { NULL, 0 }, output = { (const unsigned char *)"output", 6 }, none = { NULL, 0 };
+    text sid = { (const unsigned char *)"sid", 3 };
+    for (size_t i = 0; i < g.node_count && !latent.p; i++) {
+        if (text_is(inner_name(g.nodes[i].body, NODE_NAME), "/dec/conv_pre/Conv") && g.nodes[i].inputs > 0)
+            latent = g.names[g.nodes[i].first_input];
+    }
+    int producer = -1;
+    keep_encoder = calloc(g.node_count + 1, 1);
+    keep_decoder = calloc(g.node_count + 1, 1);
+    if (!keep_encoder || !keep_decoder || !map_init(&encoder_used, g.name_count) || !map_init(&decoder_used, g.name_count)) {
+        snprintf(why, why_size, "out of memory");
+        goto done;
+    }
+    if (!latent.p || !latent.n || latent.n >= sizeof split->latent) {
+        snprintf(why, why_size, "it has no decoder node /dec/conv_pre/Conv");
+        goto done;
+    }
+    if (!map_get(&g.producer, latent, &producer) || !map_get(&g.producer, output, NULL)) {
+        snprintf(why, why_size, "its decoder's input or its output \"output\" is not made by a node");
+        goto done;
+    }
+    for (size_t i = 0; i < g.node_count; i++)
+        if (g.nodes[i].subgraph) {
+            snprintf(why, why_size, "it has nodes holding subgraphs");
+            goto done;
+        }
+    text reads = { NULL, 0 };
+    if (!reach(&g, &output, 1, latent, keep_decoder, &decoder_used, &reads, sid)) { snprintf(why, why_size, "out of memory"); goto done; }
+    if (reads.p) {
+        snprintf(why, why_size, "its decoder reads the model's input %.*s", (int)(reads.n < 100 ? reads.n : 100), (const char *)reads.p);
+        goto done;
+    }
+    for (size_t i = 0; i < g.node_count; i++)
+        if (keep_decoder[i] && g.nodes[i].random) {
+            snprintf(why, why_size, "its decoder makes noise");
+            goto done;
+        }
+    text wanted[2] = { latent, { (const unsigned char *)durations, durations ? strlen(durations) : 0 } };
+    size_t wanted_count = durations ? 2 : 1;
+    if (!reach(&g, wanted, wanted_count, none, keep_encoder, &encoder_used, NULL, none)) { snprintf(why, why_size, "out of memory"); goto done; }
+    int decoder_takes_speaker = 0;
+    for (size_t i = 0; i < g.node_count && !decoder_takes_speaker; i++) {
+        if (!keep_decoder[i]) continue;
+        for (size_t k = 0; k < g.nodes[i].inputs; k++)
+            if (text_is(g.names[g.nodes[i].first_input + k], "sid")) decoder_takes_speaker = 1;
+    }
+    if (decoder_takes_speaker) map_put(&decoder_used, sid, 1);  // kept among the decoder's inputs
+    split->encoder = write_part(model, length, &g, keep_encoder, &encoder_used, NULL, 0, wanted, wanted_count, none, seed, &split->encoder_length);
+    split->decoder = write_part(model, length, &g, keep_decoder, &decoder_used, &latent, 1, NULL, 0, output, seed, &split->decoder_length);
+    if (!split->encoder || !split->decoder) {
+        free(split->encoder);
+        free(split->decoder);
+        split->encoder = split->decoder = NULL;
+        snprintf(why, why_size, "out of memory");
+        goto done;
+    }
+    memcpy(split->latent, latent.p, latent.n);
+    split->latent[latent.n] = 0;
+    split->decoder_takes_speaker = decoder_takes_speaker;
+    result = 1;
+done:
+    free(keep_encoder);
+    free(keep_decoder);
+    map_free(&encoder_used);
+    map_free(&decoder_used);
+    split_graph_free(&g);
+    return result;
 }

@@ -27,7 +27,7 @@ enum {
     ORT_CREATE_SESSION_OPTIONS = 10, ORT_SET_EXECUTION_MODE = 13, ORT_CREATE_RUN_OPTIONS = 39, ORT_RELEASE_RUN_OPTIONS = 97, ORT_ADD_RUN_CONFIG = 165, ORT_SET_OPTIMIZATION_LEVEL = 23,
     ORT_SET_OPTIMIZED_MODEL_PATH = 11, ORT_SET_INTRA_OP_THREADS = 24, ORT_SET_INTER_OP_THREADS = 25, ORT_SESSION_INPUT_COUNT = 30, ORT_SESSION_OUTPUT_COUNT = 31, ORT_SESSION_OUTPUT_NAME = 37,
     ORT_SESSION_INPUT_NAME = 36, ORT_CREATE_TENSOR_WITH_DATA = 49, ORT_GET_TENSOR_DATA = 51,
-    ORT_GET_ELEMENT_TYPE = 60, ORT_GET_ELEMENT_COUNT = 64, ORT_GET_TYPE_AND_SHAPE = 65, ORT_CREATE_CPU_MEMORY_INFO = 69,
+    ORT_GET_ELEMENT_TYPE = 60, ORT_GET_ELEMENT_COUNT = 64, ORT_GET_DIMENSIONS_COUNT = 61, ORT_GET_DIMENSIONS = 62, ORT_GET_TYPE_AND_SHAPE = 65, ORT_CREATE_CPU_MEMORY_INFO = 69,
     ORT_ALLOCATOR_FREE = 76, ORT_DEFAULT_ALLOCATOR = 78, ORT_RELEASE_ENV = 92, ORT_RELEASE_STATUS = 93,
     ORT_RELEASE_MEMORY_INFO = 94, ORT_RELEASE_SESSION = 95, ORT_RELEASE_VALUE = 96,
     ORT_RELEASE_TYPE_AND_SHAPE = 99, ORT_RELEASE_SESSION_OPTIONS = 100, ORT_ADD_SESSION_CONFIG = 130,
@@ -139,13 +139,56 @@ int piper_runtime_load(char *error, size_t error_size) {
 struct piper_session {
     OrtSession *session;
     OrtRunOptions *run_options;
+    int kind;
     int has_speaker;
     int has_durations;
+    char first_output[512];  // "output" (whole), or the latent (encoder)
     char durations[512];
+    char latent[512];        // the decoder's input
 };
 
-piper_session *piper_session_create(const void *model, size_t length, int threads, const char *durations, int ort_format,
-                                    const char *save_to, char *error, size_t error_size) {
+// The session's input and output names: its kind, and what to feed and read.
+static int read_names(piper_session *s, char *error, size_t error_size) {
+    size_t inputs = 0, outputs = 0;
+    OrtAllocator *allocator = NULL;
+    if (failed(ORT(ORT_SESSION_INPUT_COUNT, OrtStatus *(*)(OrtSession *, size_t *))(s->session, &inputs), "ONNX Runtime", error, error_size) ||
+        failed(ORT(ORT_SESSION_OUTPUT_COUNT, OrtStatus *(*)(OrtSession *, size_t *))(s->session, &outputs), "ONNX Runtime", error, error_size) ||
+        failed(ORT(ORT_DEFAULT_ALLOCATOR, OrtStatus *(*)(OrtAllocator **))(&allocator), "ONNX Runtime", error, error_size))
+        return 0;
+    int text_inputs = 0, others = 0;
+    for (size_t i = 0; i < inputs; i++) {
+        char *name = NULL;
+        if (failed(ORT(ORT_SESSION_INPUT_NAME, OrtStatus *(*)(OrtSession *, size_t, OrtAllocator *, char **))(s->session, i, allocator, &name),
+                   "ONNX Runtime", error, error_size))
+            return 0;
+        if (strcmp(name, "sid") == 0) s->has_speaker = 1;
+        else if (strcmp(name, "input") == 0 || strcmp(name, "input_lengths") == 0 || strcmp(name, "scales") == 0) text_inputs++;
+        else { others++; snprintf(s->latent, sizeof s->latent, "%s", name); }
+        ORT(ORT_ALLOCATOR_FREE, OrtStatus *(*)(OrtAllocator *, void *))(allocator, name);
+    }
+    for (size_t i = 0; i < outputs && i < 2; i++) {
+        char *name = NULL;
+        if (failed(ORT(ORT_SESSION_OUTPUT_NAME, OrtStatus *(*)(OrtSession *, size_t, OrtAllocator *, char **))(s->session, i, allocator, &name),
+                   "ONNX Runtime", error, error_size))
+            return 0;
+        snprintf(i == 0 ? s->first_output : s->durations, sizeof s->durations, "%s", name);
+        ORT(ORT_ALLOCATOR_FREE, OrtStatus *(*)(OrtAllocator *, void *))(allocator, name);
+    }
+    s->has_durations = outputs >= 2;
+    if (text_inputs == 3 && others == 0 && outputs >= 1) {
+        s->kind = strcmp(s->first_output, "output") == 0 ? PIPER_WHOLE : PIPER_ENCODER;
+        return 1;
+    }
+    if (text_inputs == 0 && others == 1 && outputs == 1 && strcmp(s->first_output, "output") == 0) {
+        s->kind = PIPER_DECODER;
+        return 1;
+    }
+    if (!error[0]) snprintf(error, error_size, "the model does not take Piper's inputs (input, input_lengths, scales): it is not a Piper voice");
+    return 0;
+}
+
+piper_session *piper_session_create(const void *model, size_t length, int threads, int ort_format, const char *save_to, char *error,
+                                    size_t error_size) {
     if (!piper_runtime_load(error, error_size)) return NULL;
     OrtSessionOptions *options = NULL;
     if (failed(ORT(ORT_CREATE_SESSION_OPTIONS, OrtStatus *(*)(OrtSessionOptions **))(&options), "ONNX Runtime", error, error_size)) return NULL;
@@ -186,46 +229,18 @@ piper_session *piper_session_create(const void *model, size_t length, int thread
     }
     ORT(ORT_RELEASE_SESSION_OPTIONS, void (*)(OrtSessionOptions *))(options);
     if (!s) return NULL;
-    s->has_durations = durations != NULL;
     // The arena keeps the buffers of the longest sentence so far (456 MB after three long
     // sentences, against 144 MB once loaded): shrunk at the end of each long sentence's run
     // (SHRINK_AFTER_IDS), the memory goes back near the model's size, and short sentences keep
-    // the arena's speed (no arena: 20 % slower; shrinking after every run: 14 %).
+    // the arena's speed (no arena: 20 % slower; shrinking after every run: 14 %). A decoder
+    // runs on chunks of bounded length, and needs none of this.
     if (!getenv("PARLA_PIPER_KEEP_ARENA") &&
         !ORT(ORT_CREATE_RUN_OPTIONS, OrtStatus *(*)(OrtRunOptions **))(&s->run_options)) {
         OrtStatus *shrink = ORT(ORT_ADD_RUN_CONFIG, OrtStatus *(*)(OrtRunOptions *, const char *, const char *))(
             s->run_options, "memory.enable_memory_arena_shrinkage", "cpu:0");
         if (shrink) ORT(ORT_RELEASE_STATUS, void (*)(OrtStatus *))(shrink);
     }
-    if (durations) snprintf(s->durations, sizeof s->durations, "%s", durations);
-    size_t inputs = 0;
-    OrtAllocator *allocator = NULL;
-    if (!failed(ORT(ORT_SESSION_INPUT_COUNT, OrtStatus *(*)(OrtSession *, size_t *))(s->session, &inputs), "ONNX Runtime", error, error_size) &&
-        !failed(ORT(ORT_DEFAULT_ALLOCATOR, OrtStatus *(*)(OrtAllocator **))(&allocator), "ONNX Runtime", error, error_size)) {
-        int names_ok = 0;
-        for (size_t i = 0; i < inputs; i++) {
-            char *name = NULL;
-            if (failed(ORT(ORT_SESSION_INPUT_NAME, OrtStatus *(*)(OrtSession *, size_t, OrtAllocator *, char **))(s->session, i, allocator, &name),
-                       "ONNX Runtime", error, error_size))
-                break;
-            if (strcmp(name, "sid") == 0) s->has_speaker = 1;
-            if (strcmp(name, "input") == 0 || strcmp(name, "input_lengths") == 0 || strcmp(name, "scales") == 0) names_ok++;
-            ORT(ORT_ALLOCATOR_FREE, OrtStatus *(*)(OrtAllocator *, void *))(allocator, name);
-        }
-        // A model in ONNX Runtime's format was saved with the durations as its second output.
-        size_t outputs = 0;
-        if (names_ok == 3 && ort_format && !durations &&
-            !ORT(ORT_SESSION_OUTPUT_COUNT, OrtStatus *(*)(OrtSession *, size_t *))(s->session, &outputs) && outputs >= 2) {
-            char *name = NULL;
-            if (!ORT(ORT_SESSION_OUTPUT_NAME, OrtStatus *(*)(OrtSession *, size_t, OrtAllocator *, char **))(s->session, 1, allocator, &name) && name) {
-                snprintf(s->durations, sizeof s->durations, "%s", name);
-                s->has_durations = 1;
-                ORT(ORT_ALLOCATOR_FREE, OrtStatus *(*)(OrtAllocator *, void *))(allocator, name);
-            }
-        }
-        if (names_ok == 3) return s;
-        if (!error[0]) snprintf(error, error_size, "the model does not take Piper's inputs (input, input_lengths, scales): it is not a Piper voice");
-    }
+    if (read_names(s, error, error_size)) return s;
     piper_session_free(s);
     return NULL;
 }
@@ -237,24 +252,33 @@ void piper_session_free(piper_session *s) {
     free(s);
 }
 
+int piper_session_kind(const piper_session *s) { return s->kind; }
 int piper_session_has_speaker(const piper_session *s) { return s->has_speaker; }
 int piper_session_has_durations(const piper_session *s) { return s->has_durations; }
 
 const char *piper_runtime_version(void) { return runtime_version; }
 
-// The elements of `value` as floats (malloc'd), converting int64 if need be; NULL on error.
-static float *copy_floats(OrtValue *value, size_t *count, char *error, size_t error_size) {
+// The elements of `value` as floats (malloc'd), converting int64 if need be, and its shape (up
+// to 4 dimensions, in `dims`, if not NULL); NULL on error.
+static float *copy_floats(OrtValue *value, size_t *count, int64_t *dims, size_t *dim_count, char *error, size_t error_size) {
     OrtTensorTypeAndShapeInfo *info = NULL;
     if (failed(ORT(ORT_GET_TYPE_AND_SHAPE, OrtStatus *(*)(OrtValue *, OrtTensorTypeAndShapeInfo **))(value, &info), "ONNX Runtime", error, error_size))
         return NULL;
     int type = 0;
-    size_t n = 0;
+    size_t n = 0, d = 0;
     OrtStatus *st = ORT(ORT_GET_ELEMENT_TYPE, OrtStatus *(*)(OrtTensorTypeAndShapeInfo *, int *))(info, &type);
     if (!st) st = ORT(ORT_GET_ELEMENT_COUNT, OrtStatus *(*)(OrtTensorTypeAndShapeInfo *, size_t *))(info, &n);
+    if (!st && dims) st = ORT(ORT_GET_DIMENSIONS_COUNT, OrtStatus *(*)(OrtTensorTypeAndShapeInfo *, size_t *))(info, &d);
+    if (!st && dims && d <= 4) st = ORT(ORT_GET_DIMENSIONS, OrtStatus *(*)(OrtTensorTypeAndShapeInfo *, int64_t *, size_t))(info, dims, d);
     ORT(ORT_RELEASE_TYPE_AND_SHAPE, void (*)(OrtTensorTypeAndShapeInfo *))(info);
     void *data = NULL;
     if (!st) st = ORT(ORT_GET_TENSOR_DATA, OrtStatus *(*)(OrtValue *, void **))(value, &data);
     if (failed(st, "ONNX Runtime", error, error_size)) return NULL;
+    if (dims && (d > 4 || d == 0)) {
+        snprintf(error, error_size, "the model gave a tensor of %zu dimensions where Parla expects 1 to 4", d);
+        return NULL;
+    }
+    if (dim_count) *dim_count = d;
     if (type != ORT_FLOAT && type != ORT_INT64) {
         snprintf(error, error_size, "the model gave a tensor of type %d where Parla expects floats", type);
         return NULL;
@@ -266,10 +290,15 @@ static float *copy_floats(OrtValue *value, size_t *count, char *error, size_t er
     return out;
 }
 
-int piper_session_run(piper_session *s, const int64_t *ids, size_t count, const float scales[3], int64_t speaker,
-                      float **audio, size_t *samples, float **durations, char *error, size_t error_size) {
+int piper_session_run(piper_session *s, const int64_t *ids, size_t count, const float scales[3], int64_t speaker, float **audio,
+                      size_t *samples, int64_t *channels, float **durations, char *error, size_t error_size) {
     *audio = NULL;
     *durations = NULL;
+    if (channels) *channels = 1;
+    if (s->kind == PIPER_DECODER) {
+        snprintf(error, error_size, "a decoder does not take phoneme ids");
+        return -1;
+    }
     int64_t id_shape[2] = { 1, (int64_t)count }, one = 1, length = (int64_t)count, three = 3;
     float scale_copy[3] = { scales[0], scales[1], scales[2] };
     int64_t sid = speaker;
@@ -283,17 +312,26 @@ int piper_session_run(piper_session *s, const int64_t *ids, size_t count, const 
     int result = -1;
     if (!failed(st, "ONNX Runtime", error, error_size)) {
         const char *input_names[4] = { "input", "input_lengths", "scales", "sid" };
-        const char *output_names[2] = { "output", s->durations };
+        const char *output_names[2] = { s->first_output, s->durations };
         OrtValue *outputs[2] = { NULL, NULL };
         size_t output_count = s->has_durations ? 2 : 1;
         st = ORT(ORT_RUN, OrtStatus *(*)(OrtSession *, const void *, const char *const *, const OrtValue *const *, size_t, const char *const *, size_t,
                                          OrtValue **))(s->session, count > SHRINK_AFTER_IDS ? s->run_options : NULL, input_names, (const OrtValue *const *)inputs, s->has_speaker ? 4 : 3,
                                                        output_names, output_count, outputs);
         if (!failed(st, "the model could not speak this text", error, error_size)) {
-            size_t frames = 0;
-            *audio = copy_floats(outputs[0], samples, error, error_size);
+            size_t frames = 0, d = 0;
+            int64_t dims[4] = { 0, 0, 0, 0 };
+            *audio = copy_floats(outputs[0], samples, s->kind == PIPER_ENCODER ? dims : NULL, &d, error, error_size);
+            if (*audio && s->kind == PIPER_ENCODER) {
+                // The latent: [1, C, T].
+                if (d != 3 || dims[0] != 1 || dims[1] < 1 || dims[2] < 0 || (size_t)(dims[1] * dims[2]) != *samples) {
+                    snprintf(error, error_size, "the voice's encoder gave a latent of an unexpected shape");
+                    free(*audio);
+                    *audio = NULL;
+                } else if (channels) *channels = dims[1];
+            }
             if (*audio && s->has_durations) {
-                *durations = copy_floats(outputs[1], &frames, error, error_size);
+                *durations = copy_floats(outputs[1], &frames, NULL, NULL, error, error_size);
                 if (*durations && frames != count) {
                     snprintf(error, error_size, "the model gave %zu durations for %zu phoneme ids", frames, count);
                     free(*durations);
@@ -307,6 +345,38 @@ int piper_session_run(piper_session *s, const int64_t *ids, size_t count, const 
             if (outputs[i]) ORT(ORT_RELEASE_VALUE, void (*)(OrtValue *))(outputs[i]);
     }
     for (size_t i = 0; i < 4; i++)
+        if (inputs[i]) ORT(ORT_RELEASE_VALUE, void (*)(OrtValue *))(inputs[i]);
+    return result;
+}
+
+int piper_session_decode(piper_session *s, const float *latent, int64_t channels, int64_t frames, int64_t speaker, float **audio,
+                         size_t *samples, char *error, size_t error_size) {
+    *audio = NULL;
+    if (s->kind != PIPER_DECODER) {
+        snprintf(error, error_size, "the session is not a decoder");
+        return -1;
+    }
+    int64_t shape[3] = { 1, channels, frames }, one = 1, sid = speaker;
+    OrtValue *inputs[2] = { NULL, NULL };
+    typedef OrtStatus *(*create_fn)(const OrtMemoryInfo *, void *, size_t, const int64_t *, size_t, int, OrtValue **);
+    create_fn create = ORT(ORT_CREATE_TENSOR_WITH_DATA, create_fn);
+    OrtStatus *st = create(cpu_memory, (void *)latent, (size_t)(channels * frames) * sizeof *latent, shape, 3, ORT_FLOAT, &inputs[0]);
+    if (!st && s->has_speaker) st = create(cpu_memory, &sid, sizeof sid, &one, 1, ORT_INT64, &inputs[1]);
+    int result = -1;
+    if (!failed(st, "ONNX Runtime", error, error_size)) {
+        const char *input_names[2] = { s->latent, "sid" };
+        const char *output_names[1] = { "output" };
+        OrtValue *output = NULL;
+        st = ORT(ORT_RUN, OrtStatus *(*)(OrtSession *, const void *, const char *const *, const OrtValue *const *, size_t, const char *const *, size_t,
+                                         OrtValue **))(s->session, NULL, input_names, (const OrtValue *const *)inputs, s->has_speaker ? 2 : 1,
+                                                       output_names, 1, &output);
+        if (!failed(st, "the voice's decoder failed", error, error_size)) {
+            *audio = copy_floats(output, samples, NULL, NULL, error, error_size);
+            if (*audio) result = 0;
+        }
+        if (output) ORT(ORT_RELEASE_VALUE, void (*)(OrtValue *))(output);
+    }
+    for (size_t i = 0; i < 2; i++)
         if (inputs[i]) ORT(ORT_RELEASE_VALUE, void (*)(OrtValue *))(inputs[i]);
     return result;
 }

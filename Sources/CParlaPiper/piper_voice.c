@@ -20,16 +20,21 @@
 #define OUTPUT_RATE 22050
 
 struct parla_piper_voice {
-    piper_session *session;
+    piper_session *session;  // the whole voice, or its encoder
+    piper_session *decoder;  // NULL: the voice is spoken a whole sentence at a time
     piper_id_map *map;
     char espeak_voice[64];
     int sample_rate;
     float noise_scale, length_scale, noise_w;
     int exact_timing;
-    int warmed;    // its session has made its first run (see warm_up)
-    void *mapped;  // the cached model in ONNX Runtime's format, used in place
+    int warmed;       // its session has made its first run (see warm_up)
+    float reference;  // the peak of the warm-up sentence: the voice's level (see warm_up)
+    void *mapped;     // the cached model in ONNX Runtime's format, used in place
     size_t mapped_length;
-    char prepared_path[PATH_MAX + 300];  // where that copy is ("" if none)
+    void *mapped_decoder;  // and its decoder
+    size_t mapped_decoder_length;
+    char prepared_path[PATH_MAX + 300];  // where that copy is ("" if none); the decoder's is .dec after it
+    char whole_why[300];  // why the voice is spoken whole, if it is
 };
 
 // MARK: The cache of prepared models
@@ -37,10 +42,11 @@ struct parla_piper_voice {
 // A prepared model (the durations an output, the noise seeded, ONNX Runtime's optimizations
 // applied) is kept in ONNX Runtime's own format in ~/.cache/parla/piper-models: the next load
 // maps it and uses its weights in place, instead of reading, rewriting, parsing and optimizing
-// 63 MB (joe: 0.45 s), and processes that map it share its pages. Its name holds the model's
+// 63 MB (joe: 0.45 s), and processes that map it share its pages. A voice split at its decoder
+// (piper_model.c) has two: the encoder in NAME.ort, the decoder in NAME.ort.dec. Its name holds the model's
 // size and time and the runtime's version, so a changed model or runtime makes a new one.
 // PARLA_PIPER_CACHE=DIR puts it elsewhere; PARLA_PIPER_CACHE=0 turns it off.
-#define PREPARED_VERSION "r1"
+#define PREPARED_VERSION "r2"
 
 static int cache_path(const char *model_path, const struct stat *st, char *out, size_t size) {
     const char *explicit = getenv("PARLA_PIPER_CACHE");
@@ -92,8 +98,10 @@ static void remove_older_copies(const char *path) {
     if (!d) return;
     struct dirent *e;
     while ((e = readdir(d))) {
-        size_t n = strlen(e->d_name);
-        if (strcmp(e->d_name, name) == 0 || n < 5 || strcmp(e->d_name + n - 4, ".ort") != 0) continue;
+        size_t n = strlen(e->d_name), own = strlen(name);
+        int ort = n >= 5 && strcmp(e->d_name + n - 4, ".ort") == 0, dec = n >= 9 && strcmp(e->d_name + n - 8, ".ort.dec") == 0;
+        if (!ort && !dec) continue;
+        if (strcmp(e->d_name, name) == 0 || (n == own + 4 && strncmp(e->d_name, name, own) == 0)) continue;  // its own, and its decoder
         if (strncmp(e->d_name, name, stem) != 0) continue;
         char old[PATH_MAX + 256];
         snprintf(old, sizeof old, "%s/%s", dir, e->d_name);
@@ -115,23 +123,38 @@ static void *map_file(const char *path, size_t *length) {
     return map;
 }
 
-// Maps the cached model at `path` and makes a session of it; 0 if there is none or it fails
-// (a damaged one is removed).
+// Maps the cached model at `path` (and its decoder at PATH.dec, if there is one) and makes
+// sessions of them; 0 if there is none or it fails (a damaged one is removed).
 static int load_prepared(parla_piper_voice *v, const char *path, int threads) {
-    size_t length = 0;
+    size_t length = 0, decoder_length = 0;
     void *map = map_file(path, &length);
     if (!map) return 0;
-    char error[1500];
+    char decoder_path[PATH_MAX + 310], error[1500];
+    snprintf(decoder_path, sizeof decoder_path, "%s.dec", path);
+    void *decoder_map = map_file(decoder_path, &decoder_length);
     error[0] = 0;
-    v->session = piper_session_create(map, length, threads, NULL, 1, NULL, error, sizeof error);
-    if (!v->session) {
+    v->session = piper_session_create(map, length, threads, 1, NULL, error, sizeof error);
+    if (decoder_map && v->session) v->decoder = piper_session_create(decoder_map, decoder_length, threads, 1, NULL, error, sizeof error);
+    int kind = v->session ? piper_session_kind(v->session) : 0;
+    // An encoder needs its decoder; a whole voice has none.
+    if (!v->session || (kind == PIPER_ENCODER) != (v->decoder != NULL) || (kind != PIPER_ENCODER && kind != PIPER_WHOLE) ||
+        (v->decoder && piper_session_kind(v->decoder) != PIPER_DECODER)) {
+        piper_session_free(v->session);
+        piper_session_free(v->decoder);
+        v->session = v->decoder = NULL;
         munmap(map, length);
+        if (decoder_map) munmap(decoder_map, decoder_length);
         unlink(path);
+        unlink(decoder_path);
         return 0;
     }
+    if (decoder_map && !v->decoder) munmap(decoder_map, decoder_length), decoder_map = NULL;
     v->mapped = map;
     v->mapped_length = length;
+    v->mapped_decoder = decoder_map;
+    v->mapped_decoder_length = decoder_length;
     v->exact_timing = piper_session_has_durations(v->session);
+    if (!v->decoder) snprintf(v->whole_why, sizeof v->whole_why, "its graph was not split when it was prepared");
     return 1;
 }
 
@@ -237,8 +260,23 @@ parla_piper_voice *parla_piper_load(const char *model_path, char *error, size_t 
         return NULL;
     }
     v->exact_timing = found == 1;
+    // Split at the decoder, to be decoded a chunk at a time; or, if the graph does not split,
+    // the whole voice, spoken a sentence at a time. PARLA_PIPER_WHOLE=1 asks for the whole
+    // voice (for measuring the one against the other).
+    piper_split split;
+    const char *whole_asked = getenv("PARLA_PIPER_WHOLE");
+    int splits = 0;
+    if (whole_asked && strcmp(whole_asked, "1") == 0) snprintf(v->whole_why, sizeof v->whole_why, "PARLA_PIPER_WHOLE=1 asks for it");
+    else splits = piper_split_model(model, model_length, found == 1 ? ceil : NULL, 0x5EED, &split, v->whole_why, sizeof v->whole_why);
     size_t prepared_length = 0;
-    unsigned char *prepared = piper_rewrite_model(model, model_length, found == 1 ? ceil : NULL, 0x5EED, &prepared_length);
+    unsigned char *prepared = NULL;
+    if (splits == 1) {
+        prepared = split.encoder;
+        prepared_length = split.encoder_length;
+        // The encoder's second output is the durations, as the whole voice's is.
+    } else {
+        prepared = piper_rewrite_model(model, model_length, found == 1 ? ceil : NULL, 0x5EED, &prepared_length);
+    }
     free(model);
     if (!prepared) {
         snprintf(error, error_size, "the voice's model %s is damaged (its graph cannot be read)", model_path);
@@ -247,24 +285,39 @@ parla_piper_voice *parla_piper_load(const char *model_path, char *error, size_t 
     }
     char session_error[1500];
     session_error[0] = 0;
-    // Saved, in ONNX Runtime's format, for the next load: under a temporary name, renamed once whole.
-    char saving[PATH_MAX + 340];
+    // Saved, in ONNX Runtime's format, for the next load: under temporary names, renamed once
+    // whole (the decoder first: an encoder found without its decoder is thrown away).
+    char saving[PATH_MAX + 340], saving_decoder[PATH_MAX + 350], decoder_path[PATH_MAX + 310];
     int save = cacheable && snprintf(saving, sizeof saving, "%s.%d.tmp", prepared_path, (int)getpid()) < (int)sizeof saving;
-    if (save) make_directories(saving);
-    v->session = piper_session_create(prepared, prepared_length, threads, v->exact_timing ? ceil : NULL, 0, save ? saving : NULL,
-                                      session_error, sizeof session_error);
-    if (!v->session && save) {
-        // Perhaps the cache cannot be written: without it.
-        unlink(saving);
-        save = 0;
-        session_error[0] = 0;
-        v->session = piper_session_create(prepared, prepared_length, threads, v->exact_timing ? ceil : NULL, 0, NULL, session_error,
-                                          sizeof session_error);
+    snprintf(saving_decoder, sizeof saving_decoder, "%s.dec.%d.tmp", prepared_path, (int)getpid());
+    snprintf(decoder_path, sizeof decoder_path, "%s.dec", prepared_path);
+    for (int attempt = 0; attempt < 2 && !v->session; attempt++) {
+        if (attempt == 1) {
+            if (!save) break;
+            // Perhaps the cache cannot be written: without it.
+            unlink(saving);
+            unlink(saving_decoder);
+            save = 0;
+            session_error[0] = 0;
+        }
+        if (save) make_directories(saving);
+        v->session = piper_session_create(prepared, prepared_length, threads, 0, save ? saving : NULL, session_error, sizeof session_error);
+        if (v->session && splits == 1) {
+            v->decoder = piper_session_create(split.decoder, split.decoder_length, threads, 0, save ? saving_decoder : NULL, session_error,
+                                              sizeof session_error);
+            if (!v->decoder || piper_session_kind(v->session) != PIPER_ENCODER || piper_session_kind(v->decoder) != PIPER_DECODER) {
+                piper_session_free(v->session);
+                piper_session_free(v->decoder);
+                v->session = v->decoder = NULL;
+                if (!session_error[0]) snprintf(session_error, sizeof session_error, "its split parts do not take the inputs expected");
+            }
+        }
     }
     if (save && v->session) {
-        if (rename(saving, prepared_path) == 0) remove_older_copies(prepared_path);
-        else unlink(saving);
+        if ((!v->decoder || rename(saving_decoder, decoder_path) == 0) && rename(saving, prepared_path) == 0) remove_older_copies(prepared_path);
+        else unlink(saving), unlink(saving_decoder);
     }
+    if (splits == 1) free(split.decoder);
     free(prepared);
     if (!v->session) {
         if (strstr(session_error, "ONNX Runtime (libonnxruntime") || strstr(session_error, "is not an ONNX Runtime"))
@@ -299,17 +352,49 @@ parla_piper_voice *parla_piper_load(const char *model_path, char *error, size_t 
 // more per worker.)
 static const char warm_up_phonemes[] = "ðə sˈʌn ɪz ʌp.";  // "The sun is up."
 
+// The level of the voice: Piper brought each sentence to full scale, which needs the whole
+// sentence before its first sample, and left samples at full scale. A streamed sentence is
+// scaled by one gain per voice instead: the warm-up sentence's peak is brought to LEVEL, and a
+// soft limiter above KNEE keeps louder peaks below full scale, sample by sample (so the same in
+// any chunking).
+#define LEVEL 0.8f
+#define KNEE 0.85f
+
+static float limit(float x) {
+    float a = fabsf(x);
+    if (!(a > KNEE)) return isfinite(x) ? x : 0;
+    float y = KNEE + (1 - KNEE) * tanhf((a - KNEE) / (1 - KNEE));
+    if (y > 0.9995f) y = 0.9995f;
+    return x < 0 ? -y : y;
+}
+
 static void warm_up(parla_piper_voice *v) {
     if (v->warmed) return;
     v->warmed = 1;
     int64_t ids[64];
     size_t count = piper_id_map_ids(v->map, warm_up_phonemes, ids, sizeof ids / sizeof ids[0]);
     float scales[3] = { v->noise_scale, v->length_scale, v->noise_w };
-    float *audio = NULL, *durations = NULL;
+    float *first = NULL, *durations = NULL, *audio = NULL;
     size_t samples = 0;
+    int64_t channels = 1;
     char error[300];
     // A failure here is met again, and reported, by the real run.
-    (void)piper_session_run(v->session, ids, count, scales, 0, &audio, &samples, &durations, error, sizeof error);
+    if (piper_session_run(v->session, ids, count, scales, 0, &first, &samples, &channels, &durations, error, sizeof error) == 0) {
+        if (v->decoder) {
+            size_t decoded = 0;
+            if (piper_session_decode(v->decoder, first, channels, (int64_t)samples / channels, 0, &audio, &decoded, error, sizeof error) == 0)
+                samples = decoded;
+            else samples = 0;
+        } else {
+            audio = first;
+            first = NULL;
+        }
+    }
+    float peak = 0;
+    for (size_t i = 0; audio && i < samples; i++)
+        if (fabsf(audio[i]) > peak && isfinite(audio[i])) peak = fabsf(audio[i]);
+    v->reference = peak > 0.01f ? peak : 1;
+    free(first);
     free(audio);
     free(durations);
 }
@@ -320,16 +405,25 @@ int parla_piper_rethread(parla_piper_voice *v, int threads) {
         // Loaded from the model itself: its prepared copy was saved then.
         if (!v->prepared_path[0] || !(v->mapped = map_file(v->prepared_path, &v->mapped_length))) return 0;
     }
+    if (v->decoder && !v->mapped_decoder) {
+        char decoder_path[PATH_MAX + 310];
+        snprintf(decoder_path, sizeof decoder_path, "%s.dec", v->prepared_path);
+        if (!(v->mapped_decoder = map_file(decoder_path, &v->mapped_decoder_length))) return 0;
+    }
     char error[1500];
     error[0] = 0;
-    piper_session *session = piper_session_create(v->mapped, v->mapped_length, threads, NULL, 1, NULL, error, sizeof error);
-    if (!session) return 0;
-    if (piper_session_has_durations(session) != piper_session_has_durations(v->session)) {
+    piper_session *session = piper_session_create(v->mapped, v->mapped_length, threads, 1, NULL, error, sizeof error);
+    piper_session *decoder = session && v->decoder ? piper_session_create(v->mapped_decoder, v->mapped_decoder_length, threads, 1, NULL, error, sizeof error) : NULL;
+    if (!session || (v->decoder && !decoder) || piper_session_has_durations(session) != piper_session_has_durations(v->session) ||
+        piper_session_kind(session) != piper_session_kind(v->session)) {
         piper_session_free(session);
+        piper_session_free(decoder);
         return 0;
     }
     piper_session_free(v->session);
+    piper_session_free(v->decoder);
     v->session = session;
+    v->decoder = decoder;
     v->warmed = 0;
     warm_up(v);
     return 1;
@@ -338,88 +432,74 @@ int parla_piper_rethread(parla_piper_voice *v, int threads) {
 void parla_piper_free(parla_piper_voice *v) {
     if (!v) return;
     piper_session_free(v->session);
+    piper_session_free(v->decoder);
     if (v->mapped) munmap(v->mapped, v->mapped_length);
+    if (v->mapped_decoder) munmap(v->mapped_decoder, v->mapped_decoder_length);
     piper_id_map_free(v->map);
     free(v);
 }
 
 int parla_piper_sample_rate(const parla_piper_voice *v) { return v->sample_rate; }
 int parla_piper_exact_timing(const parla_piper_voice *v) { return v->exact_timing; }
+int parla_piper_streams(const parla_piper_voice *v) { return v->decoder != NULL; }
+const char *parla_piper_whole_reason(const parla_piper_voice *v) { return v->decoder ? NULL : v->whole_why; }
 
 // MARK: Speaking
+
+// How a sentence's latent is cut into chunks. Live speech starts with a short chunk (some 0.37 s
+// of audio) so that the first sound comes soon, then doubles each chunk up to LIVE_MOST, which
+// keeps the work per chunk ahead of the audio it gives; rendering decodes RENDER_CHUNK frames
+// at a time (memory stays bounded; the padding costs little). Each chunk is decoded with
+// PADDING frames of the latent on either side, whose audio is dropped: the decoder sees 11
+// frames either side of each frame (HiFi-GAN of medium, low and x-low voices; 13 for high), so
+// a chunk's samples are those of the whole sentence decoded at once, within float rounding.
+// A tail shorter than SMALLEST_TAIL joins the chunk before it.
+enum { LIVE_FIRST = 32, LIVE_MOST = 256, RENDER_CHUNK = 256, PADDING = 16, SMALLEST_TAIL = 24 };
+
+static size_t env_size(const char *name, size_t fallback) {
+    const char *text = getenv(name);
+    long n = text ? atol(text) : 0;
+    return n > 0 && n < 100000 ? (size_t)n : fallback;
+}
 
 typedef struct {
     parla_piper_voice *voice;
     const parla_piper_output *out;
     float scales[3];
     float gain;
+    int live;
+    size_t first_chunk, most_chunk, padding;
     long long samples;  // delivered so far, at OUTPUT_RATE
     char *error;
     size_t error_size;
 } speaking;
 
-static void emit_audio(speaking *sp, const int16_t *pcm, size_t count, const int *event_samples, const piper_sentence *s,
-                       const int *word_order, size_t events) {
-    // Blocks of audio, each followed by the events that fall in it (as espeak-ng reports them).
-    const size_t block = 2048;
-    size_t next_event = 0;
-    for (size_t at = 0; at < count || next_event < events; at += block) {
-        size_t n = at < count ? (count - at < block ? count - at : block) : 0;
-        if (n) sp->out->audio(sp->out->context, pcm + at, (int)n);
-        while (next_event < events && (event_samples[next_event] < (long long)(at + n) || at + n >= count)) {
-            int w = word_order[next_event];
-            int sample = (int)(sp->samples + event_samples[next_event]);
-            int estimated = s->estimated || !sp->voice->exact_timing ? PARLA_PIPER_ESTIMATED : 0;
-            if (w < 0) sp->out->event(sp->out->context, 2 | estimated, s->sentence_position, 0, sample);
-            else sp->out->event(sp->out->context, 1 | estimated, s->words[w].position, s->words[w].length, sample);
-            next_event++;
-        }
-        if (at >= count) break;
-    }
-}
+// A sentence on its way out: its audio at the voice's rate as it is decoded, turned into
+// OUTPUT_RATE samples and handed out in blocks, each followed by the events that fall in it.
+typedef struct {
+    speaking *sp;
+    const piper_sentence *s;
+    float *audio;          // the sentence, at the voice's rate
+    size_t length;         // its samples
+    size_t available;      // decoded so far
+    double ratio;          // OUTPUT_RATE / the voice's rate
+    size_t out_count;      // the sentence's samples at OUTPUT_RATE
+    size_t next;           // the next OUTPUT_RATE sample to hand out
+    size_t skip, end;      // what is handed out: [skip, end)
+    int *event_samples;    // from skip
+    int *order;            // the word of each event (-1: the sentence)
+    size_t events, next_event;
+    float scale;
+} outgoing;
 
-static int speak_sentence(void *context, piper_sentence *s) {
-    speaking *sp = context;
-    if (sp->out->should_stop(sp->out->context)) return PARLA_PIPER_STOPPED;
-    float *audio = NULL, *durations = NULL;
-    size_t samples = 0;
-    if (piper_session_run(sp->voice->session, s->ids, s->id_count, sp->scales, 0, &audio, &samples, &durations, sp->error, sp->error_size) != 0) {
-        size_t n = strlen(sp->error);
-        if (strstr(sp->error, "indices") || strstr(sp->error, "out of bounds") || strstr(sp->error, "Gather"))
-            snprintf(sp->error + n, sp->error_size - n, " (the voice's .onnx.json may not belong to its model)");
-        return -1;
-    }
-    // Loudness as Piper makes it: each sentence brought to full scale, then the run's volume.
-    float peak = 0;
-    for (size_t i = 0; i < samples; i++) {
-        float a = fabsf(audio[i]);
-        if (a > peak && isfinite(a)) peak = a;
-    }
-    float scale = peak > 1e-8f ? sp->gain / peak : 0;
-    double ratio = (double)OUTPUT_RATE / sp->voice->sample_rate;
-    size_t out_count = ratio == 1 ? samples : (size_t)((double)samples * ratio);
-    int16_t *pcm = malloc((out_count ? out_count : 1) * sizeof *pcm);
-    // Where each event falls: the sentence where its first word starts, each word at its first
-    // phoneme id, from the frames the model gave the ids before it.
-    int *event_samples = malloc((s->word_count + 1) * sizeof *event_samples);
-    int *order = malloc((s->word_count + 1) * sizeof *order);
+// Works out where the sentence's events fall, once its length is known.
+static int plan_events(outgoing *o, const float *durations) {
+    const piper_sentence *s = o->s;
+    o->out_count = o->ratio == 1 ? o->length : (size_t)((double)o->length * o->ratio);
+    o->event_samples = malloc((s->word_count + 1) * sizeof *o->event_samples);
+    o->order = malloc((s->word_count + 1) * sizeof *o->order);
     long double *starts = malloc((s->id_count + 1) * sizeof *starts);
-    if (!pcm || !event_samples || !order || !starts) {
-        free(pcm); free(event_samples); free(order); free(starts); free(audio); free(durations);
-        snprintf(sp->error, sp->error_size, "out of memory");
-        return -1;
-    }
-    for (size_t i = 0; i < out_count; i++) {
-        double t = ratio == 1 ? (double)i : (double)i / ratio;
-        size_t k = (size_t)t;
-        double f = t - (double)k;
-        float a = k < samples ? audio[k] : 0, b = k + 1 < samples ? audio[k + 1] : a;
-        float x = (float)((a + (b - a) * f) * scale);
-        if (!isfinite(x)) x = 0;
-        if (x > 1) x = 1;
-        if (x < -1) x = -1;
-        pcm[i] = (int16_t)(x * 32767);
-    }
+    if (!o->event_samples || !o->order || !starts) { free(starts); return 0; }
     // Each id's start, in output samples: the frames before it, scaled to the audio's length.
     long double total = 0;
     for (size_t i = 0; i < s->id_count; i++) {
@@ -427,8 +507,7 @@ static int speak_sentence(void *context, piper_sentence *s) {
         float d = durations ? durations[i] : 1;
         total += d > 0 && isfinite(d) ? d : 0;
     }
-    long double per_frame = total > 0 ? (long double)out_count / total : 0;
-    size_t events = 0;
+    long double per_frame = total > 0 ? (long double)o->out_count / total : 0;
     int sentence_sample = -1;
     for (size_t w = 0; w < s->word_count; w++) {
         if (s->words[w].first_id < 0 || (size_t)s->words[w].first_id >= s->id_count) continue;
@@ -436,28 +515,134 @@ static int speak_sentence(void *context, piper_sentence *s) {
         if (sentence_sample < 0) {
             sentence_sample = sample;
             if (s->sentence_position > 0 && !s->continues) {
-                event_samples[events] = sample;
-                order[events++] = -1;
+                o->event_samples[o->events] = sample;
+                o->order[o->events++] = -1;
             }
         }
-        event_samples[events] = sample;
-        order[events++] = (int)w;
+        o->event_samples[o->events] = sample;
+        o->order[o->events++] = (int)w;
     }
     // The rest of a sentence whose first clause went ahead alone starts where its first phoneme
     // does: the model's lead-in silence there would lengthen the clause's pause (by some 45 ms).
     // Likewise the clause itself ends before the model's closing silence (its last id, EOS).
-    size_t skip = 0;
-    if (s->continues && s->id_count > 2) skip = (size_t)(starts[2] * per_frame);
+    o->end = o->out_count;
+    if (s->continues && s->id_count > 2) o->skip = (size_t)(starts[2] * per_frame);
     if (s->goes_on && s->id_count > 1) {
         size_t end = (size_t)(starts[s->id_count - 1] * per_frame);
-        if (end < out_count) out_count = end;
+        if (end < o->end) o->end = end;
     }
-    if (skip > out_count) skip = out_count;
-    for (size_t e = 0; e < events; e++) event_samples[e] = event_samples[e] > (int)skip ? event_samples[e] - (int)skip : 0;
-    emit_audio(sp, pcm + skip, out_count - skip, event_samples, s, order, events);
-    sp->samples += (long long)(out_count - skip);
-    free(pcm); free(event_samples); free(order); free(starts); free(audio); free(durations);
-    return 0;
+    if (o->skip > o->end) o->skip = o->end;
+    for (size_t e = 0; e < o->events; e++) o->event_samples[e] = o->event_samples[e] > (int)o->skip ? o->event_samples[e] - (int)o->skip : 0;
+    free(starts);
+    return 1;
+}
+
+// Hands out what the audio decoded so far allows (all of it when `last`).
+static void hand_out(outgoing *o, int last) {
+    speaking *sp = o->sp;
+    // Output sample i reads the voice's samples i / ratio and the one after it.
+    size_t ready = o->end;
+    if (!last) {
+        if (o->available < 2) return;
+        ready = o->ratio == 1 ? o->available : (size_t)((double)(o->available - 1) * o->ratio);
+        if (ready > o->end) ready = o->end;
+    }
+    if (o->next < o->skip) o->next = o->skip < ready ? o->skip : ready;
+    int16_t block[2048];
+    int estimated = o->s->estimated || !sp->voice->exact_timing ? PARLA_PIPER_ESTIMATED : 0;
+    while (o->next < ready || (last && o->next_event < o->events)) {
+        size_t n = 0;
+        for (; n < sizeof block / sizeof block[0] && o->next < ready; n++, o->next++) {
+            size_t i = o->next;
+            double t = o->ratio == 1 ? (double)i : (double)i / o->ratio;
+            size_t k = (size_t)t;
+            double f = t - (double)k;
+            float a = k < o->available ? o->audio[k] : 0, b = k + 1 < o->available ? o->audio[k + 1] : a;
+            block[n] = (int16_t)lrintf(limit((float)((a + (b - a) * f) * o->scale)) * 32767.0f);
+        }
+        if (n) sp->out->audio(sp->out->context, block, (int)n);
+        size_t handed = o->next - o->skip;
+        while (o->next_event < o->events && (o->event_samples[o->next_event] < (long long)handed || (last && o->next >= ready))) {
+            int w = o->order[o->next_event];
+            int sample = (int)(sp->samples + o->event_samples[o->next_event]);
+            if (w < 0) sp->out->event(sp->out->context, 2 | estimated, o->s->sentence_position, 0, sample);
+            else sp->out->event(sp->out->context, 1 | estimated, o->s->words[w].position, o->s->words[w].length, sample);
+            o->next_event++;
+        }
+        if (!n) break;
+    }
+}
+
+static int fail(speaking *sp, const char *what) {
+    size_t n = strlen(sp->error);
+    if (strstr(sp->error, "indices") || strstr(sp->error, "out of bounds") || strstr(sp->error, "Gather"))
+        snprintf(sp->error + n, sp->error_size - n, " (the voice's .onnx.json may not belong to its model)");
+    else if (what && !n) snprintf(sp->error, sp->error_size, "%s", what);
+    return -1;
+}
+
+static int speak_sentence(void *context, piper_sentence *s) {
+    speaking *sp = context;
+    parla_piper_voice *v = sp->voice;
+    if (sp->out->should_stop(sp->out->context)) return PARLA_PIPER_STOPPED;
+    float *first = NULL, *durations = NULL;
+    size_t count = 0;
+    int64_t channels = 1;
+    if (piper_session_run(v->session, s->ids, s->id_count, sp->scales, 0, &first, &count, &channels, &durations, sp->error, sp->error_size) != 0)
+        return fail(sp, NULL);
+    outgoing o = { .sp = sp, .s = s, .ratio = (double)OUTPUT_RATE / v->sample_rate, .scale = sp->gain * LEVEL / v->reference };
+    int status = 0;
+    if (!v->decoder) {
+        // The whole voice: the sentence's audio at once.
+        o.audio = first;
+        o.length = o.available = count;
+        first = NULL;
+        if (!plan_events(&o, durations)) status = fail(sp, "out of memory");
+        else hand_out(&o, 1);
+    } else {
+        // The latent, decoded a chunk at a time, each handed out as soon as it is decoded.
+        size_t frames = (size_t)(count / (size_t)channels), hop = 0;
+        float *part = NULL;
+        for (size_t a = 0, chunk = 0; a < frames && status == 0; chunk++) {
+            size_t size = sp->live ? sp->first_chunk << (chunk < 12 ? chunk : 12) : sp->most_chunk;
+            if (size > sp->most_chunk) size = sp->most_chunk;
+            size_t b = a + size < frames ? a + size : frames;
+            if (frames - b < SMALLEST_TAIL) b = frames;
+            size_t from = a > sp->padding ? a - sp->padding : 0, to = b + sp->padding < frames ? b + sp->padding : frames;
+            float *latent = malloc((size_t)channels * (to - from) * sizeof *latent);
+            if (!latent) { status = fail(sp, "out of memory"); break; }
+            for (int64_t c = 0; c < channels; c++) memcpy(latent + (size_t)c * (to - from), first + (size_t)c * frames + from, (to - from) * sizeof *latent);
+            size_t decoded = 0;
+            int rc = piper_session_decode(v->decoder, latent, channels, (int64_t)(to - from), 0, &part, &decoded, sp->error, sp->error_size);
+            free(latent);
+            if (rc != 0) { status = fail(sp, NULL); break; }
+            if (chunk == 0) {
+                hop = decoded / (to - from);
+                o.length = frames * hop;
+                o.audio = malloc((o.length ? o.length : 1) * sizeof *o.audio);
+                if (!hop || decoded % (to - from) || !o.audio) {
+                    snprintf(sp->error, sp->error_size, "the voice's decoder gave %zu samples for %zu frames", decoded, to - from);
+                    status = -1;
+                } else if (!plan_events(&o, durations)) status = fail(sp, "out of memory");
+            } else if (decoded != (to - from) * hop) {
+                snprintf(sp->error, sp->error_size, "the voice's decoder gave %zu samples for %zu frames", decoded, to - from);
+                status = -1;
+            }
+            if (status == 0) {
+                memcpy(o.audio + a * hop, part + (a - from) * hop, (b - a) * hop * sizeof *o.audio);
+                o.available = b * hop;
+                hand_out(&o, b == frames);
+            }
+            free(part);
+            part = NULL;
+            a = b;
+            if (status == 0 && a < frames && sp->out->should_stop(sp->out->context)) status = PARLA_PIPER_STOPPED;
+        }
+        if (status == 0 && frames == 0 && plan_events(&o, durations)) hand_out(&o, 1);
+    }
+    if (status == 0) sp->samples += (long long)(o.end - o.skip);
+    free(o.audio); free(o.event_samples); free(o.order); free(first); free(durations);
+    return status;
 }
 
 int parla_piper_speak(parla_piper_voice *voice, const char *text, int rate, int volume, int options,
@@ -468,10 +653,14 @@ int parla_piper_speak(parla_piper_voice *voice, const char *text, int rate, int 
     if (volume < 0) volume = 0;
     if (volume > 200) volume = 200;
     warm_up(voice);
+    int live = (options & PARLA_PIPER_LIVE) != 0;
     speaking sp = {
         .voice = voice, .out = output,
         .scales = { voice->noise_scale, voice->length_scale * 175.0f / (float)rate, voice->noise_w },
-        .gain = (float)volume / 100.0f, .samples = 0, .error = error, .error_size = error_size,
+        .gain = (float)volume / 100.0f, .live = live, .samples = 0, .error = error, .error_size = error_size,
+        .first_chunk = env_size("PARLA_PIPER_FIRST_CHUNK", LIVE_FIRST),
+        .most_chunk = env_size(live ? "PARLA_PIPER_MOST_CHUNK" : "PARLA_PIPER_RENDER_CHUNK", live ? LIVE_MOST : RENDER_CHUNK),
+        .padding = env_size("PARLA_PIPER_PADDING", PADDING),
     };
     int status = piper_phonemize(text, voice->espeak_voice, voice->map, options & PARLA_PIPER_EARLY_FIRST_CLAUSE, speak_sentence, &sp,
                                  error, error_size);

@@ -26,20 +26,27 @@ extension SpeakSelectionTests {
         // Slow speech, so a loaded machine's capture loop sees several words.
         let conf = s.home.appendingPathComponent("slow.conf")
         try "rate = 100\n".write(to: conf, atomically: true, encoding: .utf8)
-        var assignments = ""
-        for (k, v) in s.environment { assignments += v.map { "\(k)='\($0)' " } ?? "" }
-        let env = assignments
+        // The session's variables, and those it has none of removed (not left as the test
+        // process has them: a desktop's accessibility bus and Wayland clipboard were read).
+        var removals = "", assignments = ""  // env takes every -u before the first assignment
+        for (k, v) in s.environment {
+            if let v { assignments += "\(k)='\(v)' " } else { removals += "-u \(k) " }
+        }
+        let env = removals + assignments
+        // A tmux server of the test's own, not the user's.
+        let tmux = "tmux -f /dev/null -S \(s.home.appendingPathComponent("tmux.sock").path)"
         // Start the session and capture its pane every 30 ms from one shell script, so that no
         // gap between two processes started by this (possibly starved) test loses the speech,
         // until the session ends.
         let script = """
-            tmux new-session -d -s \(session) -x 100 -y 10 "env \(env) \(SpeakSelectionTests.binary) --timeout 3000 --config \(conf.path); sleep 3" || exit 3
+            \(tmux) new-session -d -s \(session) -x 100 -y 10 "env \(env) \(SpeakSelectionTests.binary) --timeout 3000 --config \(conf.path); sleep 3" || exit 3
             end=$(( $(date +%s) + 25 ))
-            while tmux has-session -t \(session) 2>/dev/null && [ $(date +%s) -lt $end ]; do
-              tmux capture-pane -p -e -t \(session); echo ---; sleep 0.03
+            while \(tmux) has-session -t \(session) 2>/dev/null && [ $(date +%s) -lt $end ]; do
+              \(tmux) capture-pane -p -e -t \(session); echo ---; sleep 0.03
             done
+            \(tmux) kill-server 2>/dev/null || true
             """
-        defer { _ = try? runProcess("/usr/bin/tmux", ["kill-session", "-t", session]) }
+        defer { _ = try? runProcess("/bin/sh", ["-c", "\(tmux) kill-server"]) }
         let run = try await offPool { try runProcess("/bin/sh", ["-c", script]) }
         #expect(run.status == 0, "\(run.error)")
         let captures = run.output

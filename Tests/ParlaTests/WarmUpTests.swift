@@ -101,3 +101,26 @@ extension LiveSpeechTests {
         #expect(stream.currentStatus == .drained)
     }
 }
+
+extension LiveSpeechTests {
+    /// The live tests cannot reach the session's sound server, buses, display or
+    /// speech-dispatcher: scripts/test points the variables that name them at a socket that
+    /// nobody listens on (scripts/lib/live-tests.sh), so a test that forgets to hand a child
+    /// its private server fails instead of playing on the developer's speakers. Under CI the
+    /// isolation must be in force.
+    @Test func theSessionsServersAreOutOfReach() async throws {
+        let env = ProcessInfo.processInfo.environment
+        guard let dead = env["PARLA_DEAD_SESSION"] else {
+            if env["CI"] == "true" { Issue.record("the live tests run without isolation from the session (scripts/lib/live-tests.sh)") }
+            return
+        }
+        let named: [String: String] = [
+            "PULSE_SERVER": "unix:\(dead)/", "DBUS_SESSION_BUS_ADDRESS": "unix:path=\(dead)/", "AT_SPI_BUS_ADDRESS": "unix:path=\(dead)/",
+            "SPEECHD_ADDRESS": "unix_socket:\(dead)/", "WAYLAND_DISPLAY": "\(dead)/",
+        ]
+        for (variable, prefix) in named { #expect(env[variable]?.hasPrefix(prefix) == true, "\(variable) is \(env[variable] ?? "unset")") }
+        // And what they name is dead: the sound server refuses the connection.
+        let output = PulseAudioOutput(options: AudioOutputOptions(serverTimeout: .seconds(2)))
+        #expect(throws: ParlaError.self) { _ = try output.openStream(sampleRate: 22050, name: "reaches nothing") }
+    }
+}

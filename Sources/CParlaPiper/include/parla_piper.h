@@ -51,6 +51,15 @@ enum { PARLA_PIPER_OK = 0, PARLA_PIPER_STOPPED = 1, PARLA_PIPER_FAILED = 3 };
 /// takes about as long per second of speech for any length, so a short first piece is heard
 /// sooner, and the rest is made while it plays.
 enum { PARLA_PIPER_EARLY_FIRST_CLAUSE = 1 };
+/// Live speech: a voice that streams decodes a short first chunk, so that it is heard sooner
+/// (rendering decodes chunks of one size).
+enum { PARLA_PIPER_LIVE = 2 };
+
+/// Whether the voice is decoded a chunk at a time as it is heard (1), or a whole sentence at
+/// a time (0: its graph does not split at its decoder; parla_piper_whole_reason says why).
+int parla_piper_streams(const parla_piper_voice *voice);
+/// Why the voice is spoken a whole sentence at a time; NULL if it streams.
+const char *parla_piper_whole_reason(const parla_piper_voice *voice);
 
 /// Speaks UTF-8 `text` (plain text, no markup). `rate` is in espeak-ng's words per minute
 /// (175 = the voice's own speed), `volume` 0-200 (100 = as the model speaks), `options`
