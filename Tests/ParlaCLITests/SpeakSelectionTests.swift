@@ -49,7 +49,7 @@ final class TestDisplay: @unchecked Sendable {
     }
 }
 
-@Suite("speak-selection")
+@Suite("speak-selection", .serialized)
 struct SpeakSelectionTests {
     static var binary: String {
         URL(fileURLWithPath: CLITests.binary).deletingLastPathComponent().appendingPathComponent("speak-selection").path
