@@ -94,7 +94,7 @@ let package = Package(
         .target(
             name: "ParlaIO", dependencies: ["ParlaCore", "CParlaProcess", .product(name: "SystemPackage", package: "swift-system")],
             swiftSettings: swiftSettings),
-        .target(name: "ParlaESpeak", dependencies: ["ParlaCore", "ParlaIO", "CParlaEngineHost"], swiftSettings: swiftSettings),
+        .target(name: "ParlaESpeak", dependencies: ["ParlaCore", "ParlaIO", "CParlaEngineHost", "CParlaPiper"], swiftSettings: swiftSettings),
         .target(name: "ParlaPulseAudio", dependencies: ["ParlaCore", "ParlaIO", "CPulseAudioLazy", "CParlaDuckGuard"], swiftSettings: swiftSettings),
         .target(name: "ParlaTesting", dependencies: ["ParlaCore", "ParlaIO", "ParlaPulseAudio", "CPulseAudioLazy"], swiftSettings: swiftSettings),
         // Batch rendering: the renderer and its orchestration of worker processes, the worker
@@ -118,7 +118,7 @@ let package = Package(
         .target(
             name: "ParlaCommands",
             dependencies: [
-                "Parla", "CParlaATSPI", "CParlaCommandLine", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "Parla", "ParlaESpeak", "CParlaATSPI", "CParlaCommandLine", .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Subprocess", package: "swift-subprocess"),
             ],
             swiftSettings: swiftSettings

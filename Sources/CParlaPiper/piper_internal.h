@@ -48,7 +48,7 @@ typedef struct {
 } piper_split;
 /// Splits the model; its random nodes get `seed`, the encoder also outputs `durations` (if not
 /// NULL). 1 on success; 0 if the graph does not split (why, in `why`): the voice is then spoken
-/// whole; -1 if the bytes are not a model.
+/// whole; -1 if the bytes are not a model. With `split` NULL, only says whether it splits.
 int piper_split_model(const unsigned char *model, size_t length, const char *durations, float seed, piper_split *split, char *why,
                       size_t why_size);
 // MARK: Phonemes (piper_phonemes.c)
@@ -98,10 +98,10 @@ enum { PIPER_WHOLE = 1, PIPER_ENCODER = 2, PIPER_DECODER = 3 };
 int piper_runtime_load(char *error, size_t error_size);
 /// A session for a model held in memory, with `threads` intra-op threads. Its second output, if
 /// any, holds the phoneme durations. With `ort_format`, the bytes are ONNX Runtime's own format,
-/// used in place: they must outlive the session. With `save_to`, the optimized model is also
-/// written there in that format (for a next load).
-piper_session *piper_session_create(const void *model, size_t length, int threads, int ort_format, const char *save_to, char *error,
-                                    size_t error_size);
+/// used in place: they must outlive the session. With `save_to`, the optimized model is also written
+/// there in that format (for a next load).
+piper_session *piper_session_create(const void *model, size_t length, int threads, int ort_format, const char *save_to,
+                                    char *error, size_t error_size);
 void piper_session_free(piper_session *session);
 /// PIPER_WHOLE, PIPER_ENCODER or PIPER_DECODER.
 int piper_session_kind(const piper_session *session);

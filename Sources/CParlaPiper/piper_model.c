@@ -543,7 +543,10 @@ static unsigned char *write_part(const unsigned char *model, size_t length, cons
 
 int piper_split_model(const unsigned char *model, size_t length, const char *durations, float seed, piper_split *split, char *why,
                       size_t why_size) {
-    memset(split, 0, sizeof *split);
+    if (split) memset(split, 0, sizeof *split);
+    // The model as a whole must read, every graph and node of it, as it must for the voice to load.
+    char ceil_name[512];
+    if (piper_find_ceil_output(model, length, ceil_name, sizeof ceil_name) < 0) return -1;
     cursor top = { model, model + length }, body, graph_body = { NULL, NULL };
     uint32_t number;
     int bad = 0;
@@ -568,7 +571,7 @@ int piper_split_model(const unsigned char *model, size_t length, const char *dur
         snprintf(why, why_size, "out of memory");
         goto done;
     }
-    if (!latent.p || !latent.n || latent.n >= sizeof split->latent) {
+    if (!latent.p || !latent.n || latent.n >= sizeof ((piper_split *)0)->latent) {
         snprintf(why, why_size, "it has no decoder node /dec/conv_pre/Conv");
         goto done;
     }
@@ -602,6 +605,10 @@ int piper_split_model(const unsigned char *model, size_t length, const char *dur
             if (text_is(g.names[g.nodes[i].first_input + k], "sid")) decoder_takes_speaker = 1;
     }
     if (decoder_takes_speaker) map_put(&decoder_used, sid, 1);  // kept among the decoder's inputs
+    if (!split) {  // only asked whether it splits
+        result = 1;
+        goto done;
+    }
     split->encoder = write_part(model, length, &g, keep_encoder, &encoder_used, NULL, 0, wanted, wanted_count, none, seed, &split->encoder_length);
     split->decoder = write_part(model, length, &g, keep_decoder, &decoder_used, &latent, 1, NULL, 0, output, seed, &split->decoder_length);
     if (!split->encoder || !split->decoder) {

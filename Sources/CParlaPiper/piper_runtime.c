@@ -187,8 +187,8 @@ static int read_names(piper_session *s, char *error, size_t error_size) {
     return 0;
 }
 
-piper_session *piper_session_create(const void *model, size_t length, int threads, int ort_format, const char *save_to, char *error,
-                                    size_t error_size) {
+piper_session *piper_session_create(const void *model, size_t length, int threads, int ort_format, const char *save_to,
+                                    char *error, size_t error_size) {
     if (!piper_runtime_load(error, error_size)) return NULL;
     OrtSessionOptions *options = NULL;
     if (failed(ORT(ORT_CREATE_SESSION_OPTIONS, OrtStatus *(*)(OrtSessionOptions **))(&options), "ONNX Runtime", error, error_size)) return NULL;

@@ -58,6 +58,9 @@ enum { PARLA_PIPER_LIVE = 2 };
 /// Whether the voice is decoded a chunk at a time as it is heard (1), or a whole sentence at
 /// a time (0: its graph does not split at its decoder; parla_piper_whole_reason says why).
 int parla_piper_streams(const parla_piper_voice *voice);
+/// Whether the model at `model_path` streams (1; see parla_piper_streams), is spoken whole (0,
+/// with why in `why`), or cannot be read (-1, with why). Reads the model, without ONNX Runtime.
+int parla_piper_model_streams(const char *model_path, char *why, size_t why_size);
 /// Why the voice is spoken a whole sentence at a time; NULL if it streams.
 const char *parla_piper_whole_reason(const parla_piper_voice *voice);
 

@@ -2,7 +2,9 @@
 // (Sources/CParlaPiper): the first byte picks the reader, the rest is the file.
 //   0 (even): MODEL.onnx.json: the JSON reader, the config's fields and the phoneme id map;
 //   1 (odd):  MODEL.onnx: the protobuf walker that finds the Ceil node, and the rewrite that
-//             adds its output and seeds the random nodes, whose result must read back the same.
+//             adds its output and seeds the random nodes, whose result must read back the same;
+//             and the split at the decoder, whose parts must read back as models, the decoder
+//             not splitting again, and the check alone agreeing with the split.
 // Built by scripts/fuzz with the sanitizers; no ONNX Runtime, no espeak-ng call.
 #include "piper_internal.h"
 #include <stdlib.h>
@@ -34,5 +36,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (found_again != found || (found == 1 && strcmp(again, name) != 0)) abort();
     }
     free(rewritten);
+    piper_split split;
+    char why[300];
+    int splits = piper_split_model(body, length, found == 1 ? name : NULL, 1.0f, &split, why, sizeof why);
+    if (splits == 1) {
+        char part[512];
+        if (piper_find_ceil_output(split.encoder, split.encoder_length, part, sizeof part) < 0) abort();
+        if (piper_find_ceil_output(split.decoder, split.decoder_length, part, sizeof part) < 0) abort();
+        // In the decoder, the latent is an input that no node makes.
+        if (piper_split_model(split.decoder, split.decoder_length, NULL, 1.0f, NULL, why, sizeof why) != 0) abort();
+        free(split.encoder);
+        free(split.decoder);
+    }
+    if (piper_split_model(body, length, NULL, 1.0f, NULL, why, sizeof why) != splits) abort();
     return 0;
 }
