@@ -460,14 +460,16 @@ const char *parla_piper_whole_reason(const parla_piper_voice *v) { return v->dec
 // How a sentence's latent is cut into chunks. Live speech starts with a short chunk (some 0.37 s
 // of audio) so that the first sound comes soon, then doubles each chunk up to LIVE_MOST, which
 // keeps the work per chunk ahead of the audio it gives; rendering decodes RENDER_CHUNK frames
-// at a time: a render worker's memory then stays near the model's (ONNX Runtime's convolutions
-// unfold their input: 30 quotations took a worker to 154 MB with 64 frames, 223 MB with 256
-// and 278 MB whole, joe being 63 MB), at little cost in time. Each chunk is decoded with
+// at a time, which bounds a render worker's memory whatever the sentences' length (ONNX
+// Runtime's convolutions unfold their input) at no cost in time. 30 quotations with joe (63
+// MB), render CPU and worker peak: whole 12.6 s, 278 MB; 256 frames 12.5 s, 223 MB; 128
+// frames 14.1 s, 205 MB; 64 frames 15.4 s, 154 MB; 32 frames 17.4 s, 139 MB.
+// PARLA_PIPER_RENDER_CHUNK=64 trades the one for the other. Each chunk is decoded with
 // PADDING frames of the latent on either side, whose audio is dropped: the decoder sees 11
 // frames either side of each frame (HiFi-GAN of medium, low and x-low voices; 13 for high), so
 // a chunk's samples are those of the whole sentence decoded at once, within float rounding.
 // A tail shorter than SMALLEST_TAIL joins the chunk before it.
-enum { LIVE_FIRST = 32, LIVE_MOST = 256, RENDER_CHUNK = 64, PADDING = 16, SMALLEST_TAIL = 24 };
+enum { LIVE_FIRST = 32, LIVE_MOST = 256, RENDER_CHUNK = 256, PADDING = 16, SMALLEST_TAIL = 24 };
 
 static size_t env_size(const char *name, size_t fallback) {
     const char *text = getenv(name);

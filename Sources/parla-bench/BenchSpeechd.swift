@@ -27,6 +27,10 @@ extension BenchLive {
         var drift: [Double] = []
         /// Recorded length of the marked message against the reference rendering.
         var lengthRatio: [Double] = []
+        /// SPEAK of an Orca-style focus message with marks, and of one 38-word sentence, →
+        /// first audible sample (issue 50: a natural voice must answer as espeak-ng does).
+        var focus: [Double] = []
+        var longMessage: [Double] = []
         var gapOneMessage: [Double] = []
         var gapTwoMessages: [Double] = []
     }
@@ -43,6 +47,7 @@ extension BenchLive {
             _ = await client.wait(for: 702, id: warm.id)
             var f = ModuleFigures()
             try await echo(recorder, client, module: module, into: &f)
+            try await messages(recorder, client, module: module, into: &f)
             try await cancel(recorder, client, module: module, log: logDirectory + "/\(module).log", into: &f)
             try await switchGap(recorder, client, module: module, rate: rate, into: &f)
             try await drift(recorder, client, module: module, rate: rate, into: &f)
@@ -63,6 +68,13 @@ extension BenchLive {
         }
         if let p = rows.first?.1, let e = rows.last?.1 {
             print("")
+            print(
+                "SPEAK → first sound, sd_parla ÷ sd_espeak-ng (medians): focus message with marks "
+                    + "\(fmt(percentile(p.focus, 0.5))) ÷ \(fmt(percentile(e.focus, 0.5))) ms = "
+                    + fmt2(percentile(p.focus, 0.5) / percentile(e.focus, 0.5)) + "  (target ≤ 2)"
+                    + "; 38-word sentence \(fmt(percentile(p.longMessage, 0.5))) ÷ \(fmt(percentile(e.longMessage, 0.5))) ms"
+                    + "; sd_parla 38 words ÷ focus message " + fmt2(percentile(p.longMessage, 0.5) / percentile(p.focus, 0.5))
+                    + "  (target ≤ 2)")
             print(
                 "key echo, sd_parla / sd_espeak-ng (medians): CHAR " + fmt(percentile(p.charEcho, 0.5) / percentile(e.charEcho, 0.5))
                     + ", one word " + fmt(percentile(p.wordEcho, 0.5) / percentile(e.wordEcho, 0.5)) + "  (target ≤ 1)")
@@ -118,6 +130,36 @@ extension BenchLive {
             FileHandleErr.write(
                 "sd_\(module) echo \(run + 1)/\(runs): CHAR \(fmt(f.charEcho.last ?? .nan)) ms, word \(fmt(f.wordEcho.last ?? .nan)) ms\n")
         }
+    }
+
+    static let focusMessage = #"<speak><mark name="0:5"/>Bravo <mark name="6:10"/>push <mark name="11:18"/>button.</speak>"#
+    static let thirtyEightWords =
+        "Screen reader users choose a voice by how fast it answers so the natural voice now makes its audio a little at a time and plays the first part while it is working on the rest of it."
+
+    /// An Orca-style focus message with marks (SSML) and a 38-word sentence: SPEAK sent → first
+    /// audible sample, each message played out before the next.
+    private func messages(_ recorder: PulseAudioRecorder, _ client: SSIPClient, module: String, into f: inout ModuleFigures) async throws {
+        for run in 0..<runs {
+            for (ssml, text) in [(true, Self.focusMessage), (false, Self.thirtyEightWords)] {
+                try client.command("SET SELF SSML_MODE " + (ssml ? "on" : "off"))
+                try await quiet(recorder)
+                recorder.reset()
+                let t0 = monotonicNanoseconds()
+                let id = try client.speak(text).id
+                let first = try await firstSound(recorder, after: t0)
+                if ssml {
+                    _ = await client.wait(for: 702, id: id)
+                } else {
+                    try client.command("CANCEL self")  // only its first sound matters
+                    _ = await client.wait(for: 703, id: id, timeout: 5)
+                }
+                guard let first else { continue }
+                if ssml { f.focus.append(ms(first - t0)) } else { f.longMessage.append(ms(first - t0)) }
+            }
+            FileHandleErr.write(
+                "sd_\(module) messages \(run + 1)/\(runs): focus \(fmt(f.focus.last ?? .nan)) ms, 38 words \(fmt(f.longMessage.last ?? .nan)) ms\n")
+        }
+        try client.command("SET SELF SSML_MODE off")
     }
 
     /// A long message, cancelled 400 ms into its audio: CANCEL sent → last audible sample.
