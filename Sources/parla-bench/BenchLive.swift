@@ -133,7 +133,8 @@ struct BenchLive: AsyncParsableCommand {
         print("voices: " + voices.joined(separator: ", ") + "; switch gap: at the English → Greek switch, beyond the engines' own silence")
         print(
             "silence between two English sentences beyond the voice's own, median / p95: " + cell(parla.sentenceGap) + " ms (target ≤ 10)")
-        print("first sound of a 40-word first sentence (no comma), voice warm, median / p95: " + cell(parla.longOnset) + " ms (target ≤ 80)")
+        print(
+            "first sound of a 40-word first sentence (no comma), voice warm, median / p95: " + cell(parla.longOnset) + " ms (target ≤ 80)")
         print(
             "espeak-ng and spd-say are separate processes: their onset includes process start (and, for spd-say, the round trip to its daemon); their stop is 'kill' / 'spd-say -C' to silence."
         )

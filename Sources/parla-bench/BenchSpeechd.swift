@@ -157,7 +157,8 @@ extension BenchLive {
                 if ssml { f.focus.append(ms(first - t0)) } else { f.longMessage.append(ms(first - t0)) }
             }
             FileHandleErr.write(
-                "sd_\(module) messages \(run + 1)/\(runs): focus \(fmt(f.focus.last ?? .nan)) ms, 38 words \(fmt(f.longMessage.last ?? .nan)) ms\n")
+                "sd_\(module) messages \(run + 1)/\(runs): focus \(fmt(f.focus.last ?? .nan)) ms, 38 words \(fmt(f.longMessage.last ?? .nan)) ms\n"
+            )
         }
         try client.command("SET SELF SSML_MODE off")
     }
