@@ -52,6 +52,13 @@ package final class PlaybackStream: @unchecked Sendable {
     /// and the whole utterance was "heard" at once (on PipeWire, in a new session, its stream
     /// was closed before a sample was heard). Nothing counts as played before that report.
     private var timedSinceFirstWrite = false
+    /// When the first samples were handed to the server: nothing can have been heard for longer
+    /// than the time since. PipeWire's pulse server sometimes answers the timing request sent
+    /// with the first audio with the clock that ran while nothing was written (1 of 13 runs of
+    /// aStreamCountsPlayedAudioFromItsFirstSamples: 22,036 of 22,050 samples "played" the
+    /// moment they were written, a second after the stream was made); the played position is
+    /// kept within that time, so the events follow the listener however the clock runs.
+    private var firstWriteAt: UInt64 = 0
     /// The highest played position reported: the clock is read unclamped (its own
     /// monotonic clamp kept the interpolation's overshoot as a floor, and held every later
     /// event back by the wait), so what is reported is kept from going back here.
@@ -170,6 +177,7 @@ package final class PlaybackStream: @unchecked Sendable {
             }
             if rc < 0 { break }
             if sentSamples == 0 && timingOperation == nil {
+                firstWriteAt = monotonicNanoseconds()
                 let me = Unmanaged.passUnretained(self).toOpaque()
                 timingOperation = pa_stream_update_timing_info(
                     s,
@@ -274,9 +282,11 @@ package final class PlaybackStream: @unchecked Sendable {
         guard let s = stream, case .active = status else { return nil }
         guard let usec = serverClock(s) else { return nil }
         guard sentSamples > 0, timedSinceFirstWrite else { return 0 }
-        // The server's clock is untrusted: a time beyond what was written is what was written.
+        // The server's clock is untrusted: a time beyond what was written is what was written,
+        // and beyond the time since the first write is that time.
         let written = sentSamples + pending.count - pendingOffset
-        let (product, overflow) = Int(clamping: usec).multipliedReportingOverflow(by: sampleRate)
+        let sinceFirstWrite = Int(clamping: (monotonicNanoseconds() &- firstWriteAt) / 1000)
+        let (product, overflow) = Int(clamping: min(usec, UInt64(sinceFirstWrite))).multipliedReportingOverflow(by: sampleRate)
         playedHighWater = max(playedHighWater, overflow ? written : min(product / 1_000_000, written))
         return playedHighWater
     }
