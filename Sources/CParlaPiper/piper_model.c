@@ -119,97 +119,126 @@ static int is_random(cursor node_body, int *has_seed) {
     return random && !bad;
 }
 
-unsigned char *piper_rewrite_model(const unsigned char *model, size_t length, const char *extra_output, float seed, size_t *out_length) {
-    // The seed attribute: AttributeProto { name: "seed", f: seed, type: FLOAT }.
-    unsigned char seed_attribute[16];
+// MARK: Writing
+
+static size_t put_field(unsigned char *out, uint32_t number, const void *body, size_t n) {
+    size_t w = put_varint(out, (uint64_t)number << 3 | 2);
+    w += put_varint(out + w, n);
+    memcpy(out + w, body, n);
+    return w + n;
+}
+
+// A ValueInfoProto field (graph input or output) naming a float tensor of any shape:
+// { name, type { tensor_type { elem_type: FLOAT } } }. 0 if the name is too long.
+static size_t put_float_value(unsigned char *out, uint32_t number, const unsigned char *name, size_t n) {
+    unsigned char info[4200];
+    if (n > 4000) return 0;
+    size_t v = put_field(info, 1, name, n);
+    const unsigned char type[] = { 0x12, 4, 0x0A, 2, 0x08, 0x01 };
+    memcpy(info + v, type, sizeof type);
+    v += sizeof type;
+    return put_field(out, number, info, v);
+}
+
+// The seed attribute: AttributeProto { name: "seed", f: seed, type: FLOAT } (little-endian hosts).
+enum { SEED_ATTRIBUTE_LENGTH = 16 };
+static size_t seed_attribute_bytes(unsigned char out[SEED_ATTRIBUTE_LENGTH], float seed) {
     size_t sa = 0;
-    seed_attribute[sa++] = (NODE_ATTRIBUTE << 3) | 2;
-    seed_attribute[sa++] = 14;  // name 6 bytes, f 5, type 3
-    seed_attribute[sa++] = 0x0A; seed_attribute[sa++] = 4; memcpy(seed_attribute + sa, "seed", 4); sa += 4;
-    seed_attribute[sa++] = 0x15; memcpy(seed_attribute + sa, &seed, 4); sa += 4;  // little-endian hosts only
-    seed_attribute[sa++] = 0xA0; seed_attribute[sa++] = 0x01; seed_attribute[sa++] = 0x01;
-    // The extra output: GraphProto.output { ValueInfoProto { name, type { tensor_type { elem_type: FLOAT } } } }.
-    unsigned char output[4200];
-    size_t o = 0;
-    if (extra_output) {
-        size_t n = strlen(extra_output);
-        if (n > 4000) return NULL;
-        unsigned char value_info[4100];
-        size_t v = 0;
-        value_info[v++] = 0x0A;
-        v += put_varint(value_info + v, n);
-        memcpy(value_info + v, extra_output, n);
-        v += n;
-        const unsigned char type[] = { 0x12, 4, 0x0A, 2, 0x08, 0x01 };
-        memcpy(value_info + v, type, sizeof type);
-        v += sizeof type;
-        output[o++] = (GRAPH_OUTPUT << 3) | 2;
-        o += put_varint(output + o, v);
-        memcpy(output + o, value_info, v);
-        o += v;
+    out[sa++] = (NODE_ATTRIBUTE << 3) | 2;
+    out[sa++] = 14;  // name 6 bytes, f 5, type 3
+    out[sa++] = 0x0A; out[sa++] = 4; memcpy(out + sa, "seed", 4); sa += 4;
+    out[sa++] = 0x15; memcpy(out + sa, &seed, 4); sa += 4;
+    out[sa++] = 0xA0; out[sa++] = 0x01; out[sa++] = 0x01;
+    return sa;
+}
+
+// A graph's node field: as it was, or with `seed_attribute` appended if it is a random node
+// without a seed. `field_bytes` is the whole field, `node` its body.
+static size_t put_node(unsigned char *out, cursor field_bytes, cursor node, const unsigned char *seed_attribute, size_t sa) {
+    int has_seed = 0;
+    if (!is_random(node, &has_seed) || has_seed) {
+        memcpy(out, field_bytes.p, (size_t)(field_bytes.end - field_bytes.p));
+        return (size_t)(field_bytes.end - field_bytes.p);
     }
-    // At most: the model, a seed per node (each node's length may grow by a byte or two), the output.
-    size_t nodes = 0;
-    {
-        cursor top = { model, model + length }, body;
-        uint32_t number;
-        int bad = 0;
-        while (field(&top, &number, &body, &bad))
-            if (number == MODEL_GRAPH && body.p) {
-                cursor graph = body, nb;
-                while (field(&graph, &number, &nb, &bad)) nodes += number == GRAPH_NODE;
-            }
-        if (bad) return NULL;
-    }
-    size_t capacity = length + nodes * (sizeof seed_attribute + 12) + o + 64;
-    unsigned char *out = malloc(capacity);
+    size_t len = (size_t)(node.end - node.p), w = 0;
+    w += put_varint(out + w, (GRAPH_NODE << 3) | 2);
+    w += put_varint(out + w, len + sa);
+    memcpy(out + w, node.p, len);
+    memcpy(out + w + len, seed_attribute, sa);
+    return w + len + sa;
+}
+
+// How many node fields the model's graphs hold; -1 if malformed.
+static long count_nodes(const unsigned char *model, size_t length) {
+    cursor top = { model, model + length }, body;
+    uint32_t number;
+    int bad = 0;
+    long nodes = 0;
+    while (field(&top, &number, &body, &bad))
+        if (number == MODEL_GRAPH && body.p) {
+            cursor graph = body, nb;
+            while (field(&graph, &number, &nb, &bad)) nodes += number == GRAPH_NODE;
+        }
+    return bad ? -1 : nodes;
+}
+
+// The model with its first graph replaced by `graph` (malloc'd); NULL if it has none or is
+// malformed.
+static unsigned char *with_graph(const unsigned char *model, size_t length, const unsigned char *graph, size_t graph_length,
+                                 size_t *out_length) {
+    unsigned char *out = malloc(graph_length + length + 32);
     if (!out) return NULL;
     size_t w = 0;
     cursor top = { model, model + length }, body;
     uint32_t number;
     int bad = 0, graphs = 0;
-    const unsigned char *field_start = top.p;
+    const unsigned char *start = top.p;
     while (field(&top, &number, &body, &bad)) {
-        if (number != MODEL_GRAPH || !body.p || graphs++ > 0) {
-            memcpy(out + w, field_start, (size_t)(top.p - field_start));
-            w += (size_t)(top.p - field_start);
-            field_start = top.p;
-            continue;
+        if (number == MODEL_GRAPH && body.p && graphs++ == 0) {
+            w += put_field(out + w, MODEL_GRAPH, graph, graph_length);
+        } else {
+            // Within the allocation: the other fields are part of the model's `length` bytes.
+            memcpy(out + w, start, (size_t)(top.p - start));
+            w += (size_t)(top.p - start);
         }
-        // The graph, rebuilt into a buffer of its own, then written with its new length.
-        size_t graph_capacity = (size_t)(body.end - body.p) + nodes * (sizeof seed_attribute + 12) + o;
-        unsigned char *g = malloc(graph_capacity);
-        if (!g) { free(out); return NULL; }
-        size_t gw = 0;
-        cursor graph = body, nb;
-        const unsigned char *graph_field = graph.p;
-        while (field(&graph, &number, &nb, &bad)) {
-            int has_seed = 0;
-            if (number == GRAPH_NODE && nb.p && is_random(nb, &has_seed) && !has_seed) {
-                size_t n = (size_t)(nb.end - nb.p) + sa;
-                g[gw++] = (GRAPH_NODE << 3) | 2;
-                gw += put_varint(g + gw, n);
-                memcpy(g + gw, nb.p, (size_t)(nb.end - nb.p));
-                gw += (size_t)(nb.end - nb.p);
-                memcpy(g + gw, seed_attribute, sa);
-                gw += sa;
-            } else {
-                memcpy(g + gw, graph_field, (size_t)(graph.p - graph_field));
-                gw += (size_t)(graph.p - graph_field);
-            }
-            graph_field = graph.p;
-        }
-        memcpy(g + gw, output, o);
-        gw += o;
-        out[w++] = (MODEL_GRAPH << 3) | 2;
-        w += put_varint(out + w, gw);
-        memcpy(out + w, g, gw);
-        w += gw;
-        free(g);
-        field_start = top.p;
+        start = top.p;
     }
     if (bad || graphs == 0) { free(out); return NULL; }
     *out_length = w;
+    return out;
+}
+
+unsigned char *piper_rewrite_model(const unsigned char *model, size_t length, const char *extra_output, float seed, size_t *out_length) {
+    unsigned char seed_attribute[SEED_ATTRIBUTE_LENGTH];
+    size_t sa = seed_attribute_bytes(seed_attribute, seed);
+    long nodes = count_nodes(model, length);
+    if (nodes < 0 || (extra_output && strlen(extra_output) > 4000)) return NULL;
+    // The first graph, rebuilt: random nodes seeded, and the extra output after the others.
+    cursor top = { model, model + length }, body, graph_body = { NULL, NULL };
+    uint32_t number;
+    int bad = 0;
+    while (field(&top, &number, &body, &bad))
+        if (number == MODEL_GRAPH && body.p && !graph_body.p) graph_body = body;
+    if (bad || !graph_body.p) return NULL;
+    size_t capacity = (size_t)(graph_body.end - graph_body.p) + (size_t)nodes * (sa + 12) + 4300;
+    unsigned char *g = malloc(capacity);
+    if (!g) return NULL;
+    size_t gw = 0;
+    cursor graph = graph_body, nb;
+    const unsigned char *graph_field = graph.p;
+    while (field(&graph, &number, &nb, &bad)) {
+        cursor whole = { graph_field, graph.p };
+        if (number == GRAPH_NODE && nb.p) {
+            gw += put_node(g + gw, whole, nb, seed_attribute, sa);
+        } else {
+            memcpy(g + gw, whole.p, (size_t)(whole.end - whole.p));
+            gw += (size_t)(whole.end - whole.p);
+        }
+        graph_field = graph.p;
+    }
+    if (extra_output) gw += put_float_value(g + gw, GRAPH_OUTPUT, (const unsigned char *)extra_output, strlen(extra_output));
+    unsigned char *out = bad ? NULL : with_graph(model, length, g, gw, out_length);
+    free(g);
     return out;
 }
 
@@ -295,8 +324,7 @@ typedef struct {
     cursor body;    // the NodeProto
     size_t first_input, inputs, first_output, outputs;  // into the graph's name list
     int subgraph;   // has an attribute holding a graph
-    int random;     // a random node, and whether it has a seed
-    int has_seed;
+    int random;     // a random node
 } split_node;
 
 typedef struct {
@@ -373,7 +401,8 @@ static int split_graph_read(cursor graph_body, split_graph *g) {
             split_node *node = &g->nodes[g->node_count];
             node->field = g->fields[g->field_count - 1];
             node->body = f;
-            node->random = is_random(f, &node->has_seed);
+            int has_seed = 0;
+            node->random = is_random(f, &has_seed);
             node->first_input = g->name_count;
             cursor n = f, a;
             uint32_t k;
@@ -434,44 +463,16 @@ static int reach(const split_graph *g, const text *wanted, size_t wanted_count, 
     return 1;
 }
 
-static size_t put_field(unsigned char *out, uint32_t number, const void *body, size_t n) {
-    size_t w = put_varint(out, (uint64_t)number << 3 | 2);
-    w += put_varint(out + w, n);
-    memcpy(out + w, body, n);
-    return w + n;
-}
-
-// A ValueInfoProto field (graph input or output) naming a float tensor of any shape.
-static size_t put_float_value(unsigned char *out, uint32_t number, text name) {
-    unsigned char info[4200];
-    if (name.n > 4000) return 0;
-    size_t v = put_field(info, 1, name.p, name.n);
-    const unsigned char type[] = { 0x12, 4, 0x0A, 2, 0x08, 0x01 };
-    memcpy(info + v, type, sizeof type);
-    v += sizeof type;
-    return put_field(out, number, info, v);
-}
-
-static size_t seed_attribute_bytes(unsigned char out[16], float seed) {
-    size_t sa = 0;
-    out[sa++] = (NODE_ATTRIBUTE << 3) | 2;
-    out[sa++] = 14;
-    out[sa++] = 0x0A; out[sa++] = 4; memcpy(out + sa, "seed", 4); sa += 4;
-    out[sa++] = 0x15; memcpy(out + sa, &seed, 4); sa += 4;
-    out[sa++] = 0xA0; out[sa++] = 0x01; out[sa++] = 0x01;
-    return sa;
-}
-
 // Writes one part: the model's fields but its graph, then the graph with the nodes in `keep`,
 // the initializers in `used`, the inputs in `inputs` (NULL: all but unused initializers) and
 // then `extra_inputs` and `outputs` (float values) or the original output named `output`.
 static unsigned char *write_part(const unsigned char *model, size_t length, const split_graph *g, const char *keep, const name_map *used,
                                  const text *extra_inputs, size_t extra_input_count, const text *outputs, size_t output_count,
                                  text original_output, float seed, size_t *out_length) {
-    unsigned char seed_attribute[16];
+    unsigned char seed_attribute[SEED_ATTRIBUTE_LENGTH];
     size_t sa = seed_attribute_bytes(seed_attribute, seed);
     size_t graph_capacity = length + g->node_count * (sa + 12) + (extra_input_count + output_count) * 4300 + 64;
-    unsigned char *graph = malloc(graph_capacity), *out = NULL;
+    unsigned char *graph = malloc(graph_capacity);
     if (!graph) return NULL;
     size_t gw = 0, node = 0;
     for (size_t i = 0; i < g->field_count; i++) {
@@ -483,18 +484,8 @@ static unsigned char *write_part(const unsigned char *model, size_t length, cons
         int bad = 0;
         field(&c, &n2, &body, &bad);
         if (number == GRAPH_NODE && body.p) {
-            const split_node *n = &g->nodes[node++];
-            if (!keep[node - 1]) continue;
-            if (n->random && !n->has_seed) {
-                size_t len = (size_t)(n->body.end - n->body.p);
-                gw += put_varint(graph + gw, (GRAPH_NODE << 3) | 2);
-                gw += put_varint(graph + gw, len + sa);
-                memcpy(graph + gw, n->body.p, len);
-                gw += len;
-                memcpy(graph + gw, seed_attribute, sa);
-                gw += sa;
-                continue;
-            }
+            if (keep[node++]) gw += put_node(graph + gw, f, body, seed_attribute, sa);
+            continue;
         } else if (number == GRAPH_INITIALIZER && body.p) {
             if (!map_get(used, inner_name(body, TENSOR_NAME), NULL)) continue;
         } else if (number == GRAPH_INPUT && body.p) {
@@ -512,32 +503,10 @@ static unsigned char *write_part(const unsigned char *model, size_t length, cons
         memcpy(graph + gw, f.p, (size_t)(f.end - f.p));
         gw += (size_t)(f.end - f.p);
     }
-    for (size_t i = 0; i < extra_input_count; i++) gw += put_float_value(graph + gw, GRAPH_INPUT, extra_inputs[i]);
-    for (size_t i = 0; i < output_count; i++) gw += put_float_value(graph + gw, GRAPH_OUTPUT, outputs[i]);
-    // The model: every field as it was, but the graph.
-    size_t w = 0, capacity = gw + length + 32;
-    out = malloc(capacity);
-    if (!out) { free(graph); return NULL; }
-    cursor top = { model, model + length }, body;
-    uint32_t number;
-    int bad = 0, graphs = 0;
-    const unsigned char *start = top.p;
-    while (field(&top, &number, &body, &bad)) {
-        if (number == MODEL_GRAPH && body.p && graphs++ == 0) {
-            out[w++] = (MODEL_GRAPH << 3) | 2;
-            w += put_varint(out + w, gw);
-            memcpy(out + w, graph, gw);
-            w += gw;
-        } else {
-            // Within `capacity`: the other fields are part of the model's `length` bytes.
-            memcpy(out + w, start, (size_t)(top.p - start));
-            w += (size_t)(top.p - start);
-        }
-        start = top.p;
-    }
+    for (size_t i = 0; i < extra_input_count; i++) gw += put_float_value(graph + gw, GRAPH_INPUT, extra_inputs[i].p, extra_inputs[i].n);
+    for (size_t i = 0; i < output_count; i++) gw += put_float_value(graph + gw, GRAPH_OUTPUT, outputs[i].p, outputs[i].n);
+    unsigned char *out = with_graph(model, length, graph, gw, out_length);
     free(graph);
-    if (bad || graphs == 0) { free(out); return NULL; }
-    *out_length = w;
     return out;
 }
 

@@ -34,7 +34,6 @@ struct parla_piper_voice {
     void *mapped_decoder;  // and its decoder
     size_t mapped_decoder_length;
     char prepared_path[PATH_MAX + 300];  // where that copy is ("" if none); the decoder's is .dec after it
-    char whole_why[300];  // why the voice is spoken whole, if it is
 };
 
 // MARK: The cache of prepared models
@@ -154,7 +153,6 @@ static int load_prepared(parla_piper_voice *v, const char *path, int threads) {
     v->mapped_decoder = decoder_map;
     v->mapped_decoder_length = decoder_length;
     v->exact_timing = piper_session_has_durations(v->session);
-    if (!v->decoder) snprintf(v->whole_why, sizeof v->whole_why, "its graph was not split when it was prepared");
     return 1;
 }
 
@@ -190,10 +188,13 @@ static unsigned char *read_file(const char *path, size_t *length, size_t limit, 
 int parla_piper_model_streams(const char *model_path, char *why, size_t why_size) {
     why[0] = 0;
     size_t length = 0;
-    unsigned char *model = read_file(model_path, &length, 2u << 30, why, why_size, "the voice's model");
-    if (!model) return -1;
+    unsigned char *model = map_file(model_path, &length);
+    if (!model) {
+        snprintf(why, why_size, "the voice's model %s cannot be read", model_path);
+        return -1;
+    }
     int found = piper_split_model(model, length, NULL, 0, NULL, why, why_size);
-    free(model);
+    munmap(model, length);
     if (found < 0) snprintf(why, why_size, "the voice's model %s is damaged or not an ONNX model", model_path);
     return found;
 }
@@ -275,10 +276,11 @@ parla_piper_voice *parla_piper_load(const char *model_path, char *error, size_t 
     // the whole voice, spoken a sentence at a time. PARLA_PIPER_WHOLE=1 asks for the whole
     // voice (for measuring the one against the other).
     piper_split split;
+    char why_whole[300];  // parla voices says why (parla_piper_model_streams)
     const char *whole_asked = getenv("PARLA_PIPER_WHOLE");
-    int splits = 0;
-    if (whole_asked && strcmp(whole_asked, "1") == 0) snprintf(v->whole_why, sizeof v->whole_why, "PARLA_PIPER_WHOLE=1 asks for it");
-    else splits = piper_split_model(model, model_length, found == 1 ? ceil : NULL, 0x5EED, &split, v->whole_why, sizeof v->whole_why);
+    int splits = whole_asked && strcmp(whole_asked, "1") == 0
+                     ? 0
+                     : piper_split_model(model, model_length, found == 1 ? ceil : NULL, 0x5EED, &split, why_whole, sizeof why_whole);
     size_t prepared_length = 0;
     unsigned char *prepared = NULL;
     if (splits == 1) {
@@ -452,8 +454,6 @@ void parla_piper_free(parla_piper_voice *v) {
 
 int parla_piper_sample_rate(const parla_piper_voice *v) { return v->sample_rate; }
 int parla_piper_exact_timing(const parla_piper_voice *v) { return v->exact_timing; }
-int parla_piper_streams(const parla_piper_voice *v) { return v->decoder != NULL; }
-const char *parla_piper_whole_reason(const parla_piper_voice *v) { return v->decoder ? NULL : v->whole_why; }
 
 // MARK: Speaking
 
@@ -631,15 +631,13 @@ static int speak_sentence(void *context, piper_sentence *s) {
             int rc = piper_session_decode(v->decoder, latent, channels, (int64_t)(to - from), 0, &part, &decoded, sp->error, sp->error_size);
             free(latent);
             if (rc != 0) { status = fail(sp, NULL); break; }
-            if (chunk == 0) {
+            if (chunk == 0) {  // the first chunk says how many samples a frame gives
                 hop = decoded / (to - from);
                 o.length = frames * hop;
                 o.audio = malloc((o.length ? o.length : 1) * sizeof *o.audio);
-                if (!hop || decoded % (to - from) || !o.audio) {
-                    snprintf(sp->error, sp->error_size, "the voice's decoder gave %zu samples for %zu frames", decoded, to - from);
-                    status = -1;
-                } else if (!plan_events(&o, durations)) status = fail(sp, "out of memory");
-            } else if (decoded != (to - from) * hop) {
+                if (!o.audio || !plan_events(&o, durations)) status = fail(sp, "out of memory");
+            }
+            if (status == 0 && (!hop || decoded != (to - from) * hop)) {
                 snprintf(sp->error, sp->error_size, "the voice's decoder gave %zu samples for %zu frames", decoded, to - from);
                 status = -1;
             }

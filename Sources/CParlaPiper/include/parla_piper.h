@@ -55,14 +55,10 @@ enum { PARLA_PIPER_EARLY_FIRST_CLAUSE = 1 };
 /// (rendering decodes chunks of one size).
 enum { PARLA_PIPER_LIVE = 2 };
 
-/// Whether the voice is decoded a chunk at a time as it is heard (1), or a whole sentence at
-/// a time (0: its graph does not split at its decoder; parla_piper_whole_reason says why).
-int parla_piper_streams(const parla_piper_voice *voice);
-/// Whether the model at `model_path` streams (1; see parla_piper_streams), is spoken whole (0,
-/// with why in `why`), or cannot be read (-1, with why). Reads the model, without ONNX Runtime.
+/// Whether the model at `model_path` streams (1: it splits at its decoder, and is decoded a
+/// chunk at a time as it is heard), is spoken a whole sentence at a time (0, with why in `why`),
+/// or cannot be read (-1, with why). Reads the model, without ONNX Runtime.
 int parla_piper_model_streams(const char *model_path, char *why, size_t why_size);
-/// Why the voice is spoken a whole sentence at a time; NULL if it streams.
-const char *parla_piper_whole_reason(const parla_piper_voice *voice);
 
 /// Speaks UTF-8 `text` (plain text, no markup). `rate` is in espeak-ng's words per minute
 /// (175 = the voice's own speed), `volume` 0-200 (100 = as the model speaks), `options`
