@@ -137,9 +137,13 @@ int parla_engine_piper_slot(const char *voice) {
 
 int parla_engine_last_piper_slot(void) { return last_piper_slot; }
 
-int parla_engine_rethread_piper_slot(int slot, int threads) {
+int parla_engine_rethread_piper_slot(int slot, int threads, int (*interrupted)(void *context), void *context) {
     if (slot < 0 || slot >= PARLA_ENGINE_PIPER_SLOTS || !piper_voices[slot].voice) return 0;
-    return parla_piper_rethread(piper_voices[slot].voice, threads);
+    return parla_piper_rethread(piper_voices[slot].voice, threads, interrupted, context);
+}
+
+void parla_engine_warm_piper_slot(int slot) {
+    if (slot >= 0 && slot < PARLA_ENGINE_PIPER_SLOTS && piper_voices[slot].voice) parla_piper_warm_up(piper_voices[slot].voice);
 }
 
 // Piper's phonemizer drives espeak-ng with a callback and a voice of its own: put them back.

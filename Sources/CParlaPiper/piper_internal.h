@@ -40,9 +40,12 @@ unsigned char *piper_rewrite_model(const unsigned char *model, size_t length, co
 /// A model split at its decoder's input (see piper_model.c): the encoder takes the model's
 /// inputs and gives the latent frames (named `latent`, [1, C, T]) and, if asked, the durations;
 /// the decoder takes the latent (and "sid" if `decoder_takes_speaker`) and gives "output".
+/// With `flow` (only when the durations are asked for), the flow is split off too: the encoder
+/// gives the flow's first input, the durations and its second input if it has one (each
+/// [1, Ci, T]), and the flow takes them (and "sid" if it reads it) and gives the latent.
 typedef struct {
-    unsigned char *encoder, *decoder;  // malloc'd serialized models
-    size_t encoder_length, decoder_length;
+    unsigned char *encoder, *decoder, *flow;  // malloc'd serialized models; flow may be NULL
+    size_t encoder_length, decoder_length, flow_length;
     char latent[512];
     int decoder_takes_speaker;
 } piper_split;
@@ -92,8 +95,9 @@ int piper_phonemize(const char *text, const char *espeak_voice, const piper_id_m
 
 typedef struct piper_session piper_session;
 /// What a session computes, from its inputs and outputs: the whole voice (phoneme ids to audio
-/// and durations), its encoder (ids to the latent and durations) or its decoder (latent to audio).
-enum { PIPER_WHOLE = 1, PIPER_ENCODER = 2, PIPER_DECODER = 3 };
+/// and durations), its encoder (ids to the latent and durations), its decoder (latent to audio)
+/// or its flow (the flow's inputs to the latent: an encoder whose flow is apart gives those).
+enum { PIPER_WHOLE = 1, PIPER_ENCODER = 2, PIPER_DECODER = 3, PIPER_FLOW = 4 };
 /// Loads the runtime on first use; NULL and `error` (how to install it) if it cannot be.
 int piper_runtime_load(char *error, size_t error_size);
 /// A session for a model held in memory, with `threads` intra-op threads. Its second output, if
@@ -107,18 +111,25 @@ void piper_session_free(piper_session *session);
 int piper_session_kind(const piper_session *session);
 /// Whether the session gives the phoneme durations.
 int piper_session_has_durations(const piper_session *session);
+/// The name of the session's first input ("input": phoneme ids) and of its first output.
+const char *piper_session_input(const piper_session *session);
+const char *piper_session_output(const piper_session *session);
 /// The loaded ONNX Runtime's version ("1.32.0").
 const char *piper_runtime_version(void);
 /// Whether the model takes a speaker id input ("sid").
 int piper_session_has_speaker(const piper_session *session);
 /// Runs a whole voice or an encoder on `count` ids. On success *audio (malloc'd) holds *samples
 /// floats: the audio, or the encoder's latent ([*channels][frames], frames = *samples /
-/// *channels); and, if the session has durations, *durations (malloc'd) one frame count per id.
-/// 0 on success.
+/// *channels); and, if the session has durations, *durations (malloc'd) one frame count per id;
+/// and, for an encoder that gives the flow's second input, *side (malloc'd, [*side_channels]
+/// [frames]). 0 on success.
 int piper_session_run(piper_session *session, const int64_t *ids, size_t count, const float scales[3], int64_t speaker,
-                      float **audio, size_t *samples, int64_t *channels, float **durations, char *error, size_t error_size);
-/// Runs a decoder on `frames` frames of latent ([channels][frames]). 0 on success, with
-/// *audio (malloc'd) holding *samples floats.
-int piper_session_decode(piper_session *session, const float *latent, int64_t channels, int64_t frames, int64_t speaker, float **audio,
-                         size_t *samples, char *error, size_t error_size);
+                      float **audio, size_t *samples, int64_t *channels, float **durations, float **side, int64_t *side_channels,
+                      char *error, size_t error_size);
+/// Runs a decoder or a flow on `frames` frames of its input ([channels][frames]; for a flow with
+/// two inputs, `side` [side_channels][frames] too, else NULL). 0 on success, with *out
+/// (malloc'd) holding *samples floats: the audio, or the flow's latent ([*out_channels][frames]).
+int piper_session_frames(piper_session *session, const float *latent, int64_t channels, const float *side, int64_t side_channels,
+                         int64_t frames, int64_t speaker, float **out, size_t *samples, int64_t *out_channels, char *error,
+                         size_t error_size);
 #endif

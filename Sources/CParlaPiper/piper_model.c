@@ -256,6 +256,13 @@ unsigned char *piper_rewrite_model(const unsigned char *model, size_t length, co
 // output "output" needs, going back no further than the latent; the encoder every node that the
 // latent and the durations need. A voice whose graph does not split that way (no such node, a
 // decoder that reads the text or makes noise, subgraphs) is spoken whole, as before.
+//
+// The flow is split off too, where it can be (see flow_inputs): it works frame by frame, with
+// a few frames of context, but costs as much per frame as the text's encoder does per phoneme
+// id, so with it in the encoder a long sentence's first sound waited for its whole flow (joe,
+// 300 ids: 59 ms of encoder, 81 ms of flow). Then the encoder gives the flow's inputs, the
+// flow part turns a chunk of them into a chunk of the latent, and only the text's encoder and
+// the durations precede the first chunk.
 
 enum { GRAPH_INITIALIZER = 5, GRAPH_INPUT = 11, GRAPH_VALUE_INFO = 13, NODE_INPUT = 1, NODE_NAME = 3, TENSOR_NAME = 8,
        ATTRIBUTE_GRAPH = 6, ATTRIBUTE_GRAPHS = 11 };
@@ -430,11 +437,11 @@ static int split_graph_read(cursor graph_body, split_graph *g) {
     return !bad;
 }
 
-// Marks (in `keep`) every node that the tensors `wanted` need, going back no further than
-// `stop` (may be NULL-named); `used` gets the initializers they read. Returns 0 if out of memory;
+// Marks (in `keep`) every node that the tensors `wanted` need, going back no further than the
+// tensors `stop`; `used` gets the initializers they read. Returns 0 if out of memory;
 // *reads_input is set to a graph input they read (other than an initializer), if any.
-static int reach(const split_graph *g, const text *wanted, size_t wanted_count, text stop, char *keep, name_map *used, text *reads_input,
-                 text allowed_input) {
+static int reach(const split_graph *g, const text *wanted, size_t wanted_count, const text *stop, size_t stop_count, char *keep, name_map *used,
+                 text *reads_input, text allowed_input) {
     size_t capacity = g->name_count + wanted_count + 1, top = 0;
     text *stack = malloc(capacity * sizeof *stack);
     name_map seen;
@@ -444,7 +451,9 @@ static int reach(const split_graph *g, const text *wanted, size_t wanted_count, 
         text t = stack[--top];
         if (!t.n || map_get(&seen, t, NULL)) continue;
         map_put(&seen, t, 1);
-        if (stop.p && t.n == stop.n && memcmp(t.p, stop.p, t.n) == 0) continue;
+        int stopped = 0;
+        for (size_t i = 0; i < stop_count && !stopped; i++) stopped = stop[i].p && t.n == stop[i].n && memcmp(t.p, stop[i].p, t.n) == 0;
+        if (stopped) continue;
         if (map_get(&g->initializers, t, NULL)) { map_put(used, t, 1); continue; }
         int producer;
         if (map_get(&g->producer, t, &producer)) {
@@ -510,6 +519,83 @@ static unsigned char *write_part(const unsigned char *model, size_t length, cons
     return out;
 }
 
+// Whether the nodes in `keep` read the speaker id.
+static int reads_speaker(const split_graph *g, const char *keep) {
+    for (size_t i = 0; i < g->node_count; i++) {
+        if (!keep[i]) continue;
+        for (size_t k = 0; k < g->nodes[i].inputs; k++)
+            if (text_is(g->names[g->nodes[i].first_input + k], "sid")) return 1;
+    }
+    return 0;
+}
+
+// The flow's inputs, in `out` (1 or 2 of them: the prior's sample and the frames' mask), or 0
+// if the flow does not split off. The flow is the nodes that both come from a node named /flow/
+// (through any nodes) and lead to the latent; its inputs are what those read from nodes before
+// it that depend on the text (not constants, nor the speaker's embedding, which the flow part
+// computes itself). Not split off: no /flow/ node, more than two such inputs, or a flow that
+// reads the text or makes noise.
+static size_t flow_inputs(const split_graph *g, text latent, text out[2]) {
+    size_t n = g->node_count, found = 0;
+    char *from_flow = calloc(n + 1, 1), *to_latent = calloc(n + 1, 1), *depends = calloc(n + 1, 1);
+    name_map unused = { 0 };
+    text none = { NULL, 0 };
+    if (!from_flow || !to_latent || !depends || !map_init(&unused, g->name_count) ||
+        !reach(g, &latent, 1, NULL, 0, to_latent, &unused, NULL, none))
+        goto done;
+    // Nodes are in order in a valid model, but not necessarily here: passes until nothing changes.
+    for (int pass = 0, changed = 1; changed; pass++) {
+        if (pass == 64) goto done;
+        changed = 0;
+        for (size_t i = 0; i < n; i++) {
+            const split_node *node = &g->nodes[i];
+            int flow = from_flow[i], dep = depends[i];
+            text name = inner_name(node->body, NODE_NAME);
+            if (!flow && name.n > 6 && memcmp(name.p, "/flow/", 6) == 0) flow = 1;
+            for (size_t k = 0; k < node->inputs && (!flow || !dep); k++) {
+                text t = g->names[node->first_input + k];
+                int p;
+                if (map_get(&g->producer, t, &p)) {
+                    flow |= from_flow[p];
+                    dep |= depends[p];
+                } else if (map_get(&g->inputs, t, NULL) && !map_get(&g->initializers, t, NULL) && !text_is(t, "sid")) {
+                    dep = 1;
+                }
+            }
+            if (flow != from_flow[i] || dep != depends[i]) changed = 1;
+            from_flow[i] = (char)flow;
+            depends[i] = (char)dep;
+        }
+    }
+    int last;
+    if (!map_get(&g->producer, latent, &last) || !from_flow[last]) goto done;
+    for (size_t i = 0; i < n; i++) {
+        if (!from_flow[i] || !to_latent[i]) continue;
+        const split_node *node = &g->nodes[i];
+        if (node->random) { found = 0; goto done; }
+        for (size_t k = 0; k < node->inputs; k++) {
+            text t = g->names[node->first_input + k];
+            int p;
+            if (!map_get(&g->producer, t, &p)) {
+                if (map_get(&g->inputs, t, NULL) && !map_get(&g->initializers, t, NULL) && !text_is(t, "sid")) { found = 0; goto done; }
+                continue;
+            }
+            if ((from_flow[p] && to_latent[p]) || !depends[p]) continue;
+            int known = 0;
+            for (size_t j = 0; j < found; j++) known |= out[j].n == t.n && memcmp(out[j].p, t.p, t.n) == 0;
+            if (known) continue;
+            if (found == 2) { found = 0; goto done; }
+            out[found++] = t;
+        }
+    }
+done:
+    free(from_flow);
+    free(to_latent);
+    free(depends);
+    map_free(&unused);
+    return found;
+}
+
 int piper_split_model(const unsigned char *model, size_t length, const char *durations, float seed, piper_split *split, char *why,
                       size_t why_size) {
     if (split) memset(split, 0, sizeof *split);
@@ -524,8 +610,8 @@ int piper_split_model(const unsigned char *model, size_t length, const char *dur
     if (bad || !graph_body.p) return -1;
     split_graph g;
     int result = 0;
-    char *keep_encoder = NULL, *keep_decoder = NULL;
-    name_map encoder_used = { 0 }, decoder_used = { 0 };
+    char *keep_encoder = NULL, *keep_decoder = NULL, *keep_flow = NULL;
+    name_map encoder_used = { 0 }, decoder_used = { 0 }, flow_used = { 0 };
     if (!split_graph_read(graph_body, &g)) { split_graph_free(&g); return -1; }
     text latent = { NULL, 0 }, output = { (const unsigned char *)"output", 6 }, none = { NULL, 0 };
     text sid = { (const unsigned char *)"sid", 3 };
@@ -554,7 +640,7 @@ int piper_split_model(const unsigned char *model, size_t length, const char *dur
             goto done;
         }
     text reads = { NULL, 0 };
-    if (!reach(&g, &output, 1, latent, keep_decoder, &decoder_used, &reads, sid)) { snprintf(why, why_size, "out of memory"); goto done; }
+    if (!reach(&g, &output, 1, &latent, 1, keep_decoder, &decoder_used, &reads, sid)) { snprintf(why, why_size, "out of memory"); goto done; }
     if (reads.p) {
         snprintf(why, why_size, "its decoder reads the model's input %.*s", (int)(reads.n < 100 ? reads.n : 100), (const char *)reads.p);
         goto done;
@@ -564,26 +650,42 @@ int piper_split_model(const unsigned char *model, size_t length, const char *dur
             snprintf(why, why_size, "its decoder makes noise");
             goto done;
         }
-    text wanted[2] = { latent, { (const unsigned char *)durations, durations ? strlen(durations) : 0 } };
-    size_t wanted_count = durations ? 2 : 1;
-    if (!reach(&g, wanted, wanted_count, none, keep_encoder, &encoder_used, NULL, none)) { snprintf(why, why_size, "out of memory"); goto done; }
-    int decoder_takes_speaker = 0;
-    for (size_t i = 0; i < g.node_count && !decoder_takes_speaker; i++) {
-        if (!keep_decoder[i]) continue;
-        for (size_t k = 0; k < g.nodes[i].inputs; k++)
-            if (text_is(g.names[g.nodes[i].first_input + k], "sid")) decoder_takes_speaker = 1;
+    // The flow, split off where it can be (with the durations known: they are the encoder's
+    // second output, and the flow's second input its third).
+    text flow_in[2] = { { NULL, 0 }, { NULL, 0 } };
+    size_t flow_count = durations ? flow_inputs(&g, latent, flow_in) : 0;
+    if (flow_count) {
+        keep_flow = calloc(g.node_count + 1, 1);
+        if (!keep_flow || !map_init(&flow_used, g.name_count)) { snprintf(why, why_size, "out of memory"); goto done; }
+        text flow_reads = { NULL, 0 };
+        if (!reach(&g, &latent, 1, flow_in, flow_count, keep_flow, &flow_used, &flow_reads, sid)) { snprintf(why, why_size, "out of memory"); goto done; }
+        for (size_t i = 0; i < g.node_count && !flow_reads.p; i++)
+            if (keep_flow[i] && g.nodes[i].random) flow_reads = latent;
+        if (flow_reads.p) flow_count = 0;  // it reads the text after all, or makes noise: kept in the encoder
     }
+    text durations_text = { (const unsigned char *)durations, durations ? strlen(durations) : 0 };
+    text wanted[3] = { latent, durations_text, { NULL, 0 } };
+    size_t wanted_count = durations ? 2 : 1;
+    if (flow_count) {
+        wanted[0] = flow_in[0];
+        if (flow_count == 2) wanted[2] = flow_in[1], wanted_count = 3;
+    }
+    if (!reach(&g, wanted, wanted_count, NULL, 0, keep_encoder, &encoder_used, NULL, none)) { snprintf(why, why_size, "out of memory"); goto done; }
+    int decoder_takes_speaker = reads_speaker(&g, keep_decoder);
     if (decoder_takes_speaker) map_put(&decoder_used, sid, 1);  // kept among the decoder's inputs
+    if (flow_count && reads_speaker(&g, keep_flow)) map_put(&flow_used, sid, 1);
     if (!split) {  // only asked whether it splits
         result = 1;
         goto done;
     }
     split->encoder = write_part(model, length, &g, keep_encoder, &encoder_used, NULL, 0, wanted, wanted_count, none, seed, &split->encoder_length);
     split->decoder = write_part(model, length, &g, keep_decoder, &decoder_used, &latent, 1, NULL, 0, output, seed, &split->decoder_length);
-    if (!split->encoder || !split->decoder) {
+    if (flow_count) split->flow = write_part(model, length, &g, keep_flow, &flow_used, flow_in, flow_count, &latent, 1, none, seed, &split->flow_length);
+    if (!split->encoder || !split->decoder || (flow_count && !split->flow)) {
         free(split->encoder);
         free(split->decoder);
-        split->encoder = split->decoder = NULL;
+        free(split->flow);
+        split->encoder = split->decoder = split->flow = NULL;
         snprintf(why, why_size, "out of memory");
         goto done;
     }
@@ -594,8 +696,10 @@ int piper_split_model(const unsigned char *model, size_t length, const char *dur
 done:
     free(keep_encoder);
     free(keep_decoder);
+    free(keep_flow);
     map_free(&encoder_used);
     map_free(&decoder_used);
+    map_free(&flow_used);
     split_graph_free(&g);
     return result;
 }

@@ -142,9 +142,11 @@ struct piper_session {
     int kind;
     int has_speaker;
     int has_durations;
-    char first_output[512];  // "output" (whole), or the latent (encoder)
+    char first_output[512];  // "output" (whole), the latent (encoder) or the flow's first input (encoder with its flow apart)
     char durations[512];
-    char latent[512];        // the decoder's input
+    char side_output[512];   // the encoder's third output: the flow's second input ("" if none)
+    char latent[512];        // the decoder's or flow's (first) input
+    char side[512];          // the flow's second input ("" if none)
 };
 
 // The session's input and output names: its kind, and what to feed and read.
@@ -163,24 +165,30 @@ static int read_names(piper_session *s, char *error, size_t error_size) {
             return 0;
         if (strcmp(name, "sid") == 0) s->has_speaker = 1;
         else if (strcmp(name, "input") == 0 || strcmp(name, "input_lengths") == 0 || strcmp(name, "scales") == 0) text_inputs++;
-        else { others++; snprintf(s->latent, sizeof s->latent, "%s", name); }
+        else if (others++ == 0) snprintf(s->latent, sizeof s->latent, "%s", name);
+        else snprintf(s->side, sizeof s->side, "%s", name);
         ORT(ORT_ALLOCATOR_FREE, OrtStatus *(*)(OrtAllocator *, void *))(allocator, name);
     }
-    for (size_t i = 0; i < outputs && i < 2; i++) {
+    for (size_t i = 0; i < outputs && i < 3; i++) {
         char *name = NULL;
         if (failed(ORT(ORT_SESSION_OUTPUT_NAME, OrtStatus *(*)(OrtSession *, size_t, OrtAllocator *, char **))(s->session, i, allocator, &name),
                    "ONNX Runtime", error, error_size))
             return 0;
-        snprintf(i == 0 ? s->first_output : s->durations, sizeof s->durations, "%s", name);
+        snprintf(i == 0 ? s->first_output : i == 1 ? s->durations : s->side_output, sizeof s->durations, "%s", name);
         ORT(ORT_ALLOCATOR_FREE, OrtStatus *(*)(OrtAllocator *, void *))(allocator, name);
     }
     s->has_durations = outputs >= 2;
-    if (text_inputs == 3 && others == 0 && outputs >= 1) {
-        s->kind = strcmp(s->first_output, "output") == 0 ? PIPER_WHOLE : PIPER_ENCODER;
+    int whole = strcmp(s->first_output, "output") == 0;
+    if (text_inputs == 3 && others == 0 && outputs >= 1 && outputs <= (whole ? 2u : 3u)) {
+        s->kind = whole ? PIPER_WHOLE : PIPER_ENCODER;
         return 1;
     }
-    if (text_inputs == 0 && others == 1 && outputs == 1 && strcmp(s->first_output, "output") == 0) {
+    if (text_inputs == 0 && others == 1 && outputs == 1 && whole) {
         s->kind = PIPER_DECODER;
+        return 1;
+    }
+    if (text_inputs == 0 && (others == 1 || others == 2) && outputs == 1 && !whole) {
+        s->kind = PIPER_FLOW;
         return 1;
     }
     if (!error[0]) snprintf(error, error_size, "the model does not take Piper's inputs (input, input_lengths, scales): it is not a Piper voice");
@@ -255,6 +263,8 @@ void piper_session_free(piper_session *s) {
 int piper_session_kind(const piper_session *s) { return s->kind; }
 int piper_session_has_speaker(const piper_session *s) { return s->has_speaker; }
 int piper_session_has_durations(const piper_session *s) { return s->has_durations; }
+const char *piper_session_input(const piper_session *s) { return s->kind == PIPER_DECODER || s->kind == PIPER_FLOW ? s->latent : "input"; }
+const char *piper_session_output(const piper_session *s) { return s->first_output; }
 
 const char *piper_runtime_version(void) { return runtime_version; }
 
@@ -291,11 +301,13 @@ static float *copy_floats(OrtValue *value, size_t *count, int64_t *dims, size_t 
 }
 
 int piper_session_run(piper_session *s, const int64_t *ids, size_t count, const float scales[3], int64_t speaker, float **audio,
-                      size_t *samples, int64_t *channels, float **durations, char *error, size_t error_size) {
+                      size_t *samples, int64_t *channels, float **durations, float **side, int64_t *side_channels, char *error,
+                      size_t error_size) {
     *audio = NULL;
     *durations = NULL;
+    if (side) *side = NULL;
     if (channels) *channels = 1;
-    if (s->kind == PIPER_DECODER) {
+    if (s->kind != PIPER_WHOLE && s->kind != PIPER_ENCODER) {
         snprintf(error, error_size, "a decoder does not take phoneme ids");
         return -1;
     }
@@ -312,9 +324,9 @@ int piper_session_run(piper_session *s, const int64_t *ids, size_t count, const 
     int result = -1;
     if (!failed(st, "ONNX Runtime", error, error_size)) {
         const char *input_names[4] = { "input", "input_lengths", "scales", "sid" };
-        const char *output_names[2] = { s->first_output, s->durations };
-        OrtValue *outputs[2] = { NULL, NULL };
-        size_t output_count = s->has_durations ? 2 : 1;
+        const char *output_names[3] = { s->first_output, s->durations, s->side_output };
+        OrtValue *outputs[3] = { NULL, NULL, NULL };
+        size_t output_count = s->side_output[0] ? 3 : s->has_durations ? 2 : 1;
         st = ORT(ORT_RUN, OrtStatus *(*)(OrtSession *, const void *, const char *const *, const OrtValue *const *, size_t, const char *const *, size_t,
                                          OrtValue **))(s->session, count > SHRINK_AFTER_IDS ? s->run_options : NULL, input_names, (const OrtValue *const *)inputs, s->has_speaker ? 4 : 3,
                                                        output_names, output_count, outputs);
@@ -338,10 +350,24 @@ int piper_session_run(piper_session *s, const int64_t *ids, size_t count, const 
                     *durations = NULL;
                 }
             }
+            if (*audio && output_count == 3) {
+                // The flow's second input (the frames' mask): [1, C, T] with the latent's T.
+                float *extra = NULL;
+                size_t n = 0, d3 = 0;
+                int64_t dims3[4] = { 0, 0, 0, 0 };
+                if (side && (extra = copy_floats(outputs[2], &n, dims3, &d3, error, error_size)) &&
+                    (d3 != 3 || dims3[0] != 1 || dims3[1] < 1 || dims3[2] != dims[2] || (size_t)(dims3[1] * dims3[2]) != n)) {
+                    snprintf(error, error_size, "the voice's encoder gave a second flow input of an unexpected shape");
+                    free(extra);
+                    extra = NULL;
+                }
+                if (side && extra) *side = extra, *side_channels = dims3[1];
+                else free(*audio), *audio = NULL;
+            }
             if (*audio && (!s->has_durations || *durations)) result = 0;
-            else { free(*audio); *audio = NULL; }
+            else { free(*audio); *audio = NULL; if (side) free(*side), *side = NULL; }
         }
-        for (size_t i = 0; i < 2; i++)
+        for (size_t i = 0; i < 3; i++)
             if (outputs[i]) ORT(ORT_RELEASE_VALUE, void (*)(OrtValue *))(outputs[i]);
     }
     for (size_t i = 0; i < 4; i++)
@@ -349,34 +375,55 @@ int piper_session_run(piper_session *s, const int64_t *ids, size_t count, const 
     return result;
 }
 
-int piper_session_decode(piper_session *s, const float *latent, int64_t channels, int64_t frames, int64_t speaker, float **audio,
-                         size_t *samples, char *error, size_t error_size) {
-    *audio = NULL;
-    if (s->kind != PIPER_DECODER) {
-        snprintf(error, error_size, "the session is not a decoder");
+int piper_session_frames(piper_session *s, const float *latent, int64_t channels, const float *side, int64_t side_channels, int64_t frames,
+                         int64_t speaker, float **out, size_t *samples, int64_t *out_channels, char *error, size_t error_size) {
+    *out = NULL;
+    if (out_channels) *out_channels = 1;
+    if (s->kind != PIPER_DECODER && s->kind != PIPER_FLOW) {
+        snprintf(error, error_size, "the session is not a decoder or a flow");
         return -1;
     }
-    int64_t shape[3] = { 1, channels, frames }, one = 1, sid = speaker;
-    OrtValue *inputs[2] = { NULL, NULL };
+    if ((s->side[0] != 0) != (side != NULL)) {
+        snprintf(error, error_size, "the voice's flow takes %s", s->side[0] ? "two inputs" : "one input");
+        return -1;
+    }
+    int64_t shape[3] = { 1, channels, frames }, side_shape[3] = { 1, side_channels, frames }, one = 1, sid = speaker;
+    OrtValue *inputs[3] = { NULL, NULL, NULL };
+    const char *input_names[3] = { s->latent, NULL, NULL };
+    size_t count = 1;
     typedef OrtStatus *(*create_fn)(const OrtMemoryInfo *, void *, size_t, const int64_t *, size_t, int, OrtValue **);
     create_fn create = ORT(ORT_CREATE_TENSOR_WITH_DATA, create_fn);
     OrtStatus *st = create(cpu_memory, (void *)latent, (size_t)(channels * frames) * sizeof *latent, shape, 3, ORT_FLOAT, &inputs[0]);
-    if (!st && s->has_speaker) st = create(cpu_memory, &sid, sizeof sid, &one, 1, ORT_INT64, &inputs[1]);
+    if (!st && side) {
+        input_names[count] = s->side;
+        st = create(cpu_memory, (void *)side, (size_t)(side_channels * frames) * sizeof *side, side_shape, 3, ORT_FLOAT, &inputs[count++]);
+    }
+    if (!st && s->has_speaker) {
+        input_names[count] = "sid";
+        st = create(cpu_memory, &sid, sizeof sid, &one, 1, ORT_INT64, &inputs[count++]);
+    }
     int result = -1;
     if (!failed(st, "ONNX Runtime", error, error_size)) {
-        const char *input_names[2] = { s->latent, "sid" };
-        const char *output_names[1] = { "output" };
+        const char *output_names[1] = { s->first_output };
         OrtValue *output = NULL;
         st = ORT(ORT_RUN, OrtStatus *(*)(OrtSession *, const void *, const char *const *, const OrtValue *const *, size_t, const char *const *, size_t,
-                                         OrtValue **))(s->session, NULL, input_names, (const OrtValue *const *)inputs, s->has_speaker ? 2 : 1,
-                                                       output_names, 1, &output);
-        if (!failed(st, "the voice's decoder failed", error, error_size)) {
-            *audio = copy_floats(output, samples, NULL, NULL, error, error_size);
-            if (*audio) result = 0;
+                                         OrtValue **))(s->session, NULL, input_names, (const OrtValue *const *)inputs, count, output_names, 1, &output);
+        if (!failed(st, s->kind == PIPER_FLOW ? "the voice's flow failed" : "the voice's decoder failed", error, error_size)) {
+            size_t d = 0;
+            int64_t dims[4] = { 0, 0, 0, 0 };
+            *out = copy_floats(output, samples, s->kind == PIPER_FLOW ? dims : NULL, &d, error, error_size);
+            if (*out && s->kind == PIPER_FLOW && (d != 3 || dims[0] != 1 || dims[1] < 1 || dims[2] != frames)) {
+                snprintf(error, error_size, "the voice's flow gave a latent of an unexpected shape");
+                free(*out);
+                *out = NULL;
+            } else if (*out && s->kind == PIPER_FLOW && out_channels) {
+                *out_channels = dims[1];
+            }
+            if (*out) result = 0;
         }
         if (output) ORT(ORT_RELEASE_VALUE, void (*)(OrtValue *))(output);
     }
-    for (size_t i = 0; i < 2; i++)
+    for (size_t i = 0; i < 3; i++)
         if (inputs[i]) ORT(ORT_RELEASE_VALUE, void (*)(OrtValue *))(inputs[i]);
     return result;
 }

@@ -19,22 +19,50 @@
 /// one stream with one timeline. A voice at another rate is resampled.
 #define OUTPUT_RATE 22050
 
+// A voice's parts: the whole voice or its encoder; its flow (none: the flow is in the encoder);
+// its decoder (none: the voice is spoken a whole sentence at a time). See piper_model.c.
+enum { ENCODER, FLOW, DECODER, PARTS };
+// The file of each part in the cache: the encoder's name, then these.
+static const char *const part_suffix[PARTS] = { "", ".flow", ".dec" };
+
+typedef struct {
+    piper_session *session;
+    void *mapped;  // its cached copy in ONNX Runtime's format, used in place
+    size_t mapped_length;
+} voice_part;
+
 struct parla_piper_voice {
-    piper_session *session;  // the whole voice, or its encoder
-    piper_session *decoder;  // NULL: the voice is spoken a whole sentence at a time
+    voice_part part[PARTS];
     piper_id_map *map;
     char espeak_voice[64];
     int sample_rate;
     float noise_scale, length_scale, noise_w;
     int exact_timing;
-    int warmed;       // its session has made its first run (see warm_up)
+    int warmed;       // its sessions have made their first run (see warm_up)
     float reference;  // the peak of the warm-up sentence: the voice's level (see warm_up)
-    void *mapped;     // the cached model in ONNX Runtime's format, used in place
-    size_t mapped_length;
-    void *mapped_decoder;  // and its decoder
-    size_t mapped_decoder_length;
-    char prepared_path[PATH_MAX + 300];  // where that copy is ("" if none); the decoder's is .dec after it
+    char prepared_path[PATH_MAX + 300];  // where the encoder's prepared copy is ("" if none)
 };
+
+// Frees the voice's sessions and unmaps their copies.
+static void release_parts(parla_piper_voice *v) {
+    for (int p = 0; p < PARTS; p++) {
+        piper_session_free(v->part[p].session);
+        if (v->part[p].mapped) munmap(v->part[p].mapped, v->part[p].mapped_length);
+        v->part[p] = (voice_part){ NULL, NULL, 0 };
+    }
+}
+
+// Whether sessions (ENCODER, FLOW, DECODER; NULL where there is none) make a voice: a whole
+// one alone, or an encoder whose outputs its flow or decoder reads, and so on to the audio.
+static int parts_fit(piper_session *const s[PARTS]) {
+    if (!s[ENCODER]) return 0;
+    int kind = piper_session_kind(s[ENCODER]);
+    if (kind == PIPER_WHOLE) return !s[FLOW] && !s[DECODER];
+    if (kind != PIPER_ENCODER || !s[DECODER] || piper_session_kind(s[DECODER]) != PIPER_DECODER) return 0;
+    if (!s[FLOW]) return strcmp(piper_session_input(s[DECODER]), piper_session_output(s[ENCODER])) == 0;
+    return piper_session_kind(s[FLOW]) == PIPER_FLOW && strcmp(piper_session_input(s[FLOW]), piper_session_output(s[ENCODER])) == 0 &&
+           strcmp(piper_session_input(s[DECODER]), piper_session_output(s[FLOW])) == 0;
+}
 
 // MARK: The cache of prepared models
 
@@ -42,10 +70,11 @@ struct parla_piper_voice {
 // applied) is kept in ONNX Runtime's own format in ~/.cache/parla/piper-models: the next load
 // maps it and uses its weights in place, instead of reading, rewriting, parsing and optimizing
 // 63 MB (joe: 0.45 s), and processes that map it share its pages. A voice split at its decoder
-// (piper_model.c) has two: the encoder in NAME.ort, the decoder in NAME.ort.dec. Its name holds the model's
-// size and time and the runtime's version, so a changed model or runtime makes a new one.
+// (piper_model.c) has a file per part: the encoder in NAME.ort, the flow in NAME.ort.flow, the
+// decoder in NAME.ort.dec. Its name holds the model's size and time and the runtime's version,
+// so a changed model or runtime makes a new one.
 // PARLA_PIPER_CACHE=DIR puts it elsewhere; PARLA_PIPER_CACHE=0 turns it off.
-#define PREPARED_VERSION "r2"
+#define PREPARED_VERSION "r3"
 
 static int cache_path(const char *model_path, const struct stat *st, char *out, size_t size) {
     const char *explicit = getenv("PARLA_PIPER_CACHE");
@@ -98,9 +127,13 @@ static void remove_older_copies(const char *path) {
     struct dirent *e;
     while ((e = readdir(d))) {
         size_t n = strlen(e->d_name), own = strlen(name);
-        int ort = n >= 5 && strcmp(e->d_name + n - 4, ".ort") == 0, dec = n >= 9 && strcmp(e->d_name + n - 8, ".ort.dec") == 0;
-        if (!ort && !dec) continue;
-        if (strcmp(e->d_name, name) == 0 || (n == own + 4 && strncmp(e->d_name, name, own) == 0)) continue;  // its own, and its decoder
+        int ours = 0;
+        for (int p = 0; p < PARTS; p++) {
+            size_t k = strlen(part_suffix[p]);
+            if (n >= 4 + k && memcmp(e->d_name + n - 4 - k, ".ort", 4) == 0 && strcmp(e->d_name + n - k, part_suffix[p]) == 0) ours = 1;
+            if (n == own + k && strncmp(e->d_name, name, own) == 0 && strcmp(e->d_name + own, part_suffix[p]) == 0) ours = 2;  // its own parts
+        }
+        if (ours != 1) continue;
         if (strncmp(e->d_name, name, stem) != 0) continue;
         char old[PATH_MAX + 256];
         snprintf(old, sizeof old, "%s/%s", dir, e->d_name);
@@ -122,37 +155,28 @@ static void *map_file(const char *path, size_t *length) {
     return map;
 }
 
-// Maps the cached model at `path` (and its decoder at PATH.dec, if there is one) and makes
-// sessions of them; 0 if there is none or it fails (a damaged one is removed).
+// Maps the cached model at `path` (and its flow and decoder at PATH.flow and PATH.dec, if it
+// has them) and makes sessions of them; 0 if there is none or it fails (a damaged one is removed).
 static int load_prepared(parla_piper_voice *v, const char *path, int threads) {
-    size_t length = 0, decoder_length = 0;
-    void *map = map_file(path, &length);
-    if (!map) return 0;
-    char decoder_path[PATH_MAX + 310], error[1500];
-    snprintf(decoder_path, sizeof decoder_path, "%s.dec", path);
-    void *decoder_map = map_file(decoder_path, &decoder_length);
+    char part_path[PARTS][PATH_MAX + 310], error[1500];
+    piper_session *sessions[PARTS] = { NULL, NULL, NULL };
     error[0] = 0;
-    v->session = piper_session_create(map, length, threads, 1, NULL, error, sizeof error);
-    if (decoder_map && v->session) v->decoder = piper_session_create(decoder_map, decoder_length, threads, 1, NULL, error, sizeof error);
-    int kind = v->session ? piper_session_kind(v->session) : 0;
-    // An encoder needs its decoder; a whole voice has none.
-    if (!v->session || (kind == PIPER_ENCODER) != (v->decoder != NULL) || (kind != PIPER_ENCODER && kind != PIPER_WHOLE) ||
-        (v->decoder && piper_session_kind(v->decoder) != PIPER_DECODER)) {
-        piper_session_free(v->session);
-        piper_session_free(v->decoder);
-        v->session = v->decoder = NULL;
-        munmap(map, length);
-        if (decoder_map) munmap(decoder_map, decoder_length);
-        unlink(path);
-        unlink(decoder_path);
+    int made = 1;
+    for (int p = 0; p < PARTS; p++) {
+        voice_part *vp = &v->part[p];
+        snprintf(part_path[p], sizeof part_path[p], "%s%s", path, part_suffix[p]);
+        if (!(vp->mapped = map_file(part_path[p], &vp->mapped_length))) continue;
+        vp->session = piper_session_create(vp->mapped, vp->mapped_length, threads, 1, NULL, error, sizeof error);
+        sessions[p] = vp->session;
+        made &= vp->session != NULL;
+    }
+    if (!v->part[ENCODER].mapped) { release_parts(v); return 0; }
+    if (!made || !parts_fit(sessions)) {
+        release_parts(v);
+        for (int p = 0; p < PARTS; p++) unlink(part_path[p]);
         return 0;
     }
-    if (decoder_map && !v->decoder) munmap(decoder_map, decoder_length), decoder_map = NULL;
-    v->mapped = map;
-    v->mapped_length = length;
-    v->mapped_decoder = decoder_map;
-    v->mapped_decoder_length = decoder_length;
-    v->exact_timing = piper_session_has_durations(v->session);
+    v->exact_timing = piper_session_has_durations(v->part[ENCODER].session);
     return 1;
 }
 
@@ -272,26 +296,27 @@ parla_piper_voice *parla_piper_load(const char *model_path, char *error, size_t 
         return NULL;
     }
     v->exact_timing = found == 1;
-    // Split at the decoder, to be decoded a chunk at a time; or, if the graph does not split,
-    // the whole voice, spoken a sentence at a time. PARLA_PIPER_WHOLE=1 asks for the whole
-    // voice (for measuring the one against the other).
+    // Split at the decoder (and the flow), to be decoded a chunk at a time; or, if the graph
+    // does not split, the whole voice, spoken a sentence at a time. PARLA_PIPER_WHOLE=1 asks for
+    // the whole voice (for measuring the one against the other).
     piper_split split;
     char why_whole[300];  // parla voices says why (parla_piper_model_streams)
     const char *whole_asked = getenv("PARLA_PIPER_WHOLE");
     int splits = whole_asked && strcmp(whole_asked, "1") == 0
                      ? 0
                      : piper_split_model(model, model_length, found == 1 ? ceil : NULL, 0x5EED, &split, why_whole, sizeof why_whole);
-    size_t prepared_length = 0;
-    unsigned char *prepared = NULL;
+    unsigned char *prepared[PARTS] = { NULL, NULL, NULL };
+    size_t prepared_length[PARTS] = { 0, 0, 0 };
     if (splits == 1) {
-        prepared = split.encoder;
-        prepared_length = split.encoder_length;
-        // The encoder's second output is the durations, as the whole voice's is.
+        prepared[ENCODER] = split.encoder, prepared_length[ENCODER] = split.encoder_length;
+        prepared[FLOW] = split.flow, prepared_length[FLOW] = split.flow_length;
+        prepared[DECODER] = split.decoder, prepared_length[DECODER] = split.decoder_length;
     } else {
-        prepared = piper_rewrite_model(model, model_length, found == 1 ? ceil : NULL, 0x5EED, &prepared_length);
+        prepared[ENCODER] = piper_rewrite_model(model, model_length, found == 1 ? ceil : NULL, 0x5EED, &prepared_length[ENCODER]);
     }
     free(model);
-    if (!prepared) {
+    if (!prepared[ENCODER]) {
+        for (int p = 0; p < PARTS; p++) free(prepared[p]);
         snprintf(error, error_size, "the voice's model %s is damaged (its graph cannot be read)", model_path);
         parla_piper_free(v);
         return NULL;
@@ -299,40 +324,43 @@ parla_piper_voice *parla_piper_load(const char *model_path, char *error, size_t 
     char session_error[1500];
     session_error[0] = 0;
     // Saved, in ONNX Runtime's format, for the next load: under temporary names, renamed once
-    // whole (the decoder first: an encoder found without its decoder is thrown away).
-    char saving[PATH_MAX + 340], saving_decoder[PATH_MAX + 350], decoder_path[PATH_MAX + 310];
-    int save = cacheable && snprintf(saving, sizeof saving, "%s.%d.tmp", prepared_path, (int)getpid()) < (int)sizeof saving;
-    snprintf(saving_decoder, sizeof saving_decoder, "%s.dec.%d.tmp", prepared_path, (int)getpid());
-    snprintf(decoder_path, sizeof decoder_path, "%s.dec", prepared_path);
-    for (int attempt = 0; attempt < 2 && !v->session; attempt++) {
+    // whole (the encoder last: an encoder is found with its parts, or not at all).
+    char saving[PARTS][PATH_MAX + 350], saved[PARTS][PATH_MAX + 310];
+    int save = cacheable;
+    for (int p = 0; p < PARTS; p++) {
+        save &= snprintf(saving[p], sizeof saving[p], "%s%s.%d.tmp", prepared_path, part_suffix[p], (int)getpid()) < (int)sizeof saving[p];
+        snprintf(saved[p], sizeof saved[p], "%s%s", prepared_path, part_suffix[p]);
+    }
+    piper_session *sessions[PARTS] = { NULL, NULL, NULL };
+    for (int attempt = 0; attempt < 2 && !sessions[ENCODER]; attempt++) {
         if (attempt == 1) {
             if (!save) break;
             // Perhaps the cache cannot be written: without it.
-            unlink(saving);
-            unlink(saving_decoder);
+            for (int p = 0; p < PARTS; p++) unlink(saving[p]);
             save = 0;
             session_error[0] = 0;
         }
-        if (save) make_directories(saving);
-        v->session = piper_session_create(prepared, prepared_length, threads, 0, save ? saving : NULL, session_error, sizeof session_error);
-        if (v->session && splits == 1) {
-            v->decoder = piper_session_create(split.decoder, split.decoder_length, threads, 0, save ? saving_decoder : NULL, session_error,
-                                              sizeof session_error);
-            if (!v->decoder || piper_session_kind(v->session) != PIPER_ENCODER || piper_session_kind(v->decoder) != PIPER_DECODER) {
-                piper_session_free(v->session);
-                piper_session_free(v->decoder);
-                v->session = v->decoder = NULL;
-                if (!session_error[0]) snprintf(session_error, sizeof session_error, "its split parts do not take the inputs expected");
-            }
+        if (save) make_directories(saving[ENCODER]);
+        int made = 1;
+        for (int p = 0; p < PARTS && made; p++)
+            if (prepared[p])
+                made = (sessions[p] = piper_session_create(prepared[p], prepared_length[p], threads, 0, save ? saving[p] : NULL, session_error,
+                                                           sizeof session_error)) != NULL;
+        if (!made || !parts_fit(sessions)) {
+            for (int p = 0; p < PARTS; p++) piper_session_free(sessions[p]), sessions[p] = NULL;
+            if (!session_error[0]) snprintf(session_error, sizeof session_error, "its split parts do not take the inputs expected");
         }
     }
-    if (save && v->session) {
-        if ((!v->decoder || rename(saving_decoder, decoder_path) == 0) && rename(saving, prepared_path) == 0) remove_older_copies(prepared_path);
-        else unlink(saving), unlink(saving_decoder);
+    for (int p = 0; p < PARTS; p++) v->part[p].session = sessions[p];
+    if (save && sessions[ENCODER]) {
+        int renamed = 1;
+        for (int p = PARTS - 1; p >= 0 && renamed; p--)
+            if (sessions[p]) renamed = rename(saving[p], saved[p]) == 0;
+        if (renamed) remove_older_copies(prepared_path);
+        else for (int p = 0; p < PARTS; p++) unlink(saving[p]);
     }
-    if (splits == 1) free(split.decoder);
-    free(prepared);
-    if (!v->session) {
+    for (int p = 0; p < PARTS; p++) free(prepared[p]);
+    if (!sessions[ENCODER]) {
         if (strstr(session_error, "ONNX Runtime (libonnxruntime") || strstr(session_error, "is not an ONNX Runtime"))
             snprintf(error, error_size, "%s", session_error);
         else
@@ -343,13 +371,30 @@ parla_piper_voice *parla_piper_load(const char *model_path, char *error, size_t 
     // The file's bytes, the rewritten copy and ONNX Runtime's parse were all in the heap at
     // once: give back what is free (29 MB of the 144 MB resident after loading joe).
     malloc_trim(0);
-    if (speakers > 1 && !piper_session_has_speaker(v->session)) {
+    if (speakers > 1 && !piper_session_has_speaker(v->part[ENCODER].session)) {
         snprintf(error, error_size, "the voice's config %s says it has %d speakers, but its model takes no speaker id: the config is not this model's", config_path, speakers);
         parla_piper_free(v);
         return NULL;
     }
     return v;
 }
+
+// How a sentence's latent is cut into chunks. Live speech starts with a short chunk (some 0.37 s
+// of audio) so that the first sound comes soon, then doubles each chunk up to LIVE_MOST, which
+// keeps the work per chunk ahead of the audio it gives; rendering decodes RENDER_CHUNK frames
+// at a time, which bounds a render worker's memory whatever the sentences' length (ONNX
+// Runtime's convolutions unfold their input) at no cost in time. 30 quotations with joe (63
+// MB), render CPU and worker peak: whole 12.6 s, 278 MB; 256 frames 12.5 s, 223 MB; 128
+// frames 14.1 s, 205 MB; 64 frames 15.4 s, 154 MB; 32 frames 17.4 s, 139 MB.
+// PARLA_PIPER_RENDER_CHUNK=64 trades the one for the other. Each chunk is decoded with
+// PADDING frames of the latent on either side, whose audio is dropped: the decoder sees 11
+// frames either side of each frame (HiFi-GAN of medium, low and x-low voices; 13 for high), so
+// a chunk's samples are those of the whole sentence decoded at once, within float rounding.
+// A tail shorter than SMALLEST_TAIL joins the chunk before it. The flow, where it is apart, is
+// run on the frames each chunk needs with FLOW_PADDING frames of context either side: its four
+// coupling layers of four convolutions of width 5 see 32 frames either side (joe: the same
+// floats as the whole sentence's flow at 32, 2e-4 apart at 24).
+enum { LIVE_FIRST = 32, LIVE_MOST = 256, RENDER_CHUNK = 256, PADDING = 16, SMALLEST_TAIL = 24, FLOW_PADDING = 32 };
 
 // ONNX Runtime's first run of a session is slow: "Hello there," (27 ids) took 80 to 100 ms of
 // inference as a session's first run and 45 to 60 ms after one run of a 45-id sentence (joe,
@@ -381,24 +426,34 @@ static float limit(float x) {
     return x < 0 ? -y : y;
 }
 
-static void warm_up(parla_piper_voice *v) {
-    if (v->warmed) return;
-    v->warmed = 1;
+// Runs the warm-up sentence through `sessions` (the voice's parts, or new sessions of them);
+// returns the peak of its audio (0 if a part failed: the real run meets the failure again,
+// and reports it).
+static float warm_up_run(parla_piper_voice *v, piper_session *const sessions[PARTS]) {
     int64_t ids[64];
     size_t count = piper_id_map_ids(v->map, warm_up_phonemes, ids, sizeof ids / sizeof ids[0]);
     float scales[3] = { v->noise_scale, v->length_scale, v->noise_w };
-    float *first = NULL, *durations = NULL, *audio = NULL;
+    float *first = NULL, *durations = NULL, *audio = NULL, *side = NULL;
     size_t samples = 0;
-    int64_t channels = 1;
+    int64_t channels = 1, side_channels = 0;
     char error[300];
-    // A failure here is met again, and reported, by the real run.
-    if (piper_session_run(v->session, ids, count, scales, 0, &first, &samples, &channels, &durations, error, sizeof error) == 0) {
-        if (v->decoder) {
+    if (piper_session_run(sessions[ENCODER], ids, count, scales, 0, &first, &samples, &channels, &durations, &side, &side_channels, error,
+                          sizeof error) == 0) {
+        if (sessions[FLOW]) {
+            float *latent = NULL;
+            size_t n = 0;
+            if (piper_session_frames(sessions[FLOW], first, channels, side, side_channels, (int64_t)samples / channels, 0, &latent, &n, &channels,
+                                     error, sizeof error) == 0)
+                free(first), first = latent, samples = n;
+            else samples = 0;
+        }
+        if (sessions[DECODER] && samples) {
             size_t decoded = 0;
-            if (piper_session_decode(v->decoder, first, channels, (int64_t)samples / channels, 0, &audio, &decoded, error, sizeof error) == 0)
+            if (piper_session_frames(sessions[DECODER], first, channels, NULL, 0, (int64_t)samples / channels, 0, &audio, &decoded, NULL, error,
+                                     sizeof error) == 0)
                 samples = decoded;
             else samples = 0;
-        } else {
+        } else if (!sessions[DECODER]) {
             audio = first;
             first = NULL;
         }
@@ -406,48 +461,63 @@ static void warm_up(parla_piper_voice *v) {
     float peak = 0;
     for (size_t i = 0; audio && i < samples; i++)
         if (fabsf(audio[i]) > peak && isfinite(audio[i])) peak = fabsf(audio[i]);
-    v->reference = peak > 0.01f ? peak : 1;
     free(first);
     free(audio);
     free(durations);
+    free(side);
+    return peak;
 }
 
-int parla_piper_rethread(parla_piper_voice *v, int threads) {
-    if (!v || threads < 1) return 0;
-    if (!v->mapped) {
-        // Loaded from the model itself: its prepared copy was saved then.
-        if (!v->prepared_path[0] || !(v->mapped = map_file(v->prepared_path, &v->mapped_length))) return 0;
+static void warm_up(parla_piper_voice *v) {
+    if (v->warmed) return;
+    v->warmed = 1;
+    piper_session *sessions[PARTS] = { v->part[ENCODER].session, v->part[FLOW].session, v->part[DECODER].session };
+    float peak = warm_up_run(v, sessions);
+    v->reference = peak > 0.01f ? peak : 1;
+}
+
+int parla_piper_rethread(parla_piper_voice *v, int threads, int (*interrupted)(void *context), void *context) {
+    if (!v || threads < 1 || !v->prepared_path[0]) return 0;
+    piper_session *sessions[PARTS] = { NULL, NULL, NULL };
+    int made = 1;
+    for (int p = 0; p < PARTS && made; p++) {
+        voice_part *vp = &v->part[p];
+        if (!vp->session) continue;
+        if (interrupted && interrupted(context)) { made = 0; break; }
+        if (!vp->mapped) {
+            // Loaded from the model itself: its prepared copy was saved then.
+            char path[PATH_MAX + 310];
+            snprintf(path, sizeof path, "%s%s", v->prepared_path, part_suffix[p]);
+            if (!(vp->mapped = map_file(path, &vp->mapped_length))) { made = 0; break; }
+        }
+        char error[1500];
+        error[0] = 0;
+        made = (sessions[p] = piper_session_create(vp->mapped, vp->mapped_length, threads, 1, NULL, error, sizeof error)) != NULL;
     }
-    if (v->decoder && !v->mapped_decoder) {
-        char decoder_path[PATH_MAX + 310];
-        snprintf(decoder_path, sizeof decoder_path, "%s.dec", v->prepared_path);
-        if (!(v->mapped_decoder = map_file(decoder_path, &v->mapped_decoder_length))) return 0;
-    }
-    char error[1500];
-    error[0] = 0;
-    piper_session *session = piper_session_create(v->mapped, v->mapped_length, threads, 1, NULL, error, sizeof error);
-    piper_session *decoder = session && v->decoder ? piper_session_create(v->mapped_decoder, v->mapped_decoder_length, threads, 1, NULL, error, sizeof error) : NULL;
-    if (!session || (v->decoder && !decoder) || piper_session_has_durations(session) != piper_session_has_durations(v->session) ||
-        piper_session_kind(session) != piper_session_kind(v->session)) {
-        piper_session_free(session);
-        piper_session_free(decoder);
+    // Sessions whose first run is not made are slow: they replace the old ones only once it
+    // is (the encoder's noise then goes on as the old one's did after its own).
+    if (!made || !parts_fit(sessions) || piper_session_has_durations(sessions[ENCODER]) != piper_session_has_durations(v->part[ENCODER].session) ||
+        (interrupted && interrupted(context))) {
+        for (int p = 0; p < PARTS; p++) piper_session_free(sessions[p]);
         return 0;
     }
-    piper_session_free(v->session);
-    piper_session_free(v->decoder);
-    v->session = session;
-    v->decoder = decoder;
-    v->warmed = 0;
-    warm_up(v);
+    float peak = warm_up_run(v, sessions);
+    if (!v->warmed) v->reference = peak > 0.01f ? peak : 1;
+    v->warmed = 1;
+    for (int p = 0; p < PARTS; p++) {
+        piper_session_free(v->part[p].session);
+        v->part[p].session = sessions[p];
+    }
     return 1;
+}
+
+void parla_piper_warm_up(parla_piper_voice *v) {
+    if (v) warm_up(v);
 }
 
 void parla_piper_free(parla_piper_voice *v) {
     if (!v) return;
-    piper_session_free(v->session);
-    piper_session_free(v->decoder);
-    if (v->mapped) munmap(v->mapped, v->mapped_length);
-    if (v->mapped_decoder) munmap(v->mapped_decoder, v->mapped_decoder_length);
+    release_parts(v);
     piper_id_map_free(v->map);
     free(v);
 }
@@ -457,19 +527,6 @@ int parla_piper_exact_timing(const parla_piper_voice *v) { return v->exact_timin
 
 // MARK: Speaking
 
-// How a sentence's latent is cut into chunks. Live speech starts with a short chunk (some 0.37 s
-// of audio) so that the first sound comes soon, then doubles each chunk up to LIVE_MOST, which
-// keeps the work per chunk ahead of the audio it gives; rendering decodes RENDER_CHUNK frames
-// at a time, which bounds a render worker's memory whatever the sentences' length (ONNX
-// Runtime's convolutions unfold their input) at no cost in time. 30 quotations with joe (63
-// MB), render CPU and worker peak: whole 12.6 s, 278 MB; 256 frames 12.5 s, 223 MB; 128
-// frames 14.1 s, 205 MB; 64 frames 15.4 s, 154 MB; 32 frames 17.4 s, 139 MB.
-// PARLA_PIPER_RENDER_CHUNK=64 trades the one for the other. Each chunk is decoded with
-// PADDING frames of the latent on either side, whose audio is dropped: the decoder sees 11
-// frames either side of each frame (HiFi-GAN of medium, low and x-low voices; 13 for high), so
-// a chunk's samples are those of the whole sentence decoded at once, within float rounding.
-// A tail shorter than SMALLEST_TAIL joins the chunk before it.
-enum { LIVE_FIRST = 32, LIVE_MOST = 256, RENDER_CHUNK = 256, PADDING = 16, SMALLEST_TAIL = 24 };
 
 static size_t env_size(const char *name, size_t fallback) {
     const char *text = getenv(name);
@@ -483,7 +540,7 @@ typedef struct {
     float scales[3];
     float gain;
     int live;
-    size_t first_chunk, most_chunk, padding;
+    size_t first_chunk, most_chunk, padding, flow_padding;
     long long samples;  // delivered so far, at OUTPUT_RATE
     char *error;
     size_t error_size;
@@ -596,18 +653,56 @@ static int fail(speaking *sp, const char *what) {
     return -1;
 }
 
+// Frames [from, to) of `tensor` ([channels][frames]), malloc'd; NULL if out of memory.
+static float *frames_of(const float *tensor, int64_t channels, size_t frames, size_t from, size_t to) {
+    float *out = malloc((size_t)channels * (to - from) * sizeof *out + 1);
+    for (int64_t c = 0; out && c < channels; c++) memcpy(out + (size_t)c * (to - from), tensor + (size_t)c * frames + from, (to - from) * sizeof *out);
+    return out;
+}
+
+// The flow's part of the latent: frames [*done, to) of `latent` ([*channels][frames], allocated
+// on the first call), from the encoder's `first` and `side`, each frame with FLOW_PADDING frames of
+// context either side (the flow then gives the frames the whole sentence's flow gives).
+static int flow_frames(speaking *sp, const float *first, int64_t channels, const float *side, int64_t side_channels, size_t frames, size_t to,
+                       float **latent, int64_t *latent_channels, size_t *done) {
+    if (*done >= to) return 0;
+    size_t from = *done > sp->flow_padding ? *done - sp->flow_padding : 0, end = to + sp->flow_padding < frames ? to + sp->flow_padding : frames;
+    float *in = frames_of(first, channels, frames, from, end), *in_side = side ? frames_of(side, side_channels, frames, from, end) : NULL, *out = NULL;
+    size_t count = 0;
+    int64_t out_channels = 0;
+    int rc = in && (in_side || !side) ? piper_session_frames(sp->voice->part[FLOW].session, in, channels, in_side, side_channels, (int64_t)(end - from), 0,
+                                                             &out, &count, &out_channels, sp->error, sp->error_size)
+                                      : (snprintf(sp->error, sp->error_size, "out of memory"), -1);
+    free(in);
+    free(in_side);
+    if (rc == 0 && *latent && out_channels != *latent_channels) {
+        snprintf(sp->error, sp->error_size, "the voice's flow gave %lld channels, then %lld", (long long)*latent_channels, (long long)out_channels);
+        rc = -1;
+    }
+    if (rc == 0 && !*latent) {
+        *latent_channels = out_channels;
+        if (!(*latent = malloc((size_t)out_channels * frames * sizeof **latent + 1))) snprintf(sp->error, sp->error_size, "out of memory"), rc = -1;
+    }
+    for (int64_t c = 0; rc == 0 && c < out_channels; c++)
+        memcpy(*latent + (size_t)c * frames + *done, out + (size_t)c * (end - from) + (*done - from), (to - *done) * sizeof **latent);
+    free(out);
+    if (rc == 0) *done = to;
+    return rc;
+}
+
 static int speak_sentence(void *context, piper_sentence *s) {
     speaking *sp = context;
     parla_piper_voice *v = sp->voice;
     if (sp->out->should_stop(sp->out->context)) return PARLA_PIPER_STOPPED;
-    float *first = NULL, *durations = NULL;
+    float *first = NULL, *durations = NULL, *side = NULL, *latent = NULL;
     size_t count = 0;
-    int64_t channels = 1;
-    if (piper_session_run(v->session, s->ids, s->id_count, sp->scales, 0, &first, &count, &channels, &durations, sp->error, sp->error_size) != 0)
+    int64_t channels = 1, side_channels = 0, latent_channels = 0;
+    if (piper_session_run(v->part[ENCODER].session, s->ids, s->id_count, sp->scales, 0, &first, &count, &channels, &durations, &side,
+                          &side_channels, sp->error, sp->error_size) != 0)
         return fail(sp, NULL);
     outgoing o = { .sp = sp, .s = s, .ratio = (double)OUTPUT_RATE / v->sample_rate, .scale = sp->gain * LEVEL / v->reference };
     int status = 0;
-    if (!v->decoder) {
+    if (!v->part[DECODER].session) {
         // The whole voice: the sentence's audio at once.
         o.audio = first;
         o.length = o.available = count;
@@ -615,8 +710,11 @@ static int speak_sentence(void *context, piper_sentence *s) {
         if (!plan_events(&o, durations)) status = fail(sp, "out of memory");
         else hand_out(&o, 1);
     } else {
-        // The latent, decoded a chunk at a time, each handed out as soon as it is decoded.
-        size_t frames = (size_t)(count / (size_t)channels), hop = 0;
+        // The latent, decoded a chunk at a time, each handed out as soon as it is decoded; with
+        // the flow apart, the latent is made a chunk ahead of the decoder.
+        size_t frames = (size_t)(count / (size_t)channels), hop = 0, flowed = 0;
+        int flow = v->part[FLOW].session != NULL;
+        if (!flow) latent = first, first = NULL, latent_channels = channels;
         float *part = NULL;
         for (size_t a = 0, chunk = 0; a < frames && status == 0; chunk++) {
             size_t size = sp->live ? sp->first_chunk << (chunk < 12 ? chunk : 12) : sp->most_chunk;
@@ -624,12 +722,16 @@ static int speak_sentence(void *context, piper_sentence *s) {
             size_t b = a + size < frames ? a + size : frames;
             if (frames - b < SMALLEST_TAIL) b = frames;
             size_t from = a > sp->padding ? a - sp->padding : 0, to = b + sp->padding < frames ? b + sp->padding : frames;
-            float *latent = malloc((size_t)channels * (to - from) * sizeof *latent);
-            if (!latent) { status = fail(sp, "out of memory"); break; }
-            for (int64_t c = 0; c < channels; c++) memcpy(latent + (size_t)c * (to - from), first + (size_t)c * frames + from, (to - from) * sizeof *latent);
+            if (flow && flow_frames(sp, first, channels, side, side_channels, frames, to, &latent, &latent_channels, &flowed) != 0) {
+                status = fail(sp, NULL);
+                break;
+            }
+            float *input = frames_of(latent, latent_channels, frames, from, to);
+            if (!input) { status = fail(sp, "out of memory"); break; }
             size_t decoded = 0;
-            int rc = piper_session_decode(v->decoder, latent, channels, (int64_t)(to - from), 0, &part, &decoded, sp->error, sp->error_size);
-            free(latent);
+            int rc = piper_session_frames(v->part[DECODER].session, input, latent_channels, NULL, 0, (int64_t)(to - from), 0, &part, &decoded, NULL,
+                                          sp->error, sp->error_size);
+            free(input);
             if (rc != 0) { status = fail(sp, NULL); break; }
             if (chunk == 0) {  // the first chunk says how many samples a frame gives
                 hop = decoded / (to - from);
@@ -654,7 +756,7 @@ static int speak_sentence(void *context, piper_sentence *s) {
         if (status == 0 && frames == 0 && plan_events(&o, durations)) hand_out(&o, 1);
     }
     if (status == 0) sp->samples += (long long)(o.end - o.skip);
-    free(o.audio); free(o.event_samples); free(o.order); free(first); free(durations);
+    free(o.audio); free(o.event_samples); free(o.order); free(first); free(durations); free(side); free(latent);
     return status;
 }
 
@@ -674,6 +776,7 @@ int parla_piper_speak(parla_piper_voice *voice, const char *text, int rate, int 
         .first_chunk = env_size("PARLA_PIPER_FIRST_CHUNK", LIVE_FIRST),
         .most_chunk = env_size(live ? "PARLA_PIPER_MOST_CHUNK" : "PARLA_PIPER_RENDER_CHUNK", live ? LIVE_MOST : RENDER_CHUNK),
         .padding = env_size("PARLA_PIPER_PADDING", PADDING),
+        .flow_padding = env_size("PARLA_PIPER_FLOW_PADDING", FLOW_PADDING),
     };
     int status = piper_phonemize(text, voice->espeak_voice, voice->map, options & PARLA_PIPER_EARLY_FIRST_CLAUSE, speak_sentence, &sp,
                                  error, error_size);

@@ -155,6 +155,52 @@ struct PiperCLITests {
         print("chunk seams: \(items.count) quotations, residual \(worst.dB) dB, largest difference \(worst.largest)")
     }
 
+    /// Live speech cuts a long first sentence at a word once it has 100 phoneme ids, so that it
+    /// is heard sooner (PARLA_PIPER_EARLY_CLAUSE=all renders a file the way live speech is
+    /// spoken): the same words in the same order, no pause at the cut beyond a comma's, about
+    /// the same length; a short sentence is not cut (the same samples).
+    @Test func aLongFirstSentenceIsCutForLiveSpeech() async throws {
+        if let missing = PiperFixture.missing { Issue.record(Comment(rawValue: missing)) }
+        let dir = try makeTemporaryDirectory()
+        let long =
+            "Screen reader users choose a voice by how fast it answers so the natural voice now makes its audio a little at a time and plays the first part while it is still working on the rest of this sentence."
+        let short = "A short sentence is spoken whole."
+        var heard: [String: [Int16]] = [:]
+        var words: [String: [(word: String, ms: Double)]] = [:]
+        for (name, text) in [("long", long), ("short", short)] {
+            for live in [false, true] {
+                let key = name + (live ? "-live" : "")
+                let out = dir.appendingPathComponent(key + ".wav"), timings = dir.appendingPathComponent(key + ".json")
+                let r = try await parla(
+                    ["say", "-v", PiperFixture.voice, text, "-o", out.path, "--timings", timings.path],
+                    piperEnvironment(live ? ["PARLA_PIPER_EARLY_CLAUSE": "all"] : [:]))
+                #expect(r.status == 0, "\(r.error)")
+                heard[key] = try samples(out)
+                let json = try JSONSerialization.jsonObject(with: Data(contentsOf: timings)) as? [String: Any]
+                words[key] = (json?["words"] as? [[String: Any]] ?? []).map { ($0["word"] as? String ?? "", $0["startMs"] as? Double ?? -1) }
+            }
+        }
+        let shortSame = heard["short"] == heard["short-live"], longSame = heard["long"] == heard["long-live"]
+        #expect(shortSame, "a sentence of under 100 ids is not cut")
+        #expect(!longSame, "the long sentence is cut")
+        let cut = words["long-live"] ?? [], whole = words["long"] ?? []
+        #expect(cut.map(\.word) == whole.map(\.word) && cut.count == 40, "\(cut.map(\.word))")
+        #expect(cut.map(\.ms) == cut.map(\.ms).sorted())
+        let a = Double(heard["long-live"]?.count ?? 0), b = Double(heard["long"]?.count ?? 1)
+        #expect(abs(a / b - 1) < 0.08, "\(a) samples cut, \(b) whole")
+        // The longest quiet stretch (10 ms frames at or below 300) inside the speech.
+        let frames = stride(from: 0, to: (heard["long-live"] ?? []).count - 220, by: 220).map { i in
+            (heard["long-live"] ?? [])[i..<(i + 220)].map { Int($0.magnitude) }.max() ?? 0
+        }
+        let loud = frames.indices.filter { frames[$0] > 300 }
+        var longest = 0, run = 0
+        for f in frames[(loud.first ?? 0)...(loud.last ?? 0)] {
+            run = f <= 300 ? run + 1 : 0
+            longest = max(longest, run)
+        }
+        #expect(longest * 10 <= 250, "a pause of \(longest * 10) ms")
+    }
+
     /// A voice whose graph does not split at its decoder (its first decoder node renamed) is
     /// still spoken, a whole sentence at a time, with the same audio; `parla voices` says which.
     @Test func aVoiceThatCannotBeSplitIsSpokenWhole() async throws {

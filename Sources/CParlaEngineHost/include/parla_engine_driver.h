@@ -66,7 +66,11 @@ int parla_engine_speak(const parla_run *run, const parla_run_output *output, cha
 int parla_engine_piper_slot(const char *voice);
 /// The slot of the Piper voice this process last spoke with, or -1 if it spoke with none.
 int parla_engine_last_piper_slot(void);
-/// Gives the Piper voice in `slot` a session with `threads` threads (parla_piper_rethread),
-/// in a process forked after it was loaded. Returns 1 if it did.
-int parla_engine_rethread_piper_slot(int slot, int threads);
+/// Gives the Piper voice in `slot` sessions with `threads` threads (parla_piper_rethread), in
+/// a process forked after it was loaded, unless `interrupted(context)` says there is work
+/// waiting before they are made. Returns 1 if it did.
+int parla_engine_rethread_piper_slot(int slot, int threads, int (*interrupted)(void *context), void *context);
+/// Makes the first run of the Piper voice in `slot` (parla_piper_warm_up), so that the
+/// children forked after it start warm.
+void parla_engine_warm_piper_slot(int slot);
 #endif

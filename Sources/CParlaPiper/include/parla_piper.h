@@ -17,13 +17,18 @@ typedef struct parla_piper_voice parla_piper_voice;
 /// Loads ONNX Runtime (once) and the voice at `model_path` (its config is MODEL.json beside
 /// it). Returns NULL and writes why into `error` (with what to do) if either cannot be loaded.
 parla_piper_voice *parla_piper_load(const char *model_path, char *error, size_t error_size);
-/// Gives a loaded voice a session of its own with `threads` intra-op threads, made from its
-/// prepared copy (cached, mapped: some 80 ms), for a process forked after the voice was loaded:
-/// ONNX Runtime's threads do not survive a fork, so a voice loaded before one has one thread.
-/// The new session then makes its first run, which every session makes before it speaks (see
-/// piper_voice.c).
-/// Returns 1 if it did; 0 leaves the voice as it was (no prepared copy, or it failed).
-int parla_piper_rethread(parla_piper_voice *voice, int threads);
+/// Gives a loaded voice sessions of its own with `threads` intra-op threads, made from its
+/// prepared copy (cached, mapped: some 80 ms for the three parts), for a process forked after
+/// the voice was loaded: ONNX Runtime's threads do not survive a fork, so a voice loaded
+/// before one has one thread. The new sessions make their first run (see piper_voice.c)
+/// before they replace the old ones. Gives up, keeping the old sessions, when
+/// `interrupted(context)` (if not NULL) says there is work waiting before they are all made.
+/// Returns 1 if it replaced them.
+int parla_piper_rethread(parla_piper_voice *voice, int threads, int (*interrupted)(void *context), void *context);
+/// Makes the voice's first run now, which it otherwise makes before it first speaks: a
+/// process that forks children to speak calls it once, and every child starts warm (a render
+/// worker does not: its memory would keep that run's buffers).
+void parla_piper_warm_up(parla_piper_voice *voice);
 /// Frees a voice.
 void parla_piper_free(parla_piper_voice *voice);
 /// The voice's sample rate (Hz).

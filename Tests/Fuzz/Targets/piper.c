@@ -3,8 +3,9 @@
 //   0 (even): MODEL.onnx.json: the JSON reader, the config's fields and the phoneme id map;
 //   1 (odd):  MODEL.onnx: the protobuf walker that finds the Ceil node, and the rewrite that
 //             adds its output and seeds the random nodes, whose result must read back the same;
-//             and the split at the decoder, whose parts must read back as models, the decoder
-//             not splitting again, and the check alone agreeing with the split.
+//             and the split at the decoder (and the flow), whose parts must read back as
+//             models, the decoder and flow not splitting again, and the check alone agreeing
+//             with the split.
 // Built by scripts/fuzz with the sanitizers; no ONNX Runtime, no espeak-ng call.
 #include "piper_internal.h"
 #include <stdlib.h>
@@ -45,8 +46,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (piper_find_ceil_output(split.decoder, split.decoder_length, part, sizeof part) < 0) abort();
         // In the decoder, the latent is an input that no node makes.
         if (piper_split_model(split.decoder, split.decoder_length, NULL, 1.0f, NULL, why, sizeof why) != 0) abort();
+        // The flow, split off only with the durations, reads back as a model that does not split again.
+        if (split.flow && found != 1) abort();
+        if (split.flow && piper_find_ceil_output(split.flow, split.flow_length, part, sizeof part) < 0) abort();
+        if (split.flow && piper_split_model(split.flow, split.flow_length, NULL, 1.0f, NULL, why, sizeof why) != 0) abort();
         free(split.encoder);
         free(split.decoder);
+        free(split.flow);
     }
     if (piper_split_model(body, length, NULL, 1.0f, NULL, why, sizeof why) != splits) abort();
     return 0;
