@@ -36,6 +36,16 @@ static char current_voice[4200];
 static const parla_run_output *active_output;
 static int active_stopped;
 
+// The phonemes of the word being spoken (espeak-ng's phoneme events, in IPA, come after its
+// word event): passed on at the next word, or when the run ends.
+static struct { int position; size_t length; char ipa[1024]; } word_phonemes;
+
+static void pass_on_phonemes(const parla_run_output *out) {
+    if (out && out->phonemes && word_phonemes.length)
+        out->phonemes(out->context, word_phonemes.position, word_phonemes.ipa, (int)word_phonemes.length);
+    word_phonemes.length = 0;
+}
+
 // Audio first, then the events of the block. Returns 1 to make espeak-ng stop.
 static int synth_callback(short *wav, int count, espeak_EVENT *events) {
     const parla_run_output *out = active_output;
@@ -46,7 +56,19 @@ static int synth_callback(short *wav, int count, espeak_EVENT *events) {
     }
     if (wav && count > 0 && out->audio) out->audio(out->context, wav, count);
     for (espeak_EVENT *e = events; e && e->type != espeakEVENT_LIST_TERMINATED; e++) {
+        if (e->type == espeakEVENT_PHONEME) {
+            size_t n = strnlen(e->id.string, sizeof e->id.string);
+            if (n && word_phonemes.position > 0 && word_phonemes.length + n <= sizeof word_phonemes.ipa) {
+                memcpy(word_phonemes.ipa + word_phonemes.length, e->id.string, n);
+                word_phonemes.length += n;
+            }
+            continue;
+        }
         int kind = e->type == espeakEVENT_WORD ? PARLA_EVENT_WORD : e->type == espeakEVENT_SENTENCE ? PARLA_EVENT_SENTENCE : 0;
+        if (kind == PARLA_EVENT_WORD) {
+            pass_on_phonemes(out);
+            word_phonemes.position = e->text_position;
+        }
         if (kind && out->event) out->event(out->context, kind, e->text_position, e->length, e->sample);
     }
     return 0;
@@ -230,8 +252,11 @@ int parla_engine_speak(const parla_run *run, const parla_run_output *output, cha
     if (run->flags & PARLA_RUN_SSML) flags |= espeakSSML;
     if (run->flags & PARLA_RUN_END_PAUSE) flags |= espeakENDPAUSE;
     active_output = output;
+    word_phonemes.position = 0;
+    word_phonemes.length = 0;
     active_stopped = 0;
     espeak_ERROR status = espeak_Synth(run->text, run->text_length + 1, 0, POS_CHARACTER, 0, flags, NULL, NULL);
+    if (!active_stopped) pass_on_phonemes(output);
     active_output = NULL;
     if (active_stopped || (output->should_stop && output->should_stop(output->context))) return PARLA_RUN_STOPPED;
     if (status != EE_OK) {

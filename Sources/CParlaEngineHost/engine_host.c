@@ -137,6 +137,14 @@ static void run_event(void *context, int kind, int position, int length, int sam
     put_u32((uint32_t)sample);
 }
 
+static void run_phonemes(void *context, int position, const char *ipa, int length) {
+    (void)context;
+    if (length <= 0 || length > 4096) return;
+    put_header(PARLA_MSG_PHONEMES, 4 + (uint32_t)length);
+    put_u32((uint32_t)position);
+    put(ipa, (size_t)length);
+}
+
 // Why the last run failed, sent with its DONE.
 static char run_error[2048];
 
@@ -167,7 +175,7 @@ static int speak(const unsigned char *p, uint32_t n) {
         .flags = get_u32(p + 4), .rate = (int32_t)get_u32(p + 8), .pitch = (int32_t)get_u32(p + 12),
         .volume = (int32_t)get_u32(p + 16), .punctuation = (int32_t)get_u32(p + 20),
     };
-    parla_run_output output = { NULL, run_should_stop, run_audio, run_event };
+    parla_run_output output = { NULL, run_should_stop, run_audio, run_event, run_phonemes };
     int status = parla_engine_speak(&run, &output, run_error, sizeof run_error);
     free(strings);
     if (stop_requested && status != PARLA_RUN_FAILED) return PARLA_RUN_STOPPED;

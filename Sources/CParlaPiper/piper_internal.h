@@ -65,6 +65,8 @@ typedef struct {
         int position;    // 1-based Unicode scalar position in the run's text
         int length;      // in scalars
         int first_id;    // the index of its first phoneme id, -1 until it has one
+        int ipa_length;  // the phonemes fed to the voice for it (IPA, UTF-8; cut at a phoneme
+        char ipa[96];    // when longer), stress marks included
     } *words;
     size_t word_count, word_capacity;
     int sentence_position;  // where the sentence starts (1-based scalar), 0 if unknown

@@ -319,6 +319,8 @@ int piper_phonemize(const char *text, const char *espeak_voice, const piper_id_m
         const unsigned char *r = (const unsigned char *)(phonemes ? phonemes : ""), *rend = r + strlen((const char *)r);
         int in_switch = 0;
         int stress_at = -1;  // the id of a stress mark waiting for its phoneme
+        char stress[8];      // and the mark itself, for its word's phonemes
+        size_t stress_length = 0;
         while (r < rend) {
             const unsigned char *at = r;
             uint32_t c = next_scalar(&r, rend);
@@ -373,7 +375,21 @@ int piper_phonemize(const char *text, const char *espeak_voice, const piper_id_m
             if (word >= 0 && s.words[word].first_id < 0 && s.id_count > before) {
                 s.words[word].first_id = stress_at >= 0 ? stress_at : (int)before;
             }
-            if ((word >= 0 && s.id_count > before) || c == ' ') stress_at = -1;
+            if ((c == 0x2C8 || c == 0x2CC) && s.id_count > before && (size_t)(r - at) <= sizeof stress - stress_length) {
+                memcpy(stress + stress_length, at, (size_t)(r - at));
+                stress_length += (size_t)(r - at);
+            }
+            if (word >= 0 && s.id_count > before) {
+                // The word's phonemes, as fed to the voice (its stress mark before its vowel).
+                struct piper_word *w = &s.words[word];
+                size_t n = (size_t)(r - at);
+                if ((size_t)w->ipa_length + stress_length + n <= sizeof w->ipa) {
+                    memcpy(w->ipa + w->ipa_length, stress, stress_length);
+                    memcpy(w->ipa + w->ipa_length + stress_length, at, n);
+                    w->ipa_length += (int)(stress_length + n);
+                }
+            }
+            if ((word >= 0 && s.id_count > before) || c == ' ') stress_at = -1, stress_length = 0;
         }
         if (status != 0) break;
         // The clause's punctuation is a phoneme of its own, when the voice has it.

@@ -638,7 +638,11 @@ static void hand_out(outgoing *o, int last) {
             int w = o->order[o->next_event];
             int sample = (int)(sp->samples + o->event_samples[o->next_event]);
             if (w < 0) sp->out->event(sp->out->context, 2 | estimated, o->s->sentence_position, 0, sample);
-            else sp->out->event(sp->out->context, 1 | estimated, o->s->words[w].position, o->s->words[w].length, sample);
+            else {
+                const struct piper_word *word = &o->s->words[w];
+                sp->out->event(sp->out->context, 1 | estimated, word->position, word->length, sample);
+                if (sp->out->phonemes && word->ipa_length > 0) sp->out->phonemes(sp->out->context, word->position, word->ipa, word->ipa_length);
+            }
             o->next_event++;
         }
         if (!n) break;

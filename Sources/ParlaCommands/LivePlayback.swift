@@ -13,7 +13,7 @@ import ParlaPulseAudio
 /// `--events json` lines; the caller has installed `Interrupt.onSignal` to stop `synth`.
 /// - Throws: `ExitCode(130)` when a signal cut it off, the error it failed with.
 func playToEnd(
-    _ prepared: PreparedUtterance, with synth: SpeechSynthesizer, highlight: Bool, eventsJSON: Bool,
+    _ prepared: PreparedUtterance, with synth: SpeechSynthesizer, highlight: Bool, eventsJSON: Bool, ipa: Bool = false,
     keys: Bool = false
 ) async throws {
     if let code = Interrupt.signalled { throw ExitCode(code) }
@@ -26,8 +26,26 @@ func playToEnd(
     let id = synth.speak(prepared)
     if Interrupt.signalled != nil { synth.stop(at: .immediate) }  // a signal just before speak
     var view = highlight ? HighlightView(text: utterance.inputText, width: HighlightView.terminalWidth()) : nil
+    var ipaLine = false, lastWordEnd = 0  // a line of --ipa is open; where its last word ends
     for await event in events where event.utterance == id {
         if eventsJSON { writeStandardOutput(Say.json(event)) }
+        if ipa {
+            // Each word's phonemes as it is heard; a sentence a line (a sentence's event can
+            // come after its first word's).
+            switch event.kind {
+            case .willSpeakSentence(let r) where ipaLine && r.scalarRange.lowerBound >= lastWordEnd:
+                writeStandardOutput("\n")
+                ipaLine = false
+            case .willSpeakWord(let r):
+                lastWordEnd = r.scalarRange.upperBound
+                if let p = r.phonemes {
+                    writeStandardOutput((ipaLine ? " " : "") + p)
+                    ipaLine = true
+                }
+            default:
+                if event.kind.isTerminal && ipaLine { writeStandardOutput("\n") }
+            }
+        }
         if var v = view {
             if case .willSpeakWord(let r) = event.kind { writeStandardOutput(v.highlight(r.scalarRange)) }
             if event.kind.isTerminal { writeStandardOutput(v.finish()) }

@@ -132,6 +132,13 @@ struct Say: AsyncParsableCommand {
 
     enum EventFormat: String, ExpressibleByArgument { case json }
 
+    @Flag(
+        name: .customLong("ipa"),
+        help:
+            "Print the phonemes each word is spoken with (IPA, as the voice was given them), a sentence a line: as it is heard, or with -o once written."
+    )
+    var ipa = false
+
     @OptionGroup var catalogOptions: CatalogOptions
 
     /// The arguments as a plain value (what `run` works from; see `SayArguments`).
@@ -139,7 +146,7 @@ struct Say: AsyncParsableCommand {
         SayArguments(
             text: text, file: file, output: output, timings: timings, voice: voice, language: language, rate: rate, pitch: pitch,
             volume: volume, punctuation: punctuation, ssml: ssml, noDetect: noDetect, prefer: prefer, device: device,
-            latency: latency, duck: duck, duckBy: duckBy, highlight: highlight, events: events,
+            latency: latency, duck: duck, duckBy: duckBy, highlight: highlight, events: events, ipa: ipa,
             voicesDirectory: catalogOptions.voicesDirectory, preferVoice: catalogOptions.preferVoice)
     }
 
@@ -158,6 +165,7 @@ struct Say: AsyncParsableCommand {
                 "\"start\": \(r.scalarRange.lowerBound)", "\"end\": \(r.scalarRange.upperBound)",
                 "\"text\": \(JSONText.quoted(r.text))", "\"audio_ms\": \(String(format1: r.audioTime.inMilliseconds))",
             ]
+            if let phonemes = r.phonemes { fields.append("\"phonemes\": \(JSONText.quoted(phonemes))") }
         case .mark(let name):
             fields.append("\"name\": \(JSONText.quoted(name))")
         case .failed(let error):
@@ -193,6 +201,7 @@ struct SayArguments: Equatable, Sendable {
     var duckBy: Double? = nil
     var highlight = false
     var events: Say.EventFormat? = nil
+    var ipa = false
     var voicesDirectory: String? = nil
     var preferVoice: [String] = []
 
@@ -203,9 +212,10 @@ struct SayArguments: Equatable, Sendable {
             throw ValidationError(
                 "--highlight, --events, --device and --duck are for live playback; leave out -o FILE.wav to play the text.")
         }
-        if highlight && events != nil {
-            throw ValidationError("Use --highlight or --events json, not both: both write to standard output.")
+        if [highlight, events != nil, ipa].filter({ $0 }).count > 1 {
+            throw ValidationError("Use one of --highlight, --events json and --ipa: each writes to standard output.")
         }
+        if ipa && timings == "-" { throw ValidationError("--ipa and --timings - both write to standard output: give --timings a file.") }
         if !(5...2000).contains(latency) { throw ValidationError("Latency \(latency) ms is out of range: use 5–2000.") }
         if timings != nil && output == nil { throw ValidationError("--timings needs -o FILE.wav.") }
         if file != nil && !text.isEmpty { throw ValidationError("Give the text as arguments or with -f, not both.") }
@@ -255,6 +265,7 @@ struct SayArguments: Equatable, Sendable {
                 timingsURL: timings.flatMap { $0 == "-" ? nil : URL(fileURLWithPath: $0) })
         }
         if timings == "-" { print(timeline.json(), terminator: "") }
+        if ipa { writeStandardOutput(IPALines.lines(timeline)) }
         let seconds = Double(timeline.sampleCount) / Double(timeline.sampleRate)
         let languages = timeline.segments.map(\.language.identifier)
         var seen = Set<String>()
@@ -272,7 +283,7 @@ struct SayArguments: Equatable, Sendable {
         // way, the utterance opens its stream while the engine gets ready, and a failure of
         // either is the utterance's, reported as it fails.
         try await playToEnd(
-            prepared, with: synth, highlight: highlight, eventsJSON: events == .json, keys: highlight)
+            prepared, with: synth, highlight: highlight, eventsJSON: events == .json, ipa: ipa, keys: highlight)
     }
 
     private func readInput() throws -> String {
@@ -286,3 +297,22 @@ struct SayArguments: Equatable, Sendable {
 }
 
 extension PunctuationMode: ExpressibleByArgument {}
+
+/// What `--ipa` prints: each word's phonemes, separated by spaces, a sentence a line (a word
+/// whose phonemes the engine did not give is left out).
+enum IPALines {
+    /// The lines of a written utterance's timeline.
+    static func lines(_ timeline: SpeechTimeline) -> String {
+        var out = "", line: [String] = [], sentence = 0
+        for w in timeline.words {
+            while sentence + 1 < timeline.sentences.count, timeline.sentences[sentence + 1].range.lowerBound <= w.range.lowerBound {
+                sentence += 1
+                if !line.isEmpty { out += line.joined(separator: " ") + "\n" }
+                line = []
+            }
+            if let p = w.phonemes { line.append(p) }
+        }
+        if !line.isEmpty { out += line.joined(separator: " ") + "\n" }
+        return out
+    }
+}

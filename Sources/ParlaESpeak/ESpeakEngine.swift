@@ -245,6 +245,7 @@ func synthesizePlan(
                 switch e.kind {
                 case .word: builder.word(position: Int(e.position), length: Int(e.length), runSample: Int(e.sample), estimated: e.estimated)
                 case .sentence: builder.sentence(position: Int(e.position), runSample: Int(e.sample), estimated: e.estimated)
+                case .phonemes: builder.phonemes(position: Int(e.position), ipa: e.phonemes)
                 }
             })
         if stop.isRaised { throw .cancelled }
@@ -323,6 +324,12 @@ final class ESpeakCore: RunEngine {
                                     return
                                 }
                                 Unmanaged<SynthContext>.fromOpaque(c).takeUnretainedValue().event(e)
+                            },
+                            phonemes: { c, position, ipa, length in
+                                guard let c, let ipa, length > 0 else { return }
+                                let bytes = UnsafeRawBufferPointer(start: ipa, count: Int(length))
+                                Unmanaged<SynthContext>.fromOpaque(c).takeUnretainedValue().event(
+                                    RawEngineEvent(position: position, phonemes: bytes))
                             })
                         return run.voice.withCString { voice in
                             run.text.withCString { text in

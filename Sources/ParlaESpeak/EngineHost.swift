@@ -207,6 +207,11 @@ final class EngineHost: RunEngine {
                 if r.isValid, let raw = RawEngineEvent(kind: kind, position: e.position, length: e.length, sample: e.sample) {
                     event(raw)
                 }
+            case .phonemes:
+                guard !stopSent else { continue }
+                var r = PayloadReader(payload)
+                let position = r.i32()
+                if r.isValid { event(RawEngineEvent(position: position, phonemes: r.rest())) }
             case .done:
                 var r = PayloadReader(payload)
                 let done = r.u32()

@@ -25,6 +25,7 @@ struct EngineMessage: RawRepresentable, Equatable {
     static let preloaded = EngineMessage(PARLA_MSG_PRELOADED)
     static let audio = EngineMessage(PARLA_MSG_AUDIO)
     static let event = EngineMessage(PARLA_MSG_EVENT)
+    static let phonemes = EngineMessage(PARLA_MSG_PHONEMES)
     static let done = EngineMessage(PARLA_MSG_DONE)
     static let voiceList = EngineMessage(PARLA_MSG_VOICE_LIST)
     static let crashed = EngineMessage(PARLA_MSG_CRASHED)
@@ -36,6 +37,8 @@ struct RawEngineEvent {
     enum Kind {
         case word
         case sentence
+        /// The phonemes of the word at `position` (``phonemes``).
+        case phonemes
     }
     var kind: Kind
     /// The engine's time is a guess (the kind's PARLA_EVENT_ESTIMATED bit).
@@ -43,6 +46,17 @@ struct RawEngineEvent {
     var position: Int32
     var length: Int32
     var sample: Int32
+    /// For ``Kind/phonemes``: IPA.
+    var phonemes = ""
+
+    /// The phonemes (IPA, UTF-8 `bytes`) the word at `position` was spoken with.
+    init(position: Int32, phonemes bytes: some Collection<UInt8>) {
+        kind = .phonemes
+        self.position = position
+        length = 0
+        sample = 0
+        phonemes = String(decoding: bytes, as: UTF8.self)
+    }
 
     /// The event of the engine driver's numbers (`parla_engine_driver.h`); nil for a kind
     /// Parla does not know.

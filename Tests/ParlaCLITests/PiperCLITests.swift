@@ -201,6 +201,24 @@ struct PiperCLITests {
         #expect(longest * 10 <= 250, "a pause of \(longest * 10) ms")
     }
 
+    /// `--ipa`: the phonemes each word was spoken with, as fed to the voice (espeak-ng's IPA,
+    /// stress marks included: what `espeak-ng --ipa` prints), a sentence a line; the same in the
+    /// timings JSON. A word espeak-ng speaks together with the next ("of the") has them all.
+    @Test func ipaGivesThePhonemesFedToTheVoice() async throws {
+        if let missing = PiperFixture.missing { Issue.record(Comment(rawValue: missing)) }
+        let dir = try makeTemporaryDirectory()
+        let out = dir.appendingPathComponent("ipa.wav"), timings = dir.appendingPathComponent("ipa.json")
+        let r = try await parla([
+            "say", "-v", PiperFixture.voice, "Hello world. A test of the phonemes.", "-o", out.path, "--timings", timings.path, "--ipa",
+        ])
+        #expect(r.status == 0, "\(r.error)")
+        #expect(r.output == "həlˈoʊ wˈɜːld\nɐ tˈɛst ʌvðə fˈoʊniːmz\n", "\(r.output)")
+        let json = try String(contentsOf: timings, encoding: .utf8)
+        #expect(json.contains("\"word\": \"world\"") && json.contains("\"phonemes\": \"wˈɜːld\""), "\(json)")
+        let both = try await parla(["say", "-v", PiperFixture.voice, "Hello.", "--ipa", "--events", "json"])
+        #expect(both.status != 0 && both.error.contains("--ipa"), "\(both.error)")
+    }
+
     /// A voice whose graph does not split at its decoder (its first decoder node renamed) is
     /// still spoken, a whole sentence at a time, with the same audio; `parla voices` says which.
     @Test func aVoiceThatCannotBeSplitIsSpokenWhole() async throws {

@@ -14,6 +14,24 @@ struct RenderCLITests {
         return try text.split(separator: "\n").map { try JSONSerialization.jsonObject(with: Data($0.utf8)) as! [String: Any] }
     }
 
+    /// `parla say --ipa` with an espeak-ng voice: each word's phonemes from espeak-ng's phoneme
+    /// events (which carry no stress marks: `espeak-ng --ipa` prints "həlˈoʊ wˈɜːld"), a
+    /// sentence a line, and in the timings JSON.
+    @Test func ipaWithAnEspeakVoice() async throws {
+        let dir = try makeTemporaryDirectory()
+        let out = dir.appendingPathComponent("ipa.wav"), timings = dir.appendingPathComponent("ipa.json")
+        let r = try await offPool {
+            try runProcess(
+                CLITests.binary,
+                ["say", "-v", "espeak-ng.en-us", "Hello world. Good morning.", "-o", out.path, "--timings", timings.path, "--ipa"],
+                environment: ["LANG": "C.UTF-8", "LANGUAGE": nil])
+        }
+        #expect(r.status == 0, "\(r.error)")
+        #expect(r.output == "həloʊ wɜːld\nɡʊd mɔːɹnɪŋ\n", "\(r.output)")
+        let json = try String(contentsOf: timings, encoding: .utf8)
+        #expect(json.contains("\"phonemes\": \"həloʊ\""), "\(json)")
+    }
+
     /// Real multilingual text in a batch with timings: every 50th line of the language test
     /// set (77 languages) and of both render corpora, with no failed item. (Every line:
     /// `scripts/check-real-text`.)

@@ -35,6 +35,9 @@ enum {
     /// An engine event: kind u8 (PARLA_EVENT_, with PARLA_EVENT_ESTIMATED), position, length
     /// and sample (i32 each).
     PARLA_MSG_EVENT = 'E',
+    /// The phonemes a word was spoken with: its position (i32, as its event's), then IPA
+    /// (UTF-8, the rest). After the word's event.
+    PARLA_MSG_PHONEMES = 'I',
     /// A run ended: seq u32, status i32 (PARLA_RUN_ status), and for a failure, why (UTF-8,
     /// the rest, possibly empty).
     PARLA_MSG_DONE = 'D',

@@ -46,6 +46,9 @@ typedef struct {
     void (*audio)(void *context, const int16_t *samples, int count);
     /// kind: 1 word, 2 sentence; with PARLA_PIPER_ESTIMATED set when its time is a guess.
     void (*event)(void *context, int kind, int position, int length, int sample);
+    /// The phonemes (IPA, UTF-8, `length` bytes, not NUL-terminated) the word at `position`
+    /// was spoken with, as they were fed to the voice; after that word's event. May be NULL.
+    void (*phonemes)(void *context, int position, const char *ipa, int length);
 } parla_piper_output;
 
 enum { PARLA_PIPER_ESTIMATED = 0x80 };

@@ -187,7 +187,9 @@ package struct PlaybackStateMachine: Sendable {
                 nextWord += 1
                 // Marks before this word (or inside it) are reached as it starts.
                 emitMarks(before: w.range.upperBound, into: &actions)
-                actions.append(.emit(.willSpeakWord(spoken(w.range, text: w.word, sample: w.startSample))))
+                var heard = spoken(w.range, text: w.word, sample: w.startSample)
+                heard.phonemes = w.phonemes
+                actions.append(.emit(.willSpeakWord(heard)))
             }
         }
         if let at = stopAt, played >= at {

@@ -12,13 +12,17 @@ public struct SpokenRange: Sendable, Hashable {
     public var audioSample: Int
     /// Samples per second of that audio.
     public var sampleRate: Int
+    /// For a word, the phonemes it is spoken with (IPA, as espeak-ng's `--ipa` writes them);
+    /// nil if the engine did not say, and for a sentence.
+    public var phonemes: String?
 
     /// Where its audio starts, as a time from the start of the utterance's audio.
     public var audioTime: Duration { .samples(audioSample, atRate: sampleRate) }
 
     /// Creates a range from all its parts.
     public init(
-        range: Range<String.Index>, utf16Range: Range<Int>, scalarRange: Range<Int>, text: String, audioSample: Int, sampleRate: Int
+        range: Range<String.Index>, utf16Range: Range<Int>, scalarRange: Range<Int>, text: String, audioSample: Int, sampleRate: Int,
+        phonemes: String? = nil
     ) {
         self.range = range
         self.utf16Range = utf16Range
@@ -26,6 +30,7 @@ public struct SpokenRange: Sendable, Hashable {
         self.text = text
         self.audioSample = audioSample
         self.sampleRate = sampleRate
+        self.phonemes = phonemes
     }
 }
 

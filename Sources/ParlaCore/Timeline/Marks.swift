@@ -13,6 +13,10 @@ public struct WordMark: Sendable, Hashable {
     public var segment: Int
     /// True when the engine reported no position for this word and its timing was interpolated.
     public var isEstimated: Bool
+    /// The phonemes the engine spoke the word with (IPA, as espeak-ng's `--ipa` writes them,
+    /// stress marks included; for a Piper voice, those fed to the model); nil if the engine
+    /// did not say.
+    public var phonemes: String? = nil
 }
 
 /// A sentence of the input with its audio span.

@@ -4,12 +4,15 @@ struct RunAligner {
         var range: Range<Int>
         var start: Int?
         var estimated = true
+        /// The phonemes the engine spoke it with (IPA), "" if it did not say.
+        var phonemes = ""
     }
     struct Final {
         var range: Range<Int>
         var start: Int
         var end: Int
         var estimated: Bool
+        var phonemes = ""
     }
 
     let range: Range<Int>
@@ -119,6 +122,13 @@ struct RunAligner {
         finalize(upTo: k, silences: silences)
     }
 
+    /// Records the phonemes the engine spoke the word at text offset `offset` with (they follow
+    /// its anchor): kept with its token until it is final, dropped for one already final.
+    mutating func addPhonemes(_ ipa: String, at offset: Int) {
+        guard !finished, let k = tokenIndex(containing: offset) ?? lastAnchor, k >= emitted, k < tokens.count else { return }
+        tokens[k].phonemes += ipa
+    }
+
     /// Closes the run: tokens never reported get timings spread over the remaining speech.
     mutating func finish(endSample: Int, silences: [Range<Int>]) {
         guard !finished else { return }
@@ -167,7 +177,7 @@ struct RunAligner {
             if let gap = silences.last(where: { $0.lowerBound > s && $0.lowerBound < e && $0.upperBound >= e - 110 }) {
                 e = gap.lowerBound
             }
-            finalized.append(Final(range: t.range, start: s, end: e, estimated: t.estimated))
+            finalized.append(Final(range: t.range, start: s, end: e, estimated: t.estimated, phonemes: t.phonemes))
             emitted += 1
         }
     }

@@ -228,6 +228,15 @@ package struct TimelineBuilder {
         flushWords()
     }
 
+    /// Records the phonemes (IPA) the engine spoke the word at 1-based engine `position` with;
+    /// they come after the word's event, and join its mark. Untrusted like the events: for a
+    /// position outside the run, or a word whose mark is already out, they are dropped.
+    public mutating func phonemes(position: Int, ipa: String) {
+        guard let input, var aligner, let offset = input.textOffset(ofEnginePosition: position &- 1) else { return }
+        aligner.addPhonemes(ipa, at: offset)
+        self.aligner = aligner
+    }
+
     /// Records an engine sentence event at 1-based engine `position`, `runSample` into the run.
     ///
     /// A sentence that does not start after the one before it (the engine sometimes reports a
@@ -330,7 +339,7 @@ package struct TimelineBuilder {
                 .word(
                     WordMark(
                         range: range, word: text, startSample: w.start, endSample: w.end,
-                        segment: segmentIndex, isEstimated: w.estimated)))
+                        segment: segmentIndex, isEstimated: w.estimated, phonemes: w.phonemes.isEmpty ? nil : w.phonemes)))
         }
         self.aligner = aligner
     }

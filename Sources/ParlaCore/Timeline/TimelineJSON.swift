@@ -1,5 +1,6 @@
 /// The `--timings` JSON document. Schema (version 1), every offset in Unicode scalars of the
-/// input text, end exclusive; times in milliseconds from the start of the audio:
+/// input text, end exclusive; times in milliseconds from the start of the audio; a word's
+/// "phonemes" (IPA, as the engine spoke it) only where the engine said:
 ///
 /// ```
 /// { "version": 1, "sampleRate": 22050, "durationMs": 2140.5, "offsetUnit": "unicode-scalar",
@@ -7,7 +8,7 @@
 ///                    "startMs": 0.0, "endMs": 950.3 } ],
 ///   "sentences": [ { "start": 0, "end": 12, "startMs": 0.0, "endMs": 870.1 } ],
 ///   "words":     [ { "start": 0, "end": 5, "word": "Hello", "startMs": 0.0, "endMs": 290.2,
-///                    "segment": 0, "estimated": false } ] }
+///                    "segment": 0, "estimated": false, "phonemes": "həlˈoʊ" } ] }
 /// ```
 extension SpeechTimeline {
     /// The timeline as the JSON document described above.
@@ -60,7 +61,7 @@ package enum TimelineJSON {
     }
 
     package static func entry(_ w: WordMark, shift: Shift, sampleRate r: Int) -> String {
-        "{\"start\": \(w.range.lowerBound + shift.scalars), \"end\": \(w.range.upperBound + shift.scalars), \"word\": \(JSONText.quoted(w.word)), \"startMs\": \(ms(w.startSample + shift.samples, r)), \"endMs\": \(ms(w.endSample + shift.samples, r)), \"segment\": \(w.segment + shift.segments), \"estimated\": \(w.isEstimated)}"
+        "{\"start\": \(w.range.lowerBound + shift.scalars), \"end\": \(w.range.upperBound + shift.scalars), \"word\": \(JSONText.quoted(w.word)), \"startMs\": \(ms(w.startSample + shift.samples, r)), \"endMs\": \(ms(w.endSample + shift.samples, r)), \"segment\": \(w.segment + shift.segments), \"estimated\": \(w.isEstimated)\(w.phonemes.map { ", \"phonemes\": \(JSONText.quoted($0))" } ?? "")}"
     }
 
     /// Milliseconds with one decimal, rounded to the nearest tenth.
