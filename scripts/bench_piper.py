@@ -101,6 +101,8 @@ def main():
         print(f"  memory over the 200 quotations: render worker peak {med(peaks):.1f} MB;  ratio {med(peaks) / size:.2f}  (target <= 2.5)")
     print(f"  piper-tts peak resident memory: {med(piper_peaks):.1f} MB")
     seams(parla, voice, corpus, tmp)
+    phonemes(parla, piper, model, voice, corpus, tmp, cores)
+    clipping(os.path.join(tmp, "parla-0"))
 
 
 def samples(path):
@@ -138,6 +140,61 @@ def seams(parla, voice, corpus, tmp):
         files += 1
     print(f"  chunk seams, {files} quotations (a seam every 32 frames) against whole sentences: residual median "
           f"{statistics.median(residuals):.1f} dB, worst {worst:.1f} dB (target <= -35); largest sample difference {largest} of 32767")
+
+
+def symbols(ipa):
+    """A phoneme string's symbols, without spaces and punctuation (which piper-tts's phonemes
+    carry and a word's do not)."""
+    import unicodedata
+    return [c for c in unicodedata.normalize("NFC", ipa) if not c.isspace() and unicodedata.category(c)[0] != "P"]
+
+
+def distance(a, b):
+    """Levenshtein distance between two symbol lists."""
+    previous = list(range(len(b) + 1))
+    for i, x in enumerate(a, 1):
+        current = [i]
+        for j, y in enumerate(b, 1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (x != y)))
+        previous = current
+    return previous[-1]
+
+
+def phonemes(parla, piper, model, voice, corpus, tmp, cores):
+    """The phonemes Parla feeds the voice (parla render --timings: each word's) against those
+    piper-tts feeds it (PiperVoice.phonemize), over the quotations: edit distance in symbols
+    over piper-tts's symbols."""
+    out = os.path.join(tmp, "phonemes")
+    run([parla, "render", corpus, "-o", out, "--jobs", str(cores), "-v", voice, "--timings"])
+    rows = [l.rstrip("\n").split("\t") for l in open(corpus, encoding="utf-8") if l.strip()]
+    python = os.path.join(os.path.dirname(piper), "python")
+    ask = ("import json, sys\nfrom piper import PiperVoice\nv = PiperVoice.load(sys.argv[1])\n"
+           "for line in sys.stdin:\n    print(json.dumps(''.join(''.join(s) for s in v.phonemize(line.rstrip('\\n')))), flush=True)\n")
+    p = subprocess.run([python, "-c", ask, model], input="\n".join(r[-1] for r in rows) + "\n", capture_output=True, text=True)
+    theirs = [json.loads(l) for l in p.stdout.splitlines()]
+    if p.returncode != 0 or len(theirs) != len(rows):
+        print(f"  phonemes: piper-tts could not phonemize the quotations ({p.stderr.strip()[-300:]})")
+        return
+    differ = total = 0
+    for row, their in zip(rows, theirs):
+        words = json.load(open(os.path.join(out, row[0] + ".json"), encoding="utf-8"))["words"]
+        ours = symbols("".join(w.get("phonemes", "") for w in words))
+        t = symbols(their)
+        differ += distance(ours, t)
+        total += len(t)
+    print(f"  phonemes, {len(rows)} quotations: {differ} of piper-tts's {total} phoneme symbols differ (edit distance) = "
+          f"{100 * differ / max(total, 1):.2f} %  (target <= 0.2 %)")
+
+
+def clipping(directory):
+    """Samples at full scale (-32768 or 32767) in the rendered quotations (target: none)."""
+    full = count = 0
+    for name in os.listdir(directory):
+        if name.endswith(".wav"):
+            a = samples(os.path.join(directory, name))
+            full += sum(1 for x in a if x <= -32767 or x >= 32767)
+            count += len(a)
+    print(f"  clipping: {full} of {count} samples at full scale  (target: 0)")
 
 
 main()

@@ -33,6 +33,9 @@ extension BenchLive {
         var longMessage: [Double] = []
         var gapOneMessage: [Double] = []
         var gapTwoMessages: [Double] = []
+        /// Say-all as Orca does it: each sentence's SPEAK sent when the previous one's END
+        /// came → its first audible sample.
+        var sayAll: [Double] = []
     }
 
     func benchSpeechd(_ recorder: PulseAudioRecorder, address: String, logDirectory: String) async throws {
@@ -48,6 +51,7 @@ extension BenchLive {
             var f = ModuleFigures()
             try await echo(recorder, client, module: module, into: &f)
             try await messages(recorder, client, module: module, into: &f)
+            try await sayAll(recorder, client, module: module, into: &f)
             try await cancel(recorder, client, module: module, log: logDirectory + "/\(module).log", into: &f)
             try await switchGap(recorder, client, module: module, rate: rate, into: &f)
             try await drift(recorder, client, module: module, rate: rate, into: &f)
@@ -75,6 +79,9 @@ extension BenchLive {
                     + "; 38-word sentence \(fmt(percentile(p.longMessage, 0.5))) ÷ \(fmt(percentile(e.longMessage, 0.5))) ms"
                     + "; sd_parla 38 words ÷ focus message " + fmt2(percentile(p.longMessage, 0.5) / percentile(p.focus, 0.5))
                     + "  (target ≤ 2)")
+            print(
+                "say-all, each sentence's SPEAK sent at the previous END → first sound: sd_parla \(cell(p.sayAll).trimmingASCIIWhitespace())"
+                    + ", sd_espeak-ng \(cell(e.sayAll).trimmingASCIIWhitespace())  (target for sd_parla ≤ 100)")
             print(
                 "key echo, sd_parla / sd_espeak-ng (medians): CHAR " + fmt(percentile(p.charEcho, 0.5) / percentile(e.charEcho, 0.5))
                     + ", one word " + fmt(percentile(p.wordEcho, 0.5) / percentile(e.wordEcho, 0.5)) + "  (target ≤ 1)")
@@ -161,6 +168,34 @@ extension BenchLive {
             )
         }
         try client.command("SET SELF SSML_MODE off")
+    }
+
+    static let sayAllSentences = [
+        "The morning train was late again.", "Nobody on the platform seemed surprised.",
+        "A man with a red umbrella read his newspaper slowly, as if he had all the time in the world.",
+        "Two children counted the pigeons.", "When the train finally arrived, everyone got on without a word.",
+    ]
+
+    /// Say-all as Orca drives it: a paragraph a sentence at a time, each SPEAK sent as soon as
+    /// the previous sentence's END came; SPEAK → its first audible sample (the first sentence,
+    /// sent from silence, is not counted).
+    private func sayAll(_ recorder: PulseAudioRecorder, _ client: SSIPClient, module: String, into f: inout ModuleFigures) async throws {
+        for run in 0..<runs {
+            try await quiet(recorder)
+            var previous = try client.speak(Self.sayAllSentences[0]).id
+            var line: [String] = []
+            for sentence in Self.sayAllSentences.dropFirst() {
+                guard await client.wait(for: 702, id: previous) != nil else { break }
+                recorder.reset()
+                let t0 = monotonicNanoseconds()
+                previous = try client.speak(sentence).id
+                guard let first = try await firstSound(recorder, after: t0) else { continue }
+                f.sayAll.append(ms(first - t0))
+                line.append(fmt(f.sayAll.last ?? .nan))
+            }
+            _ = await client.wait(for: 702, id: previous)
+            FileHandleErr.write("sd_\(module) say-all \(run + 1)/\(runs): \(line.joined(separator: ", ")) ms\n")
+        }
     }
 
     /// A long message, cancelled 400 ms into its audio: CANCEL sent → last audible sample.
