@@ -54,6 +54,23 @@ typedef struct {
 /// whole; -1 if the bytes are not a model. With `split` NULL, only says whether it splits.
 int piper_split_model(const unsigned char *model, size_t length, const char *durations, float seed, piper_split *split, char *why,
                       size_t why_size);
+// MARK: The espeak-ng that phonemizes (piper_espeak.c)
+#include <espeak-ng/speak_lib.h>
+/// The libespeak-ng that phonemizes for Piper voices: 1.52 beside the system's if one is
+/// installed for it, else the system's (already initialised by the engine).
+typedef struct {
+    espeak_ERROR (*set_voice)(const char *name);
+    void (*set_callback)(t_espeak_callback *callback);
+    espeak_ERROR (*synth)(const void *text, size_t size, unsigned int position, espeak_POSITION_TYPE type, unsigned int end,
+                          unsigned int flags, unsigned int *identifier, void *user_data);
+    const char *(*text_to_phonemes)(const void **text, int mode, int phonemes);
+    char version[32];  // "1.52.0"
+    int own;           // loaded for Piper alone: nothing else selects its voice
+} piper_espeak;
+/// Chosen (and loaded) on first use.
+const piper_espeak *piper_espeak_get(void);
+/// Selects espeak-ng voice `voice` in `e` (at once if its own espeak-ng has it selected).
+espeak_ERROR piper_espeak_select(const piper_espeak *e, const char *voice);
 // MARK: Phonemes (piper_phonemes.c)
 
 /// One sentence's phoneme ids, with the word each id belongs to.

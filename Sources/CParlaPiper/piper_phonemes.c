@@ -216,7 +216,11 @@ static int trace_callback(short *wav, int count, espeak_EVENT *events) {
             if (!w) { t->failed = 1; return 1; }
             t->word_of_byte = w;
             for (size_t i = 0; i < n; i++) {
-                t->bytes[t->count] = (unsigned char)e->id.string[i];
+                // Stress marks (U+02C8, U+02CC: CB 88, CB 8C), which espeak-ng 1.52 puts in its
+                // phoneme events and 1.51 does not, are matched on their own (see below): left out.
+                const unsigned char *b = (const unsigned char *)e->id.string;
+                if (b[i] == 0xCB && i + 1 < n && (b[i + 1] == 0x88 || b[i + 1] == 0x8C)) { i++; continue; }
+                t->bytes[t->count] = b[i];
                 t->word_of_byte[t->count] = e->text_position;
                 t->count++;
             }
@@ -275,7 +279,8 @@ enum { FIRST_PART_IDS = 100, FIRST_PART_REST = 40 };
 
 int piper_phonemize(const char *text, const char *espeak_voice, const piper_id_map *map, int early_first_clause,
                     int (*sentence)(void *context, piper_sentence *s), void *context, char *error, size_t error_size) {
-    if (espeak_SetVoiceByName(espeak_voice) != EE_OK) {
+    const piper_espeak *espeak = piper_espeak_get();
+    if (piper_espeak_select(espeak, espeak_voice) != EE_OK) {
         snprintf(error, error_size, "espeak-ng has no voice '%s', which this Piper voice's config names (espeak.voice)", espeak_voice);
         return -1;
     }
@@ -283,8 +288,8 @@ int piper_phonemize(const char *text, const char *espeak_voice, const piper_id_m
     // The phonemes and their words, from espeak-ng speaking the text (its audio is dropped).
     event_trace trace = { 0 };
     tracing = &trace;
-    espeak_SetSynthCallback(trace_callback);
-    espeak_Synth(text, text_length + 1, 0, POS_CHARACTER, 0, espeakCHARS_UTF8, NULL, NULL);
+    espeak->set_callback(trace_callback);
+    espeak->synth(text, text_length + 1, 0, POS_CHARACTER, 0, espeakCHARS_UTF8, NULL, NULL);
     tracing = NULL;
     int status = 0;
     if (trace.failed) { snprintf(error, error_size, "out of memory"); status = -1; }
@@ -300,7 +305,7 @@ int piper_phonemize(const char *text, const char *espeak_voice, const piper_id_m
     size_t calls = 0;
     while (status == 0 && p && calls++ <= text_length + 1) {
         const void *before = p;
-        const char *phonemes = espeak_TextToPhonemes(&p, espeakCHARS_UTF8, espeakPHONEMES_IPA);
+        const char *phonemes = espeak->text_to_phonemes(&p, espeakCHARS_UTF8, espeakPHONEMES_IPA);
         const char *clause_end = p ? (const char *)p - 1 : text_end;
         if (clause_end < clause) clause_end = clause;
         if (clause_end > text_end) clause_end = text_end;

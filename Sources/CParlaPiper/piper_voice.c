@@ -265,6 +265,9 @@ parla_piper_voice *parla_piper_load(const char *model_path, char *error, size_t 
     pj_free(config);
     if (error[0]) { parla_piper_free(v); return NULL; }
 
+    // The espeak-ng that phonemizes, loaded and its voice selected here: a process that forks
+    // children to speak (the engine host, render workers) gives them both.
+    piper_espeak_select(piper_espeak_get(), v->espeak_voice);
     const char *threads_text = getenv("PARLA_PIPER_THREADS");
     int threads = threads_text && atoi(threads_text) > 0 ? atoi(threads_text) : 1;
     struct stat model_stat;

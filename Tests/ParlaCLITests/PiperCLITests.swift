@@ -219,6 +219,21 @@ struct PiperCLITests {
         #expect(both.status != 0 && both.error.contains("--ipa"), "\(both.error)")
     }
 
+    /// Piper voices are phonemized by espeak-ng 1.52, as they were trained ("more": ɔːɹ, where
+    /// Debian's 1.51 says oːɹ), loaded beside the system's espeak-ng, which still speaks
+    /// espeak-ng voices (scripts/setup unpacks 1.52 into ~/.cache/parla/espeak-ng).
+    @Test func piperVoicesArePhonemizedByEspeak152() async throws {
+        if let missing = PiperFixture.missing { Issue.record(Comment(rawValue: missing)) }
+        let dir = try makeTemporaryDirectory()
+        let text = "Four or more."
+        let joe = try await parla(["say", "-v", PiperFixture.voice, text, "-o", dir.appendingPathComponent("joe.wav").path, "--ipa"])
+        #expect(joe.status == 0, "\(joe.error)")
+        #expect(joe.output == "fˈɔːɹ ɔːɹ mˈɔːɹ\n", "\(joe.output)")
+        let espeak = try await parla(["say", "-v", "espeak-ng.en-us", text, "-o", dir.appendingPathComponent("e.wav").path, "--ipa"])
+        #expect(espeak.status == 0, "\(espeak.error)")
+        #expect(espeak.output.contains("moːɹ"), "the system's espeak-ng (1.51) speaks espeak-ng voices: \(espeak.output)")
+    }
+
     /// A voice whose graph does not split at its decoder (its first decoder node renamed) is
     /// still spoken, a whole sentence at a time, with the same audio; `parla voices` says which.
     @Test func aVoiceThatCannotBeSplitIsSpokenWhole() async throws {
