@@ -544,6 +544,7 @@ typedef struct {
     float gain;
     int live;
     size_t first_chunk, most_chunk, padding, flow_padding;
+    size_t fail_chunk;  // PARLA_PIPER_FAIL_CHUNK=N: the Nth chunk of a sentence fails (for tests)
     long long samples;  // delivered so far, at OUTPUT_RATE
     char *error;
     size_t error_size;
@@ -736,8 +737,10 @@ static int speak_sentence(void *context, piper_sentence *s) {
             float *input = frames_of(latent, latent_channels, frames, from, to);
             if (!input) { status = fail(sp, "out of memory"); break; }
             size_t decoded = 0;
-            int rc = piper_session_frames(v->part[DECODER].session, input, latent_channels, NULL, 0, (int64_t)(to - from), 0, &part, &decoded, NULL,
-                                          sp->error, sp->error_size);
+            int rc = sp->fail_chunk == chunk + 1
+                         ? (snprintf(sp->error, sp->error_size, "the voice's decoder failed on chunk %zu (PARLA_PIPER_FAIL_CHUNK)", chunk + 1), -1)
+                         : piper_session_frames(v->part[DECODER].session, input, latent_channels, NULL, 0, (int64_t)(to - from), 0, &part,
+                                                &decoded, NULL, sp->error, sp->error_size);
             free(input);
             if (rc != 0) { status = fail(sp, NULL); break; }
             if (chunk == 0) {  // the first chunk says how many samples a frame gives
@@ -783,6 +786,7 @@ int parla_piper_speak(parla_piper_voice *voice, const char *text, int rate, int 
         .first_chunk = env_size("PARLA_PIPER_FIRST_CHUNK", LIVE_FIRST),
         .most_chunk = env_size(live ? "PARLA_PIPER_MOST_CHUNK" : "PARLA_PIPER_RENDER_CHUNK", live ? LIVE_MOST : RENDER_CHUNK),
         .padding = env_size("PARLA_PIPER_PADDING", PADDING),
+        .fail_chunk = env_size("PARLA_PIPER_FAIL_CHUNK", 0),
         .flow_padding = env_size("PARLA_PIPER_FLOW_PADDING", FLOW_PADDING),
     };
     int status = piper_phonemize(text, voice->espeak_voice, voice->map, options & PARLA_PIPER_EARLY_FIRST_CLAUSE, speak_sentence, &sp,

@@ -234,6 +234,25 @@ struct PiperCLITests {
         #expect(espeak.output.contains("moːɹ"), "the system's espeak-ng (1.51) speaks espeak-ng voices: \(espeak.output)")
     }
 
+    /// A chunk that fails (PARLA_PIPER_FAIL_CHUNK=2: the second chunk of a sentence) ends its
+    /// utterance with the reason and a non-zero exit, and leaves no WAV behind; without the
+    /// fault, the same command writes it.
+    @Test func aChunkThatFailsEndsItsUtteranceWithTheReason() async throws {
+        if let missing = PiperFixture.missing { Issue.record(Comment(rawValue: missing)) }
+        let dir = try makeTemporaryDirectory()
+        let out = dir.appendingPathComponent("failed.wav")
+        let text = "A sentence long enough to be decoded in more than one chunk when rendering a file, with small chunks."
+        let failed = try await parla(
+            ["say", "-v", PiperFixture.voice, text, "-o", out.path],
+            piperEnvironment(["PARLA_PIPER_FAIL_CHUNK": "2", "PARLA_PIPER_RENDER_CHUNK": "32"]))
+        #expect(failed.status != 0)
+        #expect(failed.error.contains("decoder failed on chunk 2"), "\(failed.error)")
+        #expect(!FileManager.default.fileExists(atPath: out.path))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path).isEmpty, "a partial file was left")
+        let ok = try await parla(["say", "-v", PiperFixture.voice, text, "-o", out.path], piperEnvironment(["PARLA_PIPER_RENDER_CHUNK": "32"]))
+        #expect(ok.status == 0 && FileManager.default.fileExists(atPath: out.path), "\(ok.error)")
+    }
+
     /// A voice whose graph does not split at its decoder (its first decoder node renamed) is
     /// still spoken, a whole sentence at a time, with the same audio; `parla voices` says which.
     @Test func aVoiceThatCannotBeSplitIsSpokenWhole() async throws {
