@@ -26,7 +26,6 @@ static int load_from(const char *dir) {
     void *h = dlopen(library, RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
     if (!h) return 0;
     int (*initialize)(espeak_AUDIO_OUTPUT, int, const char *, int) = (int (*)(espeak_AUDIO_OUTPUT, int, const char *, int))dlsym(h, "espeak_Initialize");
-    const char *(*info)(const char **) = (const char *(*)(const char **))dlsym(h, "espeak_Info");
     piper_espeak e = {
         .set_voice = (espeak_ERROR (*)(const char *))dlsym(h, "espeak_SetVoiceByName"),
         .set_callback = (void (*)(t_espeak_callback *))dlsym(h, "espeak_SetSynthCallback"),
@@ -35,13 +34,11 @@ static int load_from(const char *dir) {
         .text_to_phonemes = (const char *(*)(const void **, int, int))dlsym(h, "espeak_TextToPhonemes"),
     };
     // 0x8000: espeakINITIALIZE_DONT_EXIT (a missing file is an error, not an exit).
-    if (!initialize || !info || !e.set_voice || !e.set_callback || !e.synth || !e.text_to_phonemes ||
+    if (!initialize || !e.set_voice || !e.set_callback || !e.synth || !e.text_to_phonemes ||
         initialize(AUDIO_OUTPUT_SYNCHRONOUS, 100, data, 0x8000 | espeakINITIALIZE_PHONEME_EVENTS | espeakINITIALIZE_PHONEME_IPA) <= 0) {
         dlclose(h);
         return 0;
     }
-    const char *path = NULL;
-    snprintf(e.version, sizeof e.version, "%s", info(&path));
     e.own = 1;
     chosen = e;
     return 1;
@@ -60,28 +57,18 @@ const piper_espeak *piper_espeak_get(void) {
     if (asked && strcmp(asked, "system") == 0) found = 0;
     else if (asked && *asked) found = load_from(asked);
     else {
-        char exe[PATH_MAX], dir[PATH_MAX + 64];
-        ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-        if (n > 0) {
-            exe[n] = 0;
-            char *slash = strrchr(exe, '/');
-            if (slash) *slash = 0;
+        char base[PATH_MAX], dir[PATH_MAX + 64];
+        if (piper_program_directory(base, sizeof base)) {
             // Installed: PREFIX/bin/parla, or PREFIX/libexec/parla/….
             const char *places[] = { "%s/../lib/parla/espeak-ng", "%s/../../lib/parla/espeak-ng" };
             for (size_t i = 0; i < 2 && !found; i++) {
-                snprintf(dir, sizeof dir, places[i], exe);
+                snprintf(dir, sizeof dir, places[i], base);
                 found = load_from(dir);
             }
         }
-        const char *cache = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-        if (!found && cache && *cache) snprintf(dir, sizeof dir, "%s/parla/espeak-ng", cache), found = load_from(dir);
-        else if (!found && home && *home) snprintf(dir, sizeof dir, "%s/.cache/parla/espeak-ng", home), found = load_from(dir);
+        if (!found && piper_cache_directory(base, sizeof base)) snprintf(dir, sizeof dir, "%s/espeak-ng", base), found = load_from(dir);
     }
-    if (!found) {
-        const char *path = NULL;
-        chosen = (piper_espeak){ espeak_SetVoiceByName, espeak_SetSynthCallback, system_synth, espeak_TextToPhonemes, "", 0 };
-        snprintf(chosen.version, sizeof chosen.version, "%s", espeak_Info(&path));
-    }
+    if (!found) chosen = (piper_espeak){ espeak_SetVoiceByName, espeak_SetSynthCallback, system_synth, espeak_TextToPhonemes, 0 };
     return &chosen;
 }
 

@@ -54,6 +54,11 @@ typedef struct {
 /// whole; -1 if the bytes are not a model. With `split` NULL, only says whether it splits.
 int piper_split_model(const unsigned char *model, size_t length, const char *durations, float seed, piper_split *split, char *why,
                       size_t why_size);
+// MARK: Where things are (piper_paths.c)
+/// The directory of the running program (from /proc/self/exe); 0 if it cannot be read.
+int piper_program_directory(char *out, size_t size);
+/// Parla's cache: $XDG_CACHE_HOME/parla, else ~/.cache/parla; 0 if neither is set.
+int piper_cache_directory(char *out, size_t size);
 // MARK: The espeak-ng that phonemizes (piper_espeak.c)
 #include <espeak-ng/speak_lib.h>
 /// The libespeak-ng that phonemizes for Piper voices: 1.52 beside the system's if one is
@@ -64,8 +69,7 @@ typedef struct {
     espeak_ERROR (*synth)(const void *text, size_t size, unsigned int position, espeak_POSITION_TYPE type, unsigned int end,
                           unsigned int flags, unsigned int *identifier, void *user_data);
     const char *(*text_to_phonemes)(const void **text, int mode, int phonemes);
-    char version[32];  // "1.52.0"
-    int own;           // loaded for Piper alone: nothing else selects its voice
+    int own;  // loaded for Piper alone: nothing else selects its voice
 } piper_espeak;
 /// Chosen (and loaded) on first use.
 const piper_espeak *piper_espeak_get(void);

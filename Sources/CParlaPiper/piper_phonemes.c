@@ -270,6 +270,20 @@ static uint32_t terminator_of(const char *start, const char *end) {
     }
 }
 
+// Ends sentence `s` (its EOS), hands it to `sentence` and starts the next one empty, which
+// continues it if `goes_on` (the rest of its sentence follows). Returns what `sentence`
+// returned, or -1 with `error` set.
+static int end_sentence(piper_sentence *s, const piper_id_map *map, int goes_on, int (*sentence)(void *context, piper_sentence *s), void *context,
+                        char *error, size_t error_size) {
+    if (!push_id(s, map->eos, -1)) { snprintf(error, error_size, "out of memory"); return -1; }
+    s->goes_on = goes_on;
+    if (too_many_skipped(s, error, error_size)) return -1;
+    int status = sentence(context, s);
+    reset(s);
+    s->continues = goes_on;
+    return status;
+}
+
 // With the early first clause, a first clause that goes on past FIRST_PART_IDS phoneme ids is
 // cut at the first word after them, if FIRST_PART_REST bytes of phonemes (some 20 phonemes)
 // follow in the clause: the text's encoder sees the whole sentence before its first sound,
@@ -334,16 +348,9 @@ int piper_phonemize(const char *text, const char *espeak_voice, const piper_id_m
             if (in_switch) { if (c == ')') in_switch = 0; continue; }
             // A long first clause is cut at a word once it has FIRST_PART_IDS (see below).
             if (c == ' ' && early_first_clause && s.id_count >= FIRST_PART_IDS && (size_t)(rend - r) >= FIRST_PART_REST) {
-                if ((lookup(map, ',') && !push_phoneme(&s, map, ',', -1, error, error_size)) || !push_id(&s, map->eos, -1)) {
-                    if (!error[0]) snprintf(error, error_size, "out of memory");
-                    status = -1;
-                    break;
-                }
-                s.goes_on = 1;
-                if (too_many_skipped(&s, error, error_size)) { status = -1; break; }
-                if ((status = sentence(context, &s)) != 0) break;
-                reset(&s);
-                s.continues = 1;
+                if (lookup(map, ',') && !push_phoneme(&s, map, ',', -1, error, error_size)) { status = -1; break; }
+                if ((status = end_sentence(&s, map, 1, sentence, context, error, error_size)) != 0) break;
+                last_word = -1;
                 early_first_clause = 0;
                 stress_at = -1;
                 if (!push_id(&s, map->bos, -1) || (map->has_pad && !push_id(&s, map->pad, -1))) {
@@ -403,13 +410,8 @@ int piper_phonemize(const char *text, const char *espeak_voice, const piper_id_m
         int clause_only = terminator == 0x2C || terminator == 0x3B || terminator == 0x3A;  // , ; :
         int ends = is_sentence_end(terminator) || !p || s.id_count > 400 || (early_first_clause && clause_only);
         if (ends && s.id_count > 0) {
-            if (!push_id(&s, map->eos, -1)) { snprintf(error, error_size, "out of memory"); status = -1; break; }
             int split = early_first_clause && clause_only && !is_sentence_end(terminator) && p;
-            s.goes_on = split;
-            if (too_many_skipped(&s, error, error_size)) { status = -1; break; }
-            status = sentence(context, &s);
-            reset(&s);
-            s.continues = split;
+            status = end_sentence(&s, map, split, sentence, context, error, error_size);
             last_word = -1;
             early_first_clause = 0;
         }

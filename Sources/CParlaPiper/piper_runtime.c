@@ -82,11 +82,7 @@ int piper_runtime_load(char *error, size_t error_size) {
     const char *explicit = getenv("PARLA_ONNXRUNTIME");
     if (explicit && *explicit) library = try_open(explicit, tried, sizeof tried);
     char exe[PATH_MAX], path[PATH_MAX + 64];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (!library && n > 0) {
-        exe[n] = 0;
-        char *slash = strrchr(exe, '/');
-        if (slash) *slash = 0;
+    if (!library && piper_program_directory(exe, sizeof exe)) {
         // Installed: PREFIX/bin/parla → PREFIX/lib/parla; PREFIX/libexec/parla/… → PREFIX/lib/parla.
         const char *places[] = { "%s/../lib/parla/libonnxruntime.so.1", "%s/../../lib/parla/libonnxruntime.so.1", "%s/libonnxruntime.so.1" };
         for (size_t i = 0; i < 3 && !library; i++) {
@@ -97,10 +93,10 @@ int piper_runtime_load(char *error, size_t error_size) {
     if (!library) library = try_open("libonnxruntime.so.1", tried, sizeof tried);
     if (!library) {
         // Where Parla's scripts/setup unpacks it.
-        const char *cache = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-        if (cache && *cache) snprintf(path, sizeof path, "%s/parla/onnxruntime/libonnxruntime.so.1", cache);
-        else snprintf(path, sizeof path, "%s/.cache/parla/onnxruntime/libonnxruntime.so.1", home ? home : "");
-        library = try_open(path, tried, sizeof tried);
+        if (piper_cache_directory(exe, sizeof exe)) {
+            snprintf(path, sizeof path, "%s/onnxruntime/libonnxruntime.so.1", exe);
+            library = try_open(path, tried, sizeof tried);
+        }
     }
     if (!library) {
         snprintf(load_error, sizeof load_error,

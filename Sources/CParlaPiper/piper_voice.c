@@ -79,11 +79,9 @@ static int parts_fit(piper_session *const s[PARTS]) {
 static int cache_path(const char *model_path, const struct stat *st, char *out, size_t size) {
     const char *explicit = getenv("PARLA_PIPER_CACHE");
     if (explicit && strcmp(explicit, "0") == 0) return 0;
-    char dir[PATH_MAX];
-    const char *cache = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    char dir[PATH_MAX], cache[PATH_MAX - 16];
     if (explicit && *explicit) snprintf(dir, sizeof dir, "%s", explicit);
-    else if (cache && *cache) snprintf(dir, sizeof dir, "%s/parla/piper-models", cache);
-    else if (home && *home) snprintf(dir, sizeof dir, "%s/.cache/parla/piper-models", home);
+    else if (piper_cache_directory(cache, sizeof cache)) snprintf(dir, sizeof dir, "%s/piper-models", cache);
     else return 0;
     const char *slash = strrchr(model_path, '/');
     const char *name = slash ? slash + 1 : model_path;
@@ -127,13 +125,14 @@ static void remove_older_copies(const char *path) {
     struct dirent *e;
     while ((e = readdir(d))) {
         size_t n = strlen(e->d_name), own = strlen(name);
-        int ours = 0;
+        // A part of a prepared copy (NAME.ort, .ort.flow, .ort.dec), and not one of this copy's.
+        int part = 0, its_own = 0;
         for (int p = 0; p < PARTS; p++) {
             size_t k = strlen(part_suffix[p]);
-            if (n >= 4 + k && memcmp(e->d_name + n - 4 - k, ".ort", 4) == 0 && strcmp(e->d_name + n - k, part_suffix[p]) == 0) ours = 1;
-            if (n == own + k && strncmp(e->d_name, name, own) == 0 && strcmp(e->d_name + own, part_suffix[p]) == 0) ours = 2;  // its own parts
+            part |= n >= 4 + k && memcmp(e->d_name + n - 4 - k, ".ort", 4) == 0 && strcmp(e->d_name + n - k, part_suffix[p]) == 0;
+            its_own |= n == own + k && strncmp(e->d_name, name, own) == 0 && strcmp(e->d_name + own, part_suffix[p]) == 0;
         }
-        if (ours != 1) continue;
+        if (!part || its_own) continue;
         if (strncmp(e->d_name, name, stem) != 0) continue;
         char old[PATH_MAX + 256];
         snprintf(old, sizeof old, "%s/%s", dir, e->d_name);
@@ -265,9 +264,11 @@ parla_piper_voice *parla_piper_load(const char *model_path, char *error, size_t 
     pj_free(config);
     if (error[0]) { parla_piper_free(v); return NULL; }
 
-    // The espeak-ng that phonemizes, loaded and its voice selected here: a process that forks
-    // children to speak (the engine host, render workers) gives them both.
-    piper_espeak_select(piper_espeak_get(), v->espeak_voice);
+    // The espeak-ng that phonemizes, loaded and (its own: the system's is the engine's to
+    // select) its voice selected here: a process that forks children to speak (the engine
+    // host, render workers) gives them both.
+    const piper_espeak *espeak = piper_espeak_get();
+    if (espeak->own) piper_espeak_select(espeak, v->espeak_voice);
     const char *threads_text = getenv("PARLA_PIPER_THREADS");
     int threads = threads_text && atoi(threads_text) > 0 ? atoi(threads_text) : 1;
     struct stat model_stat;

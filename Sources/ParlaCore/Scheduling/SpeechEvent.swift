@@ -12,8 +12,8 @@ public struct SpokenRange: Sendable, Hashable {
     public var audioSample: Int
     /// Samples per second of that audio.
     public var sampleRate: Int
-    /// For a word, the phonemes it is spoken with (IPA, as espeak-ng's `--ipa` writes them);
-    /// nil if the engine did not say, and for a sentence.
+    /// For a word, the phonemes it is spoken with (IPA, as in its `WordMark`); nil if the
+    /// engine did not say, and for a sentence.
     public var phonemes: String?
 
     /// Where its audio starts, as a time from the start of the utterance's audio.

@@ -13,9 +13,9 @@ public struct WordMark: Sendable, Hashable {
     public var segment: Int
     /// True when the engine reported no position for this word and its timing was interpolated.
     public var isEstimated: Bool
-    /// The phonemes the engine spoke the word with (IPA, as espeak-ng's `--ipa` writes them,
-    /// stress marks included; for a Piper voice, those fed to the model); nil if the engine
-    /// did not say.
+    /// The phonemes the engine spoke the word with (IPA): for a Piper voice those fed to the
+    /// model, as espeak-ng's `--ipa` writes them; for an espeak-ng voice its phoneme events,
+    /// without stress marks. nil if the engine did not say.
     public var phonemes: String? = nil
 }
 
