@@ -74,11 +74,9 @@ let package = Package(
         // Piper's neural voices: ONNX Runtime loaded on first use, espeak-ng's phonemes and the
         // model's own phoneme durations (runs where espeak-ng runs: the engine host, render workers).
         .target(name: "CParlaPiper", dependencies: ["CESpeakNGLazy"], linkerSettings: [.linkedLibrary("m")]),
-        .target(
-            name: "CParlaEngineHost", dependencies: ["CESpeakNGLazy", "CParlaPiper", "CParlaProcess"],
-            // libespeak-ng is loaded with dlopen, after the link: the program must still offer
-            // it this replacement for pcaudiolib's audio output (engine_host.c).
-            linkerSettings: [.unsafeFlags(["-Xlinker", "--export-dynamic-symbol=create_audio_device_object"])]),
+        // No unsafe flags in anything the Parla product uses: SwiftPM refuses them in a package
+        // depended on by version (scripts/check-swift-client proves a tagged clone builds).
+        .target(name: "CParlaEngineHost", dependencies: ["CESpeakNGLazy", "CParlaPiper", "CParlaProcess"]),
         // Restores the streams Parla ducked if Parla's process dies (a helper process; see Ducking.swift).
         .target(name: "CParlaDuckGuard", dependencies: ["CPulseAudioLazy"]),
         // The selection of the focused application over the AT-SPI accessibility bus (speak-selection).

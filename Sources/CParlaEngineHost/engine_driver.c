@@ -11,19 +11,13 @@
 #include <unistd.h>
 #include <wchar.h>
 
-// espeak-ng creates an audio device at initialisation even for synchronous output, which
-// connects to the sound server (a stream on PulseAudio, a wake-up of a suspended sink, a hang
-// of up to 30 s when the server accepts connections but plays nothing). Defining the
-// pcaudiolib constructor here, in the program (and exporting it: Package.swift), makes
-// espeak-ng's call resolve to this one, whether the program links libespeak-ng or loads it
-// on first use (CESpeakNGLazy): no audio device, no connection. Parla plays through its own
-// PulseAudio stream.
-struct audio_object;
-struct audio_object *create_audio_device_object(const char *device, const char *application_name, const char *description) {
-    (void)device; (void)application_name; (void)description;
-    return NULL;
-}
-
+// espeak-ng 1.51 probes an audio device at initialisation, even for synchronous output: its
+// pcaudiolib opens a stream on the sound server (a wake-up of a suspended sink; a hang of up
+// to 30 s when the server accepts connections but plays nothing). Parla's helpers never play
+// (Parla plays through its own stream), so they start with the sound servers out of reach
+// (PARLA_HELPER_PULSE_SERVER, parla_process.h) and the probe fails at once. (Defining
+// pcaudiolib's constructor here and exporting it from the program took a linker flag, which
+// SwiftPM refuses in a package depended on by version.)
 // In CESpeakNGLazy, when libespeak-ng is loaded on first use; absent from the small
 // parla-engine program, which links it.
 const char *parla_espeak_load_error(void) __attribute__((weak));

@@ -71,6 +71,8 @@ int parla_prestart_host(void) {
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
         prctl(PR_SET_NAME, "parla-engine");
+        setenv("PULSE_SERVER", PARLA_HELPER_PULSE_SERVER, 1);
+        setenv("ALSA_CONFIG_PATH", PARLA_HELPER_ALSA_CONFIG_PATH, 1);
         parla_die_with_parent();
         if (getppid() != parent) _exit(0);
         _exit(parla_engine_host_main());

@@ -28,7 +28,9 @@ package struct ChildProcess: Sendable {
     /// since it started) with `environment` added to this process's, `role` as its name in
     /// `ps`, no signal blocked, and SIGTERM, SIGHUP, SIGPIPE and SIGINT at their defaults
     /// (this process's threads may block signals, and Ctrl-C handling ignores SIGINT and
-    /// SIGTERM). It inherits no other descriptor of this process.
+    /// SIGTERM). It inherits no other descriptor of this process. Helpers never play: they
+    /// find no sound server and no ALSA device (`PARLA_HELPER_PULSE_SERVER`), so espeak-ng's
+    /// audio probe fails at once in them.
     /// - Throws: ``ParlaError/engineFailure(_:)`` if the pipes or the process cannot be made.
     package static func spawnSelf(role: String, environment: [String: String], stderrToNull: Bool = false) throws(ParlaError)
         -> ChildProcess
@@ -58,6 +60,8 @@ package struct ChildProcess: Sendable {
         // (Foundation's Pipe, for one, is not close-on-exec) would keep its reader waiting.
         _ = parla_spawn_close_from(&actions, 3)
         var env = ProcessInfo.processInfo.environment
+        env["PULSE_SERVER"] = PARLA_HELPER_PULSE_SERVER
+        env["ALSA_CONFIG_PATH"] = PARLA_HELPER_ALSA_CONFIG_PATH
         for (k, v) in environment { env[k] = v }
         let argv = [exe, "(\(role))"]
         let envp = env.map { "\($0.key)=\($0.value)" }

@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+    import Glibc
+#endif
 import Testing
 import ParlaAudioTestSupport
 
@@ -256,6 +259,44 @@ struct CLITests {
         #expect(r.error.contains("Wrote \(wav)"), "\(r.error)")
         #expect(try FileManager.default.attributesOfItem(atPath: wav)[.size] as! Int > 44)
         #expect(r.error.contains("install the libpulse0 package"), "\(r.error)")
+    }
+
+    /// A program without Parla's stand-in for pcaudiolib beside it (an app that depends on the
+    /// Parla package, here a copy of `parla` in a directory of its own) loads the real
+    /// pcaudiolib with libespeak-ng, whose initialisation probes the sound server. Parla's
+    /// helpers are started with the servers out of reach, so the engine host (`say -o`) and
+    /// the render workers (`render`) never connect to the server the user's environment names.
+    @Test func helpersNeverConnectToTheSoundServer() throws {
+        let dir = try makeTemporaryDirectory()
+        let copy = dir.appendingPathComponent("parla").path
+        try FileManager.default.copyItem(atPath: URL(fileURLWithPath: Self.binary).resolvingSymlinksInPath().path, toPath: copy)
+        // A socket that only counts who connects to it: a sound server that never answers.
+        let socketPath = dir.appendingPathComponent("pulse.sock").path
+        let listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+        #expect(listener >= 0)
+        defer { close(listener) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (i, byte) in socketPath.utf8.prefix(raw.count - 1).enumerated() { raw[i] = byte }
+        }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        #expect(bound == 0 && listen(listener, 16) == 0)
+        let tsv = dir.appendingPathComponent("in.tsv")
+        try "a\tHello world\nb\tfr\tBonjour\n".write(to: tsv, atomically: true, encoding: .utf8)
+        let env: [String: String?] = ["LANG": "C.UTF-8", "PULSE_SERVER": "unix:\(socketPath)"]
+        let said = try runProcess(copy, ["say", "-o", dir.appendingPathComponent("h.wav").path, "Hello, Καλημέρα"], environment: env)
+        #expect(said.status == 0, "\(said.error)")
+        let rendered = try runProcess(copy, ["render", tsv.path, "-o", dir.appendingPathComponent("out").path], environment: env)
+        #expect(rendered.status == 0, "\(rendered.error)")
+        var connections = 0
+        while case let fd = accept(listener, nil, nil), fd >= 0 {
+            connections += 1
+            close(fd)
+        }
+        #expect(connections == 0, "\(connections) connections to the sound server named by PULSE_SERVER")
     }
 
     /// Parla's programs link neither libpulse, libespeak-ng nor libdbus-1 but load each on

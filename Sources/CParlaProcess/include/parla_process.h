@@ -10,6 +10,12 @@
 /// (the parent is alive but not PID) is ignored; if PID has died since it started this
 /// process, the process exits, as the helper would have.
 int parla_helper_role(const char *name);
+/// What Parla's helpers (engine hosts, render workers) find in PULSE_SERVER and
+/// ALSA_CONFIG_PATH: no sound server and no ALSA device. They never play, and espeak-ng's
+/// audio probe at initialisation (engine_driver.c) then fails at once instead of opening a
+/// stream. Set by ChildProcess and by the engine host forked before main.
+#define PARLA_HELPER_PULSE_SERVER "unix:/dev/null"
+#define PARLA_HELPER_ALSA_CONFIG_PATH "/dev/null"
 /// In a child Parla started: die with the thread that started it (PR_SET_PDEATHSIG, SIGKILL).
 void parla_die_with_parent(void);
 /// pipe2(fds, O_CLOEXEC) (Swift does not import pipe2 without _GNU_SOURCE).
