@@ -82,7 +82,7 @@ package struct ChildProcess: Sendable {
 }
 
 /// Calls `body` with `strings` as a NULL-terminated C array.
-private func withCStrings<R>(_ strings: [String], _ body: (UnsafePointer<UnsafeMutablePointer<CChar>?>) -> R) -> R {
+func withCStrings<R>(_ strings: [String], _ body: (UnsafePointer<UnsafeMutablePointer<CChar>?>) -> R) -> R {
     let array = UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>.allocate(capacity: strings.count + 1)
     for (i, s) in strings.enumerated() { array[i] = strdup(s) }
     array[strings.count] = nil

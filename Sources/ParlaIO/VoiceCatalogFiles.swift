@@ -77,8 +77,8 @@ extension VoiceCatalog {
 
     /// ``adding(piperVoicesIn:)`` with plain paths.
     package func adding(piperVoicesAt directories: [String]) -> VoiceCatalog {
-        let piper = VoiceCatalog.piperVoices(in: directories)
-        guard !piper.isEmpty else { return self }
+        let (piper, unusable) = VoiceCatalog.piperVoicesAndProblems(in: directories)
+        guard !piper.isEmpty || !unusable.isEmpty else { return self }
         var defaults = languageDefaults
         var replaced = espeakDefaults
         var chosen: [String: SpeechVoice] = [:]
@@ -96,7 +96,7 @@ extension VoiceCatalog {
         }
         return VoiceCatalog(
             voices: voices + piper, variants: variants, languageDefaults: defaults, scriptDefaults: scriptDefaults,
-            directories: self.directories + directories, espeakDefaults: replaced)
+            directories: self.directories + directories, espeakDefaults: replaced, unusableVoices: unusableVoices + unusable)
     }
 
     /// Where Piper voices are looked for: `$PARLA_PIPER_VOICES` (directories separated by
@@ -118,27 +118,62 @@ extension VoiceCatalog {
     }
 
     /// The Piper voices in `directories`: each `NAME.onnx` with `NAME.onnx.json` beside it,
-    /// named `piper.NAME`. A voice whose config cannot be read is left out (speaking with it
-    /// says why); the first of two voices of one name wins.
+    /// named `piper.NAME`; the first of two voices of one name wins. Unusable ones are left
+    /// out (``piperVoicesAndProblems(in:)`` says why).
     package static func piperVoices(in directories: [String]) -> [SpeechVoice] {
+        piperVoicesAndProblems(in: directories).voices
+    }
+
+    /// ``piperVoices(in:)``, and the voices found that cannot be used, with the reason: a
+    /// model without its config or a config without its model, a config that is not JSON or
+    /// lacks what Parla reads, or phonemes that are not espeak-ng's.
+    package static func piperVoicesAndProblems(in directories: [String]) -> (voices: [SpeechVoice], unusable: [UnusableVoice]) {
         var found: [SpeechVoice] = []
+        var unusable: [UnusableVoice] = []
         var seen: Set<String> = []
         for directory in directories {
             guard let items = try? FileManager.default.contentsOfDirectory(atPath: directory) else { continue }
-            for item in items.sorted() where item.hasSuffix(".onnx") {
-                let stem = String(item.dropLast(".onnx".count))
+            let names = Set(items)
+            // Every NAME.onnx, and every NAME.onnx.json without its model.
+            let stems = Set(
+                items.compactMap { item -> String? in
+                    if item.hasSuffix(".onnx") { return String(item.dropLast(".onnx".count)) }
+                    if item.hasSuffix(".onnx.json") { return String(item.dropLast(".onnx.json".count)) }
+                    return nil
+                })
+            for stem in stems.sorted() where !stem.isEmpty && !stem.hasPrefix(".") {
                 let identifier = "piper." + stem
-                guard !stem.isEmpty, !seen.contains(identifier.lowercased()) else { continue }
-                let model = directory + "/" + item
-                guard let data = FileManager.default.contents(atPath: model + ".json"),
-                    let config = try? JSONDecoder().decode(PiperConfig.self, from: data),
-                    let voice = config.voice(identifier: identifier, stem: stem, model: absolute(model))
-                else { continue }
+                guard !seen.contains(identifier.lowercased()) else { continue }
                 seen.insert(identifier.lowercased())
-                found.append(voice)
+                let model = directory + "/" + stem + ".onnx", configPath = model + ".json"
+                func problem(_ path: String, _ reason: String) {
+                    unusable.append(UnusableVoice(identifier: identifier, path: absolute(path), reason: reason))
+                }
+                guard names.contains(stem + ".onnx") else {
+                    problem(configPath, "its model \(stem).onnx is missing beside it")
+                    continue
+                }
+                guard names.contains(stem + ".onnx.json"), let data = FileManager.default.contents(atPath: configPath) else {
+                    problem(model, "its config \(stem).onnx.json is missing (or unreadable) beside it")
+                    continue
+                }
+                let config: PiperConfig
+                do {
+                    config = try JSONDecoder().decode(PiperConfig.self, from: data)
+                } catch DecodingError.dataCorrupted {
+                    problem(configPath, "it is not valid JSON")
+                    continue
+                } catch {
+                    problem(configPath, "it is not a Piper voice's config (\(error))")
+                    continue
+                }
+                switch config.voice(identifier: identifier, stem: stem, model: absolute(model)) {
+                case .success(let voice): found.append(voice)
+                case .failure(let why): problem(configPath, why.reason)
+                }
             }
         }
-        return found
+        return (found, unusable)
     }
 
     private static func absolute(_ path: String) -> String {
@@ -162,18 +197,27 @@ extension VoiceCatalog {
         var language: Language?
         var espeak: ESpeak?
         var dataset: String?
+        var phoneme_type: String?
 
-        func voice(identifier: String, stem: String, model: String) -> SpeechVoice? {
+        struct Problem: Error { var reason: String }
+
+        func voice(identifier: String, stem: String, model: String) -> Result<SpeechVoice, Problem> {
+            if let type = phoneme_type, type != "espeak" {
+                return .failure(Problem(reason: "its phonemes are '\(type)', not espeak-ng's, which is all Parla can give a Piper voice"))
+            }
+            guard audio?.sample_rate != nil else { return .failure(Problem(reason: "it has no audio.sample_rate")) }
+            guard espeak?.voice != nil else { return .failure(Problem(reason: "it names no espeak-ng voice (espeak.voice)")) }
             let code = language?.code.map { String($0.map { $0 == "_" ? "-" : $0 }) } ?? espeak?.voice ?? ""
-            guard let tag = LanguageTag(code), audio?.sample_rate != nil, espeak?.voice != nil else { return nil }
+            guard let tag = LanguageTag(code) else { return .failure(Problem(reason: "its language '\(code)' is not a language tag")) }
             var languages = [tag]
             if let primary = LanguageTag(tag.language), primary != tag { languages.append(primary) }
             let speaker = (dataset ?? stem.split(separator: "-").dropFirst().first.map(String.init) ?? stem).capitalized
             let place = [language?.name_english, language?.country_english].compactMap { $0 }.joined(separator: ", ")
             let name = place.isEmpty ? speaker : "\(speaker) (\(place))"
-            return SpeechVoice(
-                identifier: identifier, name: name, engine: SpeechVoice.piperEngine, engineVoice: model, languages: languages,
-                quality: audio?.quality, sampleRate: audio?.sample_rate)
+            return .success(
+                SpeechVoice(
+                    identifier: identifier, name: name, engine: SpeechVoice.piperEngine, engineVoice: model, languages: languages,
+                    quality: audio?.quality, sampleRate: audio?.sample_rate))
         }
     }
 
@@ -274,7 +318,7 @@ extension VoiceCatalog {
     }
 
     /// `path` with every symbolic link resolved, nil if it does not exist.
-    private static func resolvedPath(_ path: String) -> String? {
+    package static func resolvedPath(_ path: String) -> String? {
         guard let resolved = realpath(path, nil) else { return nil }
         defer { free(resolved) }
         return String(cString: resolved)

@@ -18,12 +18,18 @@ public struct VoiceCatalog: Sendable {
     /// what the Piper voice cannot.
     package let espeakDefaults: [String: String]
 
+    /// Piper voices found on disk that cannot be used, each with the reason (a broken or
+    /// missing `NAME.onnx.json`, a missing model, phonemes that are not espeak-ng's). Asking
+    /// for one by identifier throws ``ParlaError/invalidVoicePreset(path:reason:)`` with it.
+    public let unusableVoices: [UnusableVoice]
+
     private let byIdentifier: [String: SpeechVoice]
 
     /// Creates a catalog from presets already in memory.
     public init(
         voices: [SpeechVoice], variants: [String] = [], languageDefaults: [String: String] = [:],
-        scriptDefaults: [String: LanguageTag] = [:], directories: [String] = [], espeakDefaults: [String: String] = [:]
+        scriptDefaults: [String: LanguageTag] = [:], directories: [String] = [], espeakDefaults: [String: String] = [:],
+        unusableVoices: [UnusableVoice] = []
     ) {
         var map: [String: SpeechVoice] = [:]
         for v in voices { map[v.identifier.lowercased()] = v }
@@ -34,6 +40,7 @@ public struct VoiceCatalog: Sendable {
         self.scriptDefaults = scriptDefaults
         self.directories = directories
         self.espeakDefaults = espeakDefaults
+        self.unusableVoices = unusableVoices
     }
 
     /// The espeak-ng voice for `language`: the default it had before a Piper voice took over,
@@ -68,6 +75,9 @@ public struct VoiceCatalog: Sendable {
             v.name = base.name + " (" + known + ")"
             v.variant = known
             return v
+        }
+        if let unusable = unusableVoices.first(where: { $0.identifier.lowercased() == key }) {
+            throw .invalidVoicePreset(path: unusable.path, reason: unusable.reason)
         }
         throw .unknownVoice(identifier)
     }
@@ -107,7 +117,7 @@ public struct VoiceCatalog: Sendable {
         }
         return VoiceCatalog(
             voices: self.voices, variants: variants, languageDefaults: defaults, scriptDefaults: scriptDefaults, directories: directories,
-            espeakDefaults: espeakDefaults)
+            espeakDefaults: espeakDefaults, unusableVoices: unusableVoices)
     }
 
     /// Parses voice preferences such as `en=piper.en_US-joe-medium,fr=espeak-ng.fr`
@@ -135,5 +145,22 @@ public struct VoiceCatalog: Sendable {
     /// Every language some voice serves, sorted.
     public var languages: [LanguageTag] {
         Array(Set(voices.flatMap(\.languages))).sorted()
+    }
+}
+
+/// A voice found on disk that cannot be used (``VoiceCatalog/unusableVoices``).
+public struct UnusableVoice: Sendable, Equatable {
+    /// The identifier it would have (`piper.NAME`).
+    public let identifier: String
+    /// The file at fault.
+    public let path: String
+    /// Why it cannot be used, and what would fix it.
+    public let reason: String
+
+    /// Creates the record of an unusable voice.
+    public init(identifier: String, path: String, reason: String) {
+        self.identifier = identifier
+        self.path = path
+        self.reason = reason
     }
 }
