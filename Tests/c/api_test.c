@@ -277,12 +277,104 @@ static void test_voices_and_detect(void) {
     expect_status(parla_detect("\xe2\x82", &segments), PARLA_ERROR_INVALID_UTF8, "detect invalid UTF-8");
 }
 
+// MARK: Installing voices
+
+static int64_t install_progress_total;
+static void on_install_progress(const char *file, int64_t bytes, int64_t total, void *user_data) {
+    expect(user_data == &install_progress_total, "the progress callback gets its user data");
+    expect(file && strstr(file, "xx_XX-tiny-low") != NULL, "progress names the file (%s)", file ? file : "NULL");
+    expect(0 <= bytes && bytes <= total, "progress %lld of %lld", (long long)bytes, (long long)total);
+    if (bytes == total) install_progress_total += total;
+}
+
+// A mirror of Piper's catalog with one small made-up voice, in `root` (md5 by md5sum).
+static int write_mirror(const char *root) {
+    char path[4096], command[4200], md5[2][40] = {{0}};
+    const char *names[2] = {"xx_XX-tiny-low.onnx", "xx_XX-tiny-low.onnx.json"};
+    long sizes[2];
+    snprintf(path, sizeof path, "%s/xx", root);
+    if (mkdir(path, 0755) != 0) return 0;
+    for (int i = 0; i < 2; i++) {
+        snprintf(path, sizeof path, "%s/xx/%s", root, names[i]);
+        FILE *f = fopen(path, "w");
+        if (!f) return 0;
+        if (i == 0)
+            for (int k = 0; k < 300000; k++) fputc(k * 7 % 251, f);
+        else
+            fputs("{\"audio\": {\"sample_rate\": 22050, \"quality\": \"low\"}, \"espeak\": {\"voice\": \"en-us\"}, "
+                  "\"language\": {\"code\": \"xx_XX\"}, \"phoneme_type\": \"espeak\", \"phoneme_id_map\": {\"_\": [0]}}",
+                  f);
+        sizes[i] = ftell(f);
+        fclose(f);
+        snprintf(command, sizeof command, "md5sum '%s'", path);
+        FILE *p = popen(command, "r");
+        if (!p || fscanf(p, "%32s", md5[i]) != 1) return 0;
+        pclose(p);
+    }
+    snprintf(path, sizeof path, "%s/voices.json", root);
+    FILE *f = fopen(path, "w");
+    if (!f) return 0;
+    fprintf(f, "{\"xx_XX-tiny-low\": {\"language\": {\"code\": \"xx_XX\"}, \"quality\": \"low\", \"files\": {"
+               "\"xx/%s\": {\"size_bytes\": %ld, \"md5_digest\": \"%s\"}, \"xx/%s\": {\"size_bytes\": %ld, \"md5_digest\": \"%s\"}}}}",
+            names[0], sizes[0], md5[0], names[1], sizes[1], md5[1]);
+    fclose(f);
+    return 1;
+}
+
+static int voice_listed(const char *identifier) {
+    parla_voice_list *list = NULL;
+    if (parla_voices(&list) != PARLA_OK) return 0;
+    int found = 0;
+    for (size_t i = 0; i < parla_voice_list_count(list); i++) {
+        parla_voice v;
+        if (parla_voice_list_get(list, i, &v) == PARLA_OK && v.identifier && strcmp(v.identifier, identifier) == 0) found = 1;
+    }
+    parla_voice_list_free(list);
+    return found;
+}
+
+static void test_install_voice(void) {
+    char scratch[] = "/tmp/parla-c-install.XXXXXX", mirror[4200], data[4200];
+    if (!mkdtemp(scratch)) {
+        expect(0, "mkdtemp");
+        return;
+    }
+    snprintf(mirror, sizeof mirror, "%s/mirror", scratch);
+    snprintf(data, sizeof data, "%s/data", scratch);
+    expect(mkdir(mirror, 0755) == 0 && write_mirror(mirror), "the mirror is written");
+    char *saved = getenv("XDG_DATA_HOME") ? strdup(getenv("XDG_DATA_HOME")) : NULL;
+    setenv("XDG_DATA_HOME", data, 1);
+
+    expect_status(parla_install_voice(NULL, mirror, NULL, NULL), PARLA_ERROR_INVALID_ARGUMENT, "install NULL");
+    expect_status(parla_install_voice("\xe2\x82", mirror, NULL, NULL), PARLA_ERROR_INVALID_UTF8, "install invalid UTF-8");
+    expect_status(parla_install_voice("xx_XX-tiny-lo", mirror, NULL, NULL), PARLA_ERROR_UNKNOWN_VOICE, "install an unknown name");
+    expect(strstr(parla_last_error(), "Did you mean xx_XX-tiny-low") != NULL, "the nearest name is offered: %s", parla_last_error());
+    expect_status(parla_install_voice("xx_XX-tiny-low", "/nonexistent/mirror", NULL, NULL), PARLA_ERROR_IO, "install from nowhere");
+    expect_status(parla_install_voice("xx_XX-tiny-low", mirror, on_install_progress, &install_progress_total), PARLA_OK, "install");
+    expect(install_progress_total > 300000, "progress reached each file's end (%lld bytes)", (long long)install_progress_total);
+    expect(voice_listed("piper.xx_XX-tiny-low"), "the installed voice is listed");
+    expect_status(parla_remove_voice("xx_XX-tiny-low"), PARLA_OK, "remove");
+    expect(!voice_listed("piper.xx_XX-tiny-low"), "the removed voice is not listed");
+    expect_status(parla_remove_voice("xx_XX-tiny-low"), PARLA_ERROR_UNKNOWN_VOICE, "remove again");
+
+    if (saved) {
+        setenv("XDG_DATA_HOME", saved, 1);
+        free(saved);
+    } else {
+        unsetenv("XDG_DATA_HOME");
+    }
+    char command[4300];
+    snprintf(command, sizeof command, "rm -rf '%s'", scratch);
+    expect(system(command) == 0, "scratch removed");
+}
+
 int main(int argc, char **argv) {
     test_errors();
     test_voices_and_detect();
     test_write();
     test_synthesize();
     test_synthesize_marks();
+    if (argc == 1) test_install_voice();
     if (argc == 1) test_hostile(20000);  // once, in the run without sound
     if (argc > 1 && strcmp(argv[1], "live") == 0) test_live();
     if (failures) {

@@ -11,13 +11,16 @@
 
 Ranges (``Event.start``/``Event.end``, ``Word.start``/``Word.end``) are indices into the
 Python string that was spoken: ``text[event.start:event.end]`` is the word being heard.
-Every failure raises :class:`parla.Error`.
+Every failure raises a :class:`parla.Error`, of a subclass that says what kind:
+:class:`UnknownVoiceError` (also a ``LookupError``), :class:`TimeoutError` (also the built-in
+``TimeoutError``), :class:`InvalidArgumentError` (also a ``ValueError``), and so on.
 """
 
 from __future__ import annotations
 
 import asyncio
 import atexit
+import builtins
 import ctypes
 import os
 import queue as _queue
@@ -29,18 +32,33 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterator, Mapping, Optional, Union
 
 from . import _lib
+from ._lib import ChunkKind, EventKind
 
 __all__ = [
     "Announcement",
+    "AudioError",
     "Chunk",
+    "ChunkKind",
+    "EngineError",
     "Error",
     "Event",
+    "EventKind",
+    "FileError",
+    "InvalidArgumentError",
+    "InvalidTextError",
     "Segment",
+    "SSMLError",
     "Synthesizer",
     "Timeline",
+    "TimeoutError",
+    "UnknownLanguageError",
+    "UnknownVoiceError",
     "Voice",
+    "VoiceInstallError",
     "Word",
     "detect",
+    "install_voice",
+    "remove_voice",
     "version",
     "voices",
 ]
@@ -50,11 +68,77 @@ PathLike = Union[str, "os.PathLike[str]"]
 
 class Error(Exception):
     """A Parla failure: ``str(error)`` says what happened and what to do; ``status`` is
-    libparla's code (``parla_status``), 0 when the failure is the Python package's own."""
+    libparla's code (``parla_status``), 0 when the failure is the Python package's own.
+    Parla raises one of its subclasses, each for one kind of failure."""
 
     def __init__(self, message: str, status: int = 0) -> None:
         super().__init__(message)
         self.status = status
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+class InvalidArgumentError(Error, ValueError):
+    """An argument Parla cannot take: None or a wrong type where a value is needed, a closed
+    handle, a value out of its range."""
+
+
+class InvalidTextError(InvalidArgumentError):
+    """Text that is not valid Unicode (a lone surrogate) or holds a NUL character."""
+
+
+class SSMLError(InvalidArgumentError):
+    """Malformed SSML; the message gives the line and column."""
+
+
+class UnknownVoiceError(Error, LookupError):
+    """No voice with that identifier (or, installing, no voice of that name in the catalog)."""
+
+
+class UnknownLanguageError(Error, LookupError):
+    """Not a language tag, or no voice speaks the language."""
+
+
+class AudioError(Error):
+    """No sound server, no such device, or the server went away."""
+
+
+class EngineError(Error):
+    """espeak-ng or ONNX Runtime is missing or failed."""
+
+
+class FileError(Error, OSError):
+    """A file could not be read or written."""
+
+
+class TimeoutError(Error, builtins.TimeoutError):
+    """A wait ran out of time before the utterance ended (or before the next event)."""
+
+
+class VoiceInstallError(Error):
+    """Installing or removing a voice failed: the catalog could not be reached or read, a
+    file arrived damaged, the disk is full, another install of it is running."""
+
+
+# parla_status -> the exception it raises.
+_ERRORS: "dict[int, type[Error]]" = {
+    1: InvalidArgumentError,
+    2: InvalidArgumentError,
+    3: InvalidTextError,
+    4: InvalidArgumentError,
+    5: UnknownVoiceError,
+    6: UnknownLanguageError,
+    7: SSMLError,
+    8: AudioError,
+    9: EngineError,
+    10: FileError,
+    11: TimeoutError,
+}
+
+
+def _error(message: str, status: int = 0) -> Error:
+    return _ERRORS.get(status, Error)(message, status)
 
 
 _library: Optional[ctypes.CDLL] = None
@@ -79,18 +163,18 @@ def _last_error() -> str:
 
 def _check(status: int) -> None:
     if status != _lib.PARLA_OK:
-        raise Error(_last_error(), status)
+        raise _error(_last_error(), status)
 
 
 def _encode(text: str, what: str = "text") -> bytes:
     if not isinstance(text, str):
-        raise Error(f"{what} must be a str, not {type(text).__name__}")
+        raise InvalidArgumentError(f"{what} must be a str, not {type(text).__name__}")
     if "\0" in text:
-        raise Error(f"{what} contains a NUL character")
+        raise InvalidTextError(f"{what} contains a NUL character")
     try:
         return text.encode("utf-8")
     except UnicodeEncodeError as error:
-        raise Error(f"{what} is not valid Unicode (a lone surrogate at index {error.start})") from None
+        raise InvalidTextError(f"{what} is not valid Unicode (a lone surrogate at index {error.start})") from None
 
 
 def _decode(value: Optional[bytes]) -> Optional[str]:
@@ -99,7 +183,7 @@ def _decode(value: Optional[bytes]) -> Optional[str]:
 
 def version() -> str:
     """libparla's version, "MAJOR.MINOR.PATCH"."""
-    return _c().parla_version().decode()
+    return str(_c().parla_version().decode())
 
 
 # MARK: Values
@@ -109,7 +193,7 @@ def version() -> str:
 class Event:
     """Something that happened to an utterance, at the moment the listener hears it."""
 
-    kind: str
+    kind: EventKind
     """started, word, sentence, mark, resumed, paused, continued, or a terminal one:
     finished, interrupted (cut off while speaking), dropped (never started), failed."""
     utterance: int
@@ -157,7 +241,7 @@ class Chunk:
     """A piece of :meth:`Synthesizer.synthesize`'s output: audio, a word or sentence with
     the samples that speak it, or an SSML mark with the sample where it is reached."""
 
-    kind: str
+    kind: ChunkKind
     """audio, word, sentence or mark."""
     sample: int
     """audio: the index of its first sample in the utterance's audio; word, sentence: where
@@ -236,6 +320,43 @@ def voices() -> list[Voice]:
         return result
     finally:
         c.parla_voice_list_free(handle)
+
+
+def install_voice(
+    name: str, catalog: Optional[str] = None, progress: Optional[Callable[[str, int, int], None]] = None
+) -> None:
+    """Installs Piper voice ``name`` ("en_US-joe-medium") from Piper's catalog into the
+    user's voice directory (``~/.local/share/parla/voices``), as ``parla voices install``
+    does: each file is checked against the catalog's size and md5, a broken transfer resumes
+    where it stopped when called again, and the voice appears only once whole.
+
+    ``catalog``: a URL or directory with Piper's layout (default: ``$PARLA_VOICE_CATALOG``,
+    else Hugging Face's rhasspy/piper-voices). ``progress(file, bytes, total)`` is called as
+    each file arrives. Raises :class:`UnknownVoiceError` for a name the catalog lacks (the
+    message names the nearest), :class:`VoiceInstallError` for the rest. Needs curl."""
+    c = _c()
+
+    def report(file: Optional[bytes], done: int, total: int, _user: Optional[int]) -> None:
+        if progress is not None:
+            try:
+                progress(_decode(file) or "", done, total)
+            except BaseException:  # an exception must not cross into C
+                traceback.print_exc()
+
+    callback = _lib.INSTALL_PROGRESS(report)
+    status = c.parla_install_voice(_encode(name, "name"), _encode(catalog, "catalog") if catalog is not None else None, callback, None)
+    if status != _lib.PARLA_OK:
+        message = _last_error()
+        raise (UnknownVoiceError if status == 5 else VoiceInstallError if status in (10, 12) else _ERRORS.get(status, Error))(message, status)
+
+
+def remove_voice(name: str) -> None:
+    """Removes a voice :func:`install_voice` installed (and its prepared copies in Parla's
+    cache). Raises :class:`UnknownVoiceError` if it is not in the user's voice directory."""
+    status = _c().parla_remove_voice(_encode(name, "name"))
+    if status != _lib.PARLA_OK:
+        message = _last_error()
+        raise (UnknownVoiceError if status == 5 else VoiceInstallError)(message, status)
 
 
 def detect(text: str) -> list[Segment]:
@@ -332,7 +453,7 @@ class Synthesizer:
     def _deliver(self, pointer: "ctypes._Pointer[_lib.Event]", _user: Optional[int]) -> None:
         try:
             e = pointer.contents
-            kind = _lib.EVENT_KINDS.get(e.kind, "unknown")
+            kind: EventKind = _lib.EVENT_KINDS.get(e.kind, "unknown")
             has_range = e.scalar_start >= 0
             event = Event(
                 kind=kind,
@@ -378,14 +499,14 @@ class Synthesizer:
         # Waited for in slices, so that Ctrl-C (KeyboardInterrupt) gets through at once.
         with self._condition:
             if utterance not in self._utterances:
-                raise Error(f"utterance {utterance} was not spoken by this synthesizer")
+                raise InvalidArgumentError(f"utterance {utterance} was not spoken by this synthesizer")
             remaining = timeout
             while True:
                 ended = self._utterances[utterance].ended
                 if ended is not None:
                     return ended
                 if remaining is not None and remaining <= 0:
-                    raise Error(f"utterance {utterance} had not ended after {timeout} s", _lib.TIMEOUT)
+                    raise TimeoutError(f"utterance {utterance} had not ended after {timeout} s", _lib.TIMEOUT)
                 step = 0.1 if remaining is None else min(0.1, remaining)
                 self._condition.wait(step)
                 if remaining is not None:
@@ -393,7 +514,7 @@ class Synthesizer:
 
     def _live(self) -> int:
         if self._handle is None:
-            raise Error("the synthesizer is closed")
+            raise InvalidArgumentError("the synthesizer is closed", 2)
         return self._handle
 
     def _utterance(
@@ -415,7 +536,7 @@ class Synthesizer:
         data = _encode(text)
         handle = c.parla_utterance_new_ssml(data) if ssml else c.parla_utterance_new(data)
         if not handle:
-            raise Error(_last_error())
+            raise (SSMLError if ssml else InvalidArgumentError)(_last_error())
         try:
             if language is not None:
                 _check(c.parla_utterance_set_language(handle, _encode(language, "language")))
@@ -429,12 +550,12 @@ class Synthesizer:
             _check(c.parla_utterance_set_resumes_after_interruption(handle, int(bool(resume_after_interruption))))
             if priority is not None:
                 if priority not in _lib.PRIORITIES or priority == "none":
-                    raise Error(f"priority must be 'low', 'default' or 'high', not {priority!r}")
+                    raise InvalidArgumentError(f"priority must be 'low', 'default' or 'high', not {priority!r}")
                 _check(c.parla_utterance_set_announcement(handle, _lib.PRIORITIES[priority], int(bool(queue))))
         except BaseException:
             c.parla_utterance_free(handle)
             raise
-        return handle
+        return int(handle)
 
     def speak(
         self,
@@ -472,7 +593,7 @@ class Synthesizer:
         )
         return self._submit(lambda ident: c.parla_speak(self._live(), handle, ident), handle)
 
-    def _submit(self, call: Callable[["ctypes._Pointer[ctypes.c_uint64]"], int], handle: Optional[int] = None) -> int:
+    def _submit(self, call: Callable[[object], int], handle: Optional[int] = None) -> int:
         c = _c()
         ident = ctypes.c_uint64()
         try:
@@ -539,7 +660,7 @@ class Synthesizer:
     @property
     def is_speaking(self) -> bool:
         """Whether something is speaking or paused."""
-        return _c().parla_is_speaking(self._live()) == 1
+        return bool(_c().parla_is_speaking(self._live()) == 1)
 
     def prepare(self) -> None:
         """Starts the engine and connects to the sound server now (optional): the first
@@ -572,7 +693,7 @@ class Synthesizer:
             c.parla_utterance_free(handle)
         try:
 
-            def ranges(count: Callable[[int], int], get: Callable[..., int]) -> list[Word]:
+            def ranges(count: Callable[[ctypes.c_void_p], int], get: Callable[..., int]) -> list[Word]:
                 result = []
                 for i in range(count(timeline)):
                     r = _lib.TimedRange()
@@ -627,7 +748,7 @@ class Synthesizer:
         def on_chunk(pointer: "ctypes._Pointer[_lib.Chunk]", _user: Optional[int]) -> int:
             try:
                 k = pointer.contents
-                kind = _lib.CHUNK_KINDS.get(k.kind, "unknown")
+                kind: ChunkKind = _lib.CHUNK_KINDS.get(k.kind, "unknown")
                 chunk = Chunk(
                     kind=kind,
                     sample=k.sample,
@@ -654,7 +775,7 @@ class Synthesizer:
             try:
                 status = c.parla_synthesize(self._live(), handle, callback, None)
                 if status != _lib.PARLA_OK:
-                    outcome["error"] = Error(_last_error(), status)
+                    outcome["error"] = _error(_last_error(), status)
             except Error as error:
                 outcome["error"] = error
             finally:
@@ -705,7 +826,7 @@ class Synthesizer:
         :class:`Error` if no event comes for that many seconds."""
         inbox: "_queue.SimpleQueue[Event]" = _queue.SimpleQueue()
         with self._condition:
-            past = list(self._utterances[utterance].events) if utterance in self._utterances else []
+            past = list(self._utterances[utterance].events) if utterance is not None and utterance in self._utterances else []
             self._subscribers.append(inbox.put)
         return self._iterate(inbox, past, utterance, timeout)
 
@@ -719,7 +840,7 @@ class Synthesizer:
                 try:
                     event = inbox.get(timeout=timeout)
                 except _queue.Empty:
-                    raise Error(f"no event for {timeout} s") from None
+                    raise TimeoutError(f"no event for {timeout} s", _lib.TIMEOUT) from None
                 if utterance is not None and event.utterance != utterance:
                     continue
                 yield event
@@ -740,7 +861,7 @@ class Synthesizer:
             loop.call_soon_threadsafe(inbox.put_nowait, event)
 
         with self._condition:
-            past = list(self._utterances[utterance].events) if utterance in self._utterances else []
+            past = list(self._utterances[utterance].events) if utterance is not None and utterance in self._utterances else []
             self._subscribers.append(put)
         try:
             for event in past:
@@ -764,7 +885,7 @@ class Synthesizer:
     @staticmethod
     def _boundary(at: str) -> int:
         if at not in _lib.BOUNDARIES:
-            raise Error(f"at must be 'immediate' or 'word', not {at!r}")
+            raise InvalidArgumentError(f"at must be 'immediate' or 'word', not {at!r}")
         return _lib.BOUNDARIES[at]
 
     def close(self) -> None:

@@ -6,11 +6,17 @@ import ctypes
 import ctypes.util
 import os
 from pathlib import Path
+from typing import Literal
+
+EventKind = Literal[
+    "started", "word", "sentence", "mark", "resumed", "paused", "continued", "finished", "interrupted", "dropped", "failed", "unknown"
+]
+ChunkKind = Literal["audio", "word", "sentence", "mark", "unknown"]
 
 PARLA_OK = 0
 
 # parla_event_kind
-EVENT_KINDS = {
+EVENT_KINDS: "dict[int, EventKind]" = {
     1: "started",
     2: "word",
     3: "sentence",
@@ -23,7 +29,7 @@ EVENT_KINDS = {
     10: "dropped",
     11: "failed",
 }
-TERMINAL = {"finished", "interrupted", "dropped", "failed"}
+TERMINAL: "frozenset[EventKind]" = frozenset({"finished", "interrupted", "dropped", "failed"})
 PRIORITIES = {"none": 0, "low": 1, "default": 2, "high": 3}
 BOUNDARIES = {"immediate": 0, "word": 1}
 TIMEOUT = 11
@@ -99,10 +105,12 @@ class Chunk(ctypes.Structure):
     ]
 
 
-CHUNK_KINDS = {1: "audio", 2: "word", 3: "sentence", 4: "mark"}
+CHUNK_KINDS: "dict[int, ChunkKind]" = {1: "audio", 2: "word", 3: "sentence", 4: "mark"}
 
 CALLBACK = ctypes.CFUNCTYPE(None, ctypes.POINTER(Event), ctypes.c_void_p)
 CHUNK_CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(Chunk), ctypes.c_void_p)
+# parla_install_progress: file, bytes so far, its size, user data.
+INSTALL_PROGRESS = ctypes.CFUNCTYPE(None, ctypes.c_char_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p)
 
 _p = ctypes.c_void_p
 _s = ctypes.c_char_p
@@ -156,6 +164,8 @@ _SIGNATURES = {
     "parla_segment_list_count": (ctypes.c_size_t, [_p]),
     "parla_segment_list_get": (_i, [_p, ctypes.c_size_t, ctypes.POINTER(Segment)]),
     "parla_segment_list_free": (None, [_p]),
+    "parla_install_voice": (_i, [_s, _s, INSTALL_PROGRESS, _p]),
+    "parla_remove_voice": (_i, [_s]),
 }
 
 

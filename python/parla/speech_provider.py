@@ -18,7 +18,7 @@ import struct
 import sys
 import threading
 import time
-from typing import Optional
+from typing import Any, Optional
 
 import gi
 
@@ -222,13 +222,13 @@ class Provider:
         threading.Thread(target=self.synthesize, args=(fd, text, settings), daemon=True).start()
         invocation.return_value(None)
 
-    def settings(self, text: str, voice_id: str, pitch: float, rate: float, is_ssml: bool, language: str) -> dict:
+    def settings(self, text: str, voice_id: str, pitch: float, rate: float, is_ssml: bool, language: str) -> dict[str, Any]:
         if voice_id and voice_id != AUTO and voice_id not in self.by_id:
             self.refresh_voices()  # installed a moment ago?
         if voice_id and voice_id != AUTO and voice_id not in self.by_id:
             raise parla.Error(f"no voice '{voice_id}' in Parla (the Voices property lists them; '{AUTO}' detects the language)")
         voice = self.by_id.get(voice_id)
-        settings = {
+        settings: dict[str, Any] = {
             "ssml": bool(is_ssml),
             "rate": min(max(rate or 1.0, 0.25), 4.0),
             "pitch": min(max(pitch if pitch >= 0 else 1.0, 0.0), 2.0),
@@ -243,7 +243,7 @@ class Provider:
 
     # MARK: The work
 
-    def synthesize(self, fd: int, text: str, settings: dict) -> None:
+    def synthesize(self, fd: int, text: str, settings: dict[str, Any]) -> None:
         stream: Optional[Stream] = None
         try:
             stream = Stream(fd)

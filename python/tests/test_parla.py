@@ -120,32 +120,86 @@ def test_synthesize_reaches_ssml_marks_where_the_next_word_starts(synth):
 
 
 def test_errors(synth, tmp_path):
-    with pytest.raises(parla.Error, match="UTF-8|surrogate"):
+    with pytest.raises(parla.InvalidTextError, match="UTF-8|surrogate"):
         synth.speak("bad \udc80")
-    with pytest.raises(parla.Error, match="NUL"):
+    with pytest.raises(parla.InvalidTextError, match="NUL"):
         synth.speak("a\0b")
-    with pytest.raises(parla.Error):
+    with pytest.raises(ValueError):
         synth.speak(b"bytes")  # type: ignore[arg-type]
-    with pytest.raises(parla.Error, match="no voice"):
+    with pytest.raises(parla.UnknownVoiceError, match="no voice") as caught:
         synth.speak("Hello", voice="no-such-voice")
-    with pytest.raises(parla.Error, match="rate") as caught:
+    assert isinstance(caught.value, LookupError) and caught.value.status == 5
+    with pytest.raises(parla.InvalidArgumentError, match="rate") as caught:
         synth.speak("Hello", rate=50)
-    assert caught.value.status == 4
-    with pytest.raises(parla.Error):
+    assert caught.value.status == 4 and isinstance(caught.value, ValueError)
+    with pytest.raises(parla.UnknownLanguageError):
         synth.speak("Hello", language="not a tag!")
-    with pytest.raises(parla.Error, match="priority"):
-        synth.announce("Hello", priority="urgent")
-    with pytest.raises(parla.Error):
+    with pytest.raises(parla.InvalidArgumentError, match="priority"):
+        synth.announce("Hello", priority="urgent")  # type: ignore[arg-type]
+    with pytest.raises(parla.SSMLError):
         synth.speak("<speak><s>unclosed", ssml=True)
-    with pytest.raises(parla.Error, match="not spoken"):
+    with pytest.raises(parla.InvalidArgumentError, match="not spoken"):
         synth.wait(123456789)
+    # A wait that runs out is a TimeoutError, Parla's and Python's.
+    with pytest.raises(parla.TimeoutError) as timed_out:
+        next(synth.events(timeout=0.05))
+    assert isinstance(timed_out.value, TimeoutError) and isinstance(timed_out.value, parla.Error)
     missing = tmp_path / "missing" / "out.wav"
-    with pytest.raises(parla.Error) as caught:
+    with pytest.raises(parla.FileError) as caught:
         synth.write("Hello.", missing)
-    assert caught.value.status == 10 and not missing.exists()
+    assert caught.value.status == 10 and not missing.exists() and isinstance(caught.value, OSError)
     synth.close()
-    with pytest.raises(parla.Error, match="closed"):
+    with pytest.raises(parla.InvalidArgumentError, match="closed"):
         synth.speak("Hello")
+    # Every kind is a parla.Error.
+    for kind in (parla.InvalidTextError, parla.UnknownVoiceError, parla.TimeoutError, parla.FileError, parla.VoiceInstallError):
+        assert issubclass(kind, parla.Error)
+
+
+def _tiny_mirror(root: Path) -> str:
+    """A mirror of Piper's catalog holding one small made-up voice; returns its name."""
+    import hashlib
+
+    name = "xx_XX-tiny-low"
+    where = root / "xx" / "xx_XX" / "tiny" / "low"
+    where.mkdir(parents=True)
+    config = {
+        "audio": {"sample_rate": 22050, "quality": "low"},
+        "espeak": {"voice": "en-us"},
+        "language": {"code": "xx_XX"},
+        "phoneme_type": "espeak",
+        "phoneme_id_map": {"_": [0], "^": [1], "$": [2], " ": [3], "a": [4]},
+    }
+    files = {f"{name}.onnx": bytes(range(256)) * 4096, f"{name}.onnx.json": json.dumps(config).encode()}
+    listed = {}
+    for file, data in files.items():
+        (where / file).write_bytes(data)
+        listed[f"xx/xx_XX/tiny/low/{file}"] = {"size_bytes": len(data), "md5_digest": hashlib.md5(data).hexdigest()}
+    entry = {"key": name, "language": {"code": "xx_XX", "name_english": "Test"}, "quality": "low", "num_speakers": 1, "files": listed}
+    (root / "voices.json").write_text(json.dumps({name: entry}))
+    return name
+
+
+def test_install_and_remove_a_voice(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    monkeypatch.delenv("PARLA_PIPER_VOICES", raising=False)
+    name = _tiny_mirror(tmp_path / "mirror")
+    seen: list[tuple[str, int, int]] = []
+    parla.install_voice(name, catalog=str(tmp_path / "mirror"), progress=lambda f, n, t: seen.append((f, n, t)))
+    installed = tmp_path / "data" / "parla" / "voices"
+    assert sorted(p.name for p in installed.iterdir()) == [f"{name}.onnx", f"{name}.onnx.json"]
+    assert (f"{name}.onnx", 1 << 20, 1 << 20) in seen
+    assert f"piper.{name}" in [v.identifier for v in parla.voices()]
+    with pytest.raises(parla.UnknownVoiceError, match="Did you mean xx_XX-tiny-low") as caught:
+        parla.install_voice("xx_XX-tiny-lo", catalog=str(tmp_path / "mirror"))
+    assert isinstance(caught.value, LookupError)
+    with pytest.raises(parla.VoiceInstallError, match="Cannot reach"):
+        parla.install_voice(name, catalog=str(tmp_path / "no-such-mirror"))
+    parla.remove_voice(name)
+    assert list(installed.iterdir()) == []
+    assert f"piper.{name}" not in [v.identifier for v in parla.voices()]
+    with pytest.raises(parla.UnknownVoiceError, match="not installed"):
+        parla.remove_voice(name)
 
 
 def test_big_and_strange_input_does_not_crash(synth, tmp_path):

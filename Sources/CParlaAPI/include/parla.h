@@ -289,6 +289,25 @@ size_t parla_segment_list_count(const parla_segment_list *list);
 parla_status parla_segment_list_get(const parla_segment_list *list, size_t index, parla_segment *out);
 void parla_segment_list_free(parla_segment_list *list);
 
+/* MARK: Installing Piper voices */
+
+/* Called as a voice's files arrive: the file's name, the bytes it has so far, and its size. */
+typedef void (*parla_install_progress)(const char *file, int64_t bytes, int64_t total, void *user_data);
+
+/* Installs Piper voice `name` ("en_US-joe-medium") from Piper's catalog into the user's voice
+ * directory ($XDG_DATA_HOME/parla/voices, ~/.local/share/parla/voices), as `parla voices
+ * install` does: each file is checked against the catalog's size and md5, a broken transfer
+ * resumes where it stopped when called again, and the voice is listed only once whole.
+ * `catalog`: a URL or directory with the catalog's layout (voices.json at its root); NULL:
+ * $PARLA_VOICE_CATALOG, else Hugging Face's rhasspy/piper-voices. `progress` may be NULL.
+ * Blocks until done; needs curl. PARLA_ERROR_UNKNOWN_VOICE: the catalog has no such voice (the
+ * message names the nearest); PARLA_ERROR_IO: the catalog cannot be reached or read, a file
+ * arrived damaged (it is deleted), the disk is full, another install of it is running. */
+parla_status parla_install_voice(const char *name, const char *catalog, parla_install_progress progress, void *user_data);
+/* Removes a voice parla_install_voice installed, and its prepared copies in Parla's cache.
+ * PARLA_ERROR_UNKNOWN_VOICE if it is not in the user's voice directory. */
+parla_status parla_remove_voice(const char *name);
+
 #ifdef __cplusplus
 }
 #endif
