@@ -1,7 +1,9 @@
-"""The wheel scripts/package-wheel builds carries native files (libparla and Parla's engine):
-it is tagged for the platform (py3-none-linux_x86_64), not as pure Python."""
+"""The wheel scripts/package-wheel builds carries native files (libparla, Parla's engine and
+espeak-ng): it is a platform wheel (py3-none-PLATFORM), with everything in platlib, as
+auditwheel requires of a wheel it tags manylinux."""
 
 from setuptools import setup
+from setuptools.dist import Distribution
 
 try:
     from setuptools.command.bdist_wheel import bdist_wheel
@@ -9,14 +11,15 @@ except ImportError:  # setuptools before 70.1
     from wheel.bdist_wheel import bdist_wheel  # type: ignore[no-redef]
 
 
-class PlatformWheel(bdist_wheel):
-    def finalize_options(self) -> None:
-        super().finalize_options()
-        self.root_is_pure = False
+class BinaryDistribution(Distribution):
+    def has_ext_modules(self) -> bool:
+        return True
 
+
+class PlatformWheel(bdist_wheel):
     def get_tag(self):  # type: ignore[no-untyped-def]
         _, _, platform = super().get_tag()
         return "py3", "none", platform
 
 
-setup(cmdclass={"bdist_wheel": PlatformWheel})
+setup(distclass=BinaryDistribution, cmdclass={"bdist_wheel": PlatformWheel})

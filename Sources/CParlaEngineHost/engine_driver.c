@@ -71,7 +71,10 @@ static int synth_callback(short *wav, int count, espeak_EVENT *events) {
 int parla_engine_init(char *error, size_t error_size) {
     if (sample_rate > 0) return sample_rate;
     // Phoneme events, in IPA, are what Piper's voices map their words with (piper_phonemes.c).
-    int rate = espeak_Initialize(AUDIO_OUTPUT_SYNCHRONOUS, 100, NULL,
+    // Loaded first (and the espeak-ng bundled with the program with it, if any), so that its
+    // data directory is known: the bundled one's (the Python wheel's), else the library's own.
+    if (parla_espeak_load_error) (void)parla_espeak_load_error();
+    int rate = espeak_Initialize(AUDIO_OUTPUT_SYNCHRONOUS, 100, parla_espeak_bundled_directory(),
                                  0x8000 /* espeakINITIALIZE_DONT_EXIT */ | espeakINITIALIZE_PHONEME_EVENTS | espeakINITIALIZE_PHONEME_IPA);
     if (rate <= 0) {
         // Set when libespeak-ng is loaded on first use (CESpeakNGLazy) and could not be.

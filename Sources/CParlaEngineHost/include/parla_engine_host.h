@@ -21,4 +21,8 @@ int parla_prestart_host(void);
 /// The host ``parla_prestart_host`` started, once: returns 1 and fills in its process id,
 /// the descriptor that writes to it and the one that reads from it; 0 if there is none.
 int parla_take_prestarted_host(int *pid, int *input, int *output);
+/// The directory of the espeak-ng bundled with the program (the Python wheel's espeak-ng/
+/// beside parla-engine: libespeak-ng.so.1 and espeak-ng-data), once libespeak-ng is loaded;
+/// NULL where the system's is used.
+const char *parla_espeak_bundled_directory(void);
 #endif
