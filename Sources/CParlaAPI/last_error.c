@@ -6,10 +6,33 @@
 #include <string.h>
 
 static _Thread_local char last_error[2048];
+static _Thread_local parla_status last_status;
 
 const char *parla_last_error(void) { return last_error; }
 
-__attribute__((visibility("hidden"))) void parla_internal_set_error(const char *message) {
+parla_status parla_last_status(void) { return last_status; }
+
+const char *parla_status_string(parla_status status) {
+    switch (status) {
+    case PARLA_OK: return "no error";
+    case PARLA_ERROR_INVALID_ARGUMENT: return "invalid argument";
+    case PARLA_ERROR_INVALID_HANDLE: return "invalid handle";
+    case PARLA_ERROR_INVALID_UTF8: return "invalid UTF-8";
+    case PARLA_ERROR_OUT_OF_RANGE: return "value out of range";
+    case PARLA_ERROR_UNKNOWN_VOICE: return "unknown voice";
+    case PARLA_ERROR_UNKNOWN_LANGUAGE: return "unknown language";
+    case PARLA_ERROR_SSML: return "malformed SSML";
+    case PARLA_ERROR_AUDIO: return "audio failure";
+    case PARLA_ERROR_ENGINE: return "engine failure";
+    case PARLA_ERROR_IO: return "input or output failure";
+    case PARLA_ERROR_TIMEOUT: return "timed out";
+    case PARLA_ERROR_FAILED: return "failed";
+    }
+    return "unknown status";
+}
+
+__attribute__((visibility("hidden"))) void parla_internal_set_error(const char *message, int status) {
+    last_status = (parla_status)status;
     if (!message) message = "";
     size_t n = strlen(message);
     if (n >= sizeof last_error) n = sizeof last_error - 1;

@@ -57,7 +57,7 @@ final class HandleTable: Sendable {
 
 /// Sets the calling thread's message for parla_last_error() and returns `status`.
 func fail(_ status: parla_status, _ message: String) -> parla_status {
-    message.withCString { parla_internal_set_error($0) }
+    message.withCString { parla_internal_set_error($0, Int32(status.rawValue)) }
     return status
 }
 
@@ -84,7 +84,7 @@ func status(of error: ParlaError) -> parla_status {
 }
 
 func succeed() -> parla_status {
-    parla_internal_set_error("")
+    parla_internal_set_error("", 0)
     return PARLA_OK
 }
 

@@ -63,12 +63,20 @@ static void test_errors(void) {
     expect(parla_utterance_new(NULL) == NULL, "an utterance of NULL");
     expect(parla_utterance_new("caf\xc3") == NULL && strstr(parla_last_error(), "UTF-8"), "invalid UTF-8 refused");
     expect(parla_utterance_new_ssml("<speak><s>unclosed") == NULL, "malformed SSML refused");
+    expect(parla_last_status() == PARLA_ERROR_SSML, "a _new's status: %d", (int)parla_last_status());
+    expect(strcmp(parla_status_string(PARLA_ERROR_SSML), "malformed SSML") == 0 && strcmp(parla_status_string(PARLA_OK), "no error") == 0 &&
+               strcmp(parla_status_string((parla_status)99), "unknown status") == 0,
+           "status strings");
+    char version[32];
+    snprintf(version, sizeof version, "%d.%d.%d", PARLA_VERSION_MAJOR, PARLA_VERSION_MINOR, PARLA_VERSION_PATCH);
+    expect(strcmp(version, PARLA_VERSION_STRING) == 0 && strcmp(version, parla_version()) == 0, "the header is version %s, the library %s",
+           PARLA_VERSION_STRING, parla_version());
     expect_status(parla_speak(NULL, NULL, NULL), PARLA_ERROR_INVALID_HANDLE, "speak on NULL");
     expect_status(parla_continue((parla_synthesizer *)(uintptr_t)0x7f0000001230), PARLA_ERROR_INVALID_HANDLE, "a made-up handle");
     expect_status(parla_continue((parla_synthesizer *)(uintptr_t)0x1001), PARLA_ERROR_INVALID_HANDLE, "a misaligned handle");
 
     parla_utterance *u = parla_utterance_new("Hello.");
-    expect(u != NULL, "an utterance");
+    expect(u != NULL && parla_last_status() == PARLA_OK, "an utterance, and PARLA_OK after it");
     expect_status(parla_utterance_set_rate(u, 10), PARLA_ERROR_OUT_OF_RANGE, "rate 10");
     expect_status(parla_utterance_set_rate(u, 0.0 / 0.0), PARLA_ERROR_OUT_OF_RANGE, "rate NaN");
     expect_status(parla_utterance_set_pitch(u, -1), PARLA_ERROR_OUT_OF_RANGE, "pitch -1");

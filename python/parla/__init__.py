@@ -439,7 +439,7 @@ class Synthesizer:
         c = _c()
         handle = c.parla_synthesizer_new(_encode(device, "device") if device is not None else None)
         if not handle:
-            raise Error(_last_error())
+            raise _error(_last_error(), c.parla_last_status())
         self._handle: Optional[int] = handle
         self._condition = threading.Condition()
         self._utterances: "OrderedDict[int, _Utterance]" = OrderedDict()
@@ -536,7 +536,7 @@ class Synthesizer:
         data = _encode(text)
         handle = c.parla_utterance_new_ssml(data) if ssml else c.parla_utterance_new(data)
         if not handle:
-            raise (SSMLError if ssml else InvalidArgumentError)(_last_error())
+            raise _error(_last_error(), c.parla_last_status())
         try:
             if language is not None:
                 _check(c.parla_utterance_set_language(handle, _encode(language, "language")))

@@ -122,6 +122,8 @@ _u64p = ctypes.POINTER(ctypes.c_uint64)
 _SIGNATURES = {
     "parla_version": (_s, []),
     "parla_last_error": (_s, []),
+    "parla_last_status": (_i, []),
+    "parla_status_string": (ctypes.c_char_p, [_i]),
     "parla_utterance_new": (_p, [_s]),
     "parla_utterance_new_ssml": (_p, [_s]),
     "parla_utterance_free": (None, [_p]),

@@ -39,6 +39,12 @@ extern "C" {
 
 /* MARK: Versions and errors */
 
+/* The version of this header; parla_version() is the library's. */
+#define PARLA_VERSION_MAJOR 0
+#define PARLA_VERSION_MINOR 1
+#define PARLA_VERSION_PATCH 0
+#define PARLA_VERSION_STRING "0.1.0"
+
 /* The library's version, "MAJOR.MINOR.PATCH". */
 const char *parla_version(void);
 
@@ -61,6 +67,11 @@ typedef enum {
 /* The message of the last failed call on this thread ("" if none). Valid until the next
  * call into libparla on this thread. */
 const char *parla_last_error(void);
+/* The status of the last call on this thread that sets one (PARLA_OK after a success): what a
+ * _new that returned NULL failed with. */
+parla_status parla_last_status(void);
+/* A status's name in a few words ("unknown voice"); never NULL, static. */
+const char *parla_status_string(parla_status status);
 
 /* MARK: Utterances */
 
