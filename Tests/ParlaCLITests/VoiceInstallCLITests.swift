@@ -264,6 +264,27 @@ struct VoiceInstallCLITests {
         #expect(try listed().isEmpty)
     }
 
+    /// --system: the installed prefix's share/parla/voices (here a copy of parla in PREFIX/bin).
+    @Test func systemInstallsBesideTheProgram() throws {
+        let prefix = try makeTemporaryDirectory()
+        let bin = prefix.appendingPathComponent("bin")
+        try FileManager.default.createDirectory(at: bin, withIntermediateDirectories: true)
+        let copy = bin.appendingPathComponent("parla").path
+        try FileManager.default.copyItem(atPath: URL(fileURLWithPath: CLITests.binary).resolvingSymlinksInPath().path, toPath: copy)
+        let env: [String: String?] = ["XDG_DATA_HOME": data.path, "PARLA_PIPER_VOICES": nil, "LANG": "C.UTF-8"]
+        let installed = try runProcess(copy, ["voices", "install", "--system", VoiceMirror.tiny, "--catalog", mirror.url()], environment: env)
+        #expect(installed.status == 0, "\(installed.error)")
+        let system = prefix.appendingPathComponent("share/parla/voices")
+        let names = ((try? FileManager.default.contentsOfDirectory(atPath: system.path)) ?? []).sorted()
+        #expect(names == ["\(VoiceMirror.tiny).MODEL_CARD", "\(VoiceMirror.tiny).onnx", "\(VoiceMirror.tiny).onnx.json"], "\(names)")
+        #expect(files().isEmpty, "nothing in the user's directory: \(files())")
+        let mine = try runProcess(copy, ["voices", "remove", VoiceMirror.tiny], environment: env)
+        #expect(mine.status != 0 && mine.error.contains("is not installed in \(voices.path)"), "\(mine.error)")
+        let removed = try runProcess(copy, ["voices", "remove", "--system", VoiceMirror.tiny], environment: env)
+        #expect(removed.status == 0, "\(removed.error)")
+        #expect(((try? FileManager.default.contentsOfDirectory(atPath: system.path)) ?? []).isEmpty)
+    }
+
     /// A Piper voice that cannot be used is listed as such, with the reason, and asking for it
     /// says why instead of "no such voice".
     @Test func unusableVoicesAreListedWithTheReason() throws {
