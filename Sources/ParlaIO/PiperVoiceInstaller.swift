@@ -81,6 +81,11 @@ package enum VoiceInstallError: Error, Equatable, CustomStringConvertible {
     }
 }
 
+/// The value of environment variable `name`, nil if it is unset or empty.
+package func environmentValue(_ name: String) -> String? {
+    getenv(name).map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 }
+}
+
 /// Bytes as megabytes with one decimal ("63.2 MB"), or kilobytes below a megabyte ("4.8 kB").
 package func megabytes(_ bytes: Int64) -> String {
     let small = bytes < 999_950
@@ -144,8 +149,7 @@ package struct PiperVoiceIndex: Sendable {
 
     /// `--catalog`, else `$PARLA_VOICE_CATALOG`, else Hugging Face; a plain path becomes a file:// URL.
     package static func root(_ explicit: String?) -> String {
-        let env = getenv("PARLA_VOICE_CATALOG").map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 }
-        var root = explicit ?? env ?? defaultRoot
+        var root = explicit ?? environmentValue("PARLA_VOICE_CATALOG") ?? defaultRoot
         if !root.contains("://") {
             let absolute = root.hasPrefix("/") ? root : FileManager.default.currentDirectoryPath + "/" + root
             root = "file://" + absolute
@@ -266,9 +270,8 @@ package struct PiperVoiceInstaller: Sendable {
 
     /// The user's voice directory: `$XDG_DATA_HOME/parla/voices`, else `~/.local/share/parla/voices`.
     package static var userDirectory: String? {
-        let env = { (name: String) in getenv(name).map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 } }
-        if let data = env("XDG_DATA_HOME") { return data + "/parla/voices" }
-        return env("HOME").map { $0 + "/.local/share/parla/voices" }
+        if let data = environmentValue("XDG_DATA_HOME") { return data + "/parla/voices" }
+        return environmentValue("HOME").map { $0 + "/.local/share/parla/voices" }
     }
 
     /// The installed prefix's voice directory: `share/parla/voices` beside the program's `bin`.
@@ -396,7 +399,7 @@ package struct PiperVoiceInstaller: Sendable {
     /// Deletes the prepared copies of model `stem` in Parla's cache (`STEM-SIZE-TIME-rN-ort….ort*`,
     /// piper_voice.c), returning their paths.
     private static func removePreparedCopies(of stem: String) -> [String] {
-        let env = { (name: String) in getenv(name).map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 } }
+        let env = environmentValue
         let dir: String
         if let explicit = env("PARLA_PIPER_CACHE") {
             guard explicit != "0" else { return [] }

@@ -103,15 +103,10 @@ extension VoiceCatalog {
     /// `:`), `$XDG_DATA_HOME/parla/voices` (`~/.local/share/parla/voices`), then
     /// `parla/voices` in each of `$XDG_DATA_DIRS` (`/usr/local/share:/usr/share`).
     package static var piperVoiceDirectories: [String] {
-        let env = { (name: String) -> String? in getenv(name).map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 } }
         var dirs: [String] = []
-        if let list = env("PARLA_PIPER_VOICES") { dirs += list.split(separator: ":").map(String.init) }
-        if let data = env("XDG_DATA_HOME") {
-            dirs.append(data + "/parla/voices")
-        } else if let home = env("HOME") {
-            dirs.append(home + "/.local/share/parla/voices")
-        }
-        for dir in (env("XDG_DATA_DIRS") ?? "/usr/local/share:/usr/share").split(separator: ":") {
+        if let list = environmentValue("PARLA_PIPER_VOICES") { dirs += list.split(separator: ":").map(String.init) }
+        if let user = PiperVoiceInstaller.userDirectory { dirs.append(user) }
+        for dir in (environmentValue("XDG_DATA_DIRS") ?? "/usr/local/share:/usr/share").split(separator: ":") {
             dirs.append(dir + "/parla/voices")
         }
         return dirs
