@@ -54,6 +54,10 @@ typedef struct {
 /// whole; -1 if the bytes are not a model. With `split` NULL, only says whether it splits.
 int piper_split_model(const unsigned char *model, size_t length, const char *durations, float seed, piper_split *split, char *why,
                       size_t why_size);
+/// The decoder part of a split with its 1-D convolutions written in two dimensions ([1, C, 1, T]),
+/// which ONNX Runtime runs faster (see piper_model.c); the same inputs and outputs. NULL if the
+/// decoder is not one that can be rewritten so (it is then used as it is).
+unsigned char *piper_planar_decoder(const unsigned char *model, size_t length, size_t *out_length);
 // MARK: Where things are (piper_paths.c)
 /// The directory of the running program (from /proc/self/exe); 0 if it cannot be read.
 int piper_program_directory(char *out, size_t size);

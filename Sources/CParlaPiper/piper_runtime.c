@@ -24,7 +24,7 @@ typedef struct OrtTensorTypeAndShapeInfo OrtTensorTypeAndShapeInfo;
 // Slots of the OrtApi table (0-based), and what they are.
 enum {
     ORT_GET_ERROR_MESSAGE = 2, ORT_CREATE_ENV = 3, ORT_CREATE_SESSION_FROM_ARRAY = 8, ORT_RUN = 9,
-    ORT_CREATE_SESSION_OPTIONS = 10, ORT_SET_EXECUTION_MODE = 13, ORT_CREATE_RUN_OPTIONS = 39, ORT_RELEASE_RUN_OPTIONS = 97, ORT_ADD_RUN_CONFIG = 165, ORT_SET_OPTIMIZATION_LEVEL = 23,
+    ORT_CREATE_SESSION_OPTIONS = 10, ORT_SET_EXECUTION_MODE = 13, ORT_DISABLE_MEM_PATTERN = 17, ORT_CREATE_RUN_OPTIONS = 39, ORT_RELEASE_RUN_OPTIONS = 97, ORT_ADD_RUN_CONFIG = 165, ORT_SET_OPTIMIZATION_LEVEL = 23,
     ORT_SET_OPTIMIZED_MODEL_PATH = 11, ORT_SET_INTRA_OP_THREADS = 24, ORT_SET_INTER_OP_THREADS = 25, ORT_SESSION_INPUT_COUNT = 30, ORT_SESSION_OUTPUT_COUNT = 31, ORT_SESSION_OUTPUT_NAME = 37,
     ORT_SESSION_INPUT_NAME = 36, ORT_CREATE_TENSOR_WITH_DATA = 49, ORT_GET_TENSOR_DATA = 51,
     ORT_GET_ELEMENT_TYPE = 60, ORT_GET_ELEMENT_COUNT = 64, ORT_GET_DIMENSIONS_COUNT = 61, ORT_GET_DIMENSIONS = 62, ORT_GET_TYPE_AND_SHAPE = 65, ORT_CREATE_CPU_MEMORY_INFO = 69,
@@ -200,6 +200,10 @@ piper_session *piper_session_create(const void *model, size_t length, int thread
     if (!st) st = ORT(ORT_SET_INTER_OP_THREADS, OrtStatus *(*)(OrtSessionOptions *, int))(options, 1);
     if (!st) st = ORT(ORT_SET_EXECUTION_MODE, OrtStatus *(*)(OrtSessionOptions *, int))(options, 0);
     if (!st) st = ORT(ORT_SET_OPTIMIZATION_LEVEL, OrtStatus *(*)(OrtSessionOptions *, int))(options, ORT_OPTIMIZE_ALL);
+    // No memory pattern: with one, each run of a shape seen before takes one block for all its
+    // tensors on top of what the arena already holds (a render worker of joe, 30 quotations in
+    // 96-frame chunks: 173 MB with it, 152 without, and the same CPU).
+    if (!st) st = ORT(ORT_DISABLE_MEM_PATTERN, OrtStatus *(*)(OrtSessionOptions *))(options);
     // Threads that spin between runs would take a core from the rest of the program.
     if (!st) st = ORT(ORT_ADD_SESSION_CONFIG, OrtStatus *(*)(OrtSessionOptions *, const char *, const char *))(options, "session.intra_op.allow_spinning", "0");
     typedef OrtStatus *(*config_fn)(OrtSessionOptions *, const char *, const char *);

@@ -74,7 +74,25 @@ static int parts_fit(piper_session *const s[PARTS]) {
 // decoder in NAME.ort.dec. Its name holds the model's size and time and the runtime's version,
 // so a changed model or runtime makes a new one.
 // PARLA_PIPER_CACHE=DIR puts it elsewhere; PARLA_PIPER_CACHE=0 turns it off.
-#define PREPARED_VERSION "r3"
+#define PREPARED_VERSION "r4"
+
+// What else the prepared copy depends on, in its name: the decoder's form (planar, as it was,
+// or the voice whole: PARLA_PIPER_PLANAR=0 and PARLA_PIPER_WHOLE=1 make other copies), and the
+// layout ONNX Runtime's optimizations write into it: its blocked convolutions (NCHWc) hold 16
+// channels a block with AVX-512 and 8 with AVX2, so machines sharing a cache (a home directory
+// on a cluster) do not read each other's.
+static void prepared_variant(char *out, size_t size) {
+    const char *whole = getenv("PARLA_PIPER_WHOLE"), *planar = getenv("PARLA_PIPER_PLANAR");
+    char form = whole && strcmp(whole, "1") == 0 ? 'w' : planar && strcmp(planar, "0") == 0 ? 'l' : 'p';
+    const char *layout = "o";
+#if defined(__x86_64__)
+    __builtin_cpu_init();
+    layout = __builtin_cpu_supports("avx512f") ? "x16" : __builtin_cpu_supports("avx2") ? "x8" : "x1";
+#elif defined(__aarch64__)
+    layout = "a64";
+#endif
+    snprintf(out, size, "%s%c%s", PREPARED_VERSION, form, layout);
+}
 
 static int cache_path(const char *model_path, const struct stat *st, char *out, size_t size) {
     const char *explicit = getenv("PARLA_PIPER_CACHE");
@@ -87,8 +105,10 @@ static int cache_path(const char *model_path, const struct stat *st, char *out, 
     const char *name = slash ? slash + 1 : model_path;
     size_t stem = strlen(name) > 5 && strcmp(name + strlen(name) - 5, ".onnx") == 0 ? strlen(name) - 5 : strlen(name);
     if (stem > 200) stem = 200;
+    char variant[32];
+    prepared_variant(variant, sizeof variant);
     int n = snprintf(out, size, "%s/%.*s-%lld-%lld-%s-ort%s.ort", dir, (int)stem, name, (long long)st->st_size, (long long)st->st_mtime,
-                     PREPARED_VERSION, piper_runtime_version());
+                     variant, piper_runtime_version());
     return n > 0 && (size_t)n < size;
 }
 
@@ -309,18 +329,30 @@ parla_piper_voice *parla_piper_load(const char *model_path, char *error, size_t 
     int splits = whole_asked && strcmp(whole_asked, "1") == 0
                      ? 0
                      : piper_split_model(model, model_length, found == 1 ? ceil : NULL, 0x5EED, &split, why_whole, sizeof why_whole);
-    unsigned char *prepared[PARTS] = { NULL, NULL, NULL };
-    size_t prepared_length[PARTS] = { 0, 0, 0 };
+    unsigned char *prepared[PARTS] = { NULL, NULL, NULL }, *linear_decoder = NULL;
+    size_t prepared_length[PARTS] = { 0, 0, 0 }, linear_length = 0;
     if (splits == 1) {
         prepared[ENCODER] = split.encoder, prepared_length[ENCODER] = split.encoder_length;
         prepared[FLOW] = split.flow, prepared_length[FLOW] = split.flow_length;
         prepared[DECODER] = split.decoder, prepared_length[DECODER] = split.decoder_length;
+        // Its convolutions on planes (piper_model.c), unless PARLA_PIPER_PLANAR=0 (for measuring);
+        // the decoder as it was is kept in case ONNX Runtime will not take the rewrite.
+        const char *planar_asked = getenv("PARLA_PIPER_PLANAR");
+        size_t planar_length = 0;
+        unsigned char *planar = planar_asked && strcmp(planar_asked, "0") == 0
+                                    ? NULL
+                                    : piper_planar_decoder(split.decoder, split.decoder_length, &planar_length);
+        if (planar) {
+            linear_decoder = split.decoder, linear_length = split.decoder_length;
+            prepared[DECODER] = planar, prepared_length[DECODER] = planar_length;
+        }
     } else {
         prepared[ENCODER] = piper_rewrite_model(model, model_length, found == 1 ? ceil : NULL, 0x5EED, &prepared_length[ENCODER]);
     }
     free(model);
     if (!prepared[ENCODER]) {
         for (int p = 0; p < PARTS; p++) free(prepared[p]);
+        free(linear_decoder);
         snprintf(error, error_size, "the voice's model %s is damaged (its graph cannot be read)", model_path);
         parla_piper_free(v);
         return NULL;
@@ -346,10 +378,18 @@ parla_piper_voice *parla_piper_load(const char *model_path, char *error, size_t 
         }
         if (save) make_directories(saving[ENCODER]);
         int made = 1;
-        for (int p = 0; p < PARTS && made; p++)
-            if (prepared[p])
-                made = (sessions[p] = piper_session_create(prepared[p], prepared_length[p], threads, 0, save ? saving[p] : NULL, session_error,
-                                                           sizeof session_error)) != NULL;
+        for (int p = 0; p < PARTS && made; p++) {
+            if (!prepared[p]) continue;
+            sessions[p] = piper_session_create(prepared[p], prepared_length[p], threads, 0, save ? saving[p] : NULL, session_error, sizeof session_error);
+            if (!sessions[p] && p == DECODER && linear_decoder) {
+                // ONNX Runtime did not take the planar decoder: the decoder as it was.
+                free(prepared[DECODER]);
+                prepared[DECODER] = linear_decoder, prepared_length[DECODER] = linear_length, linear_decoder = NULL;
+                session_error[0] = 0;
+                sessions[p] = piper_session_create(prepared[p], prepared_length[p], threads, 0, save ? saving[p] : NULL, session_error, sizeof session_error);
+            }
+            made = sessions[p] != NULL;
+        }
         if (!made || !parts_fit(sessions)) {
             for (int p = 0; p < PARTS; p++) piper_session_free(sessions[p]), sessions[p] = NULL;
             if (!session_error[0]) snprintf(session_error, sizeof session_error, "its split parts do not take the inputs expected");
@@ -364,6 +404,7 @@ parla_piper_voice *parla_piper_load(const char *model_path, char *error, size_t 
         else for (int p = 0; p < PARTS; p++) unlink(saving[p]);
     }
     for (int p = 0; p < PARTS; p++) free(prepared[p]);
+    free(linear_decoder);
     if (!sessions[ENCODER]) {
         if (strstr(session_error, "ONNX Runtime (libonnxruntime") || strstr(session_error, "is not an ONNX Runtime"))
             snprintf(error, error_size, "%s", session_error);
@@ -386,19 +427,19 @@ parla_piper_voice *parla_piper_load(const char *model_path, char *error, size_t 
 // How a sentence's latent is cut into chunks. Live speech starts with a short chunk (some 0.37 s
 // of audio) so that the first sound comes soon, then doubles each chunk up to LIVE_MOST, which
 // keeps the work per chunk ahead of the audio it gives; rendering decodes RENDER_CHUNK frames
-// at a time, which bounds a render worker's memory whatever the sentences' length (ONNX
-// Runtime's convolutions unfold their input) at no cost in time. 30 quotations with joe (63
-// MB), render CPU and worker peak: whole 12.6 s, 278 MB; 256 frames 12.5 s, 223 MB; 128
-// frames 14.1 s, 205 MB; 64 frames 15.4 s, 154 MB; 32 frames 17.4 s, 139 MB.
-// PARLA_PIPER_RENDER_CHUNK=64 trades the one for the other. Each chunk is decoded with
-// PADDING frames of the latent on either side, whose audio is dropped: the decoder sees 11
-// frames either side of each frame (HiFi-GAN of medium, low and x-low voices; 13 for high), so
-// a chunk's samples are those of the whole sentence decoded at once, within float rounding.
-// A tail shorter than SMALLEST_TAIL joins the chunk before it. The flow, where it is apart, is
-// run on the frames each chunk needs with FLOW_PADDING frames of context either side: its four
-// coupling layers of four convolutions of width 5 see 32 frames either side (joe: the same
-// floats as the whole sentence's flow at 32, 2e-4 apart at 24).
-enum { LIVE_FIRST = 32, LIVE_MOST = 256, RENDER_CHUNK = 256, PADDING = 16, SMALLEST_TAIL = 24, FLOW_PADDING = 32 };
+// at a time, which bounds a render worker's memory whatever the sentences' length. Render CPU
+// and worker peak for 30 quotations with joe (63 MB; planar decoder, padding 12, no memory
+// pattern): 256 frames 68.3 ms per second of audio, 196 MB; 128 frames 68.9, 161 MB; 96
+// frames 71.9, 152 MB; 64 frames 74.9, 144 MB. PARLA_PIPER_RENDER_CHUNK=N trades the one for
+// the other. Each chunk is decoded with PADDING frames of the latent on either side, whose
+// audio is dropped: the decoder sees 11 frames either side of each frame (HiFi-GAN of medium,
+// low and x-low voices; 13 for high), so a chunk's samples are those of the whole sentence
+// decoded at once, within float rounding. A tail shorter than SMALLEST_TAIL joins the chunk
+// before it. The flow, where it is apart, is run on the frames each chunk needs with
+// FLOW_PADDING frames of context either side: its four coupling layers of four convolutions of
+// width 5 see 32 frames either side (joe: the same floats as the whole sentence's flow at 32,
+// 2e-4 apart at 24); rendering runs it on the whole sentence at once.
+enum { LIVE_FIRST = 32, LIVE_MOST = 256, RENDER_CHUNK = 96, PADDING = 14, SMALLEST_TAIL = 24, FLOW_PADDING = 32 };
 
 // ONNX Runtime's first run of a session is slow: "Hello there," (27 ids) took 80 to 100 ms of
 // inference as a session's first run and 45 to 60 ms after one run of a 45-id sentence (joe,
@@ -731,7 +772,9 @@ static int speak_sentence(void *context, piper_sentence *s) {
             size_t b = a + size < frames ? a + size : frames;
             if (frames - b < SMALLEST_TAIL) b = frames;
             size_t from = a > sp->padding ? a - sp->padding : 0, to = b + sp->padding < frames ? b + sp->padding : frames;
-            if (flow && flow_frames(sp, first, channels, side, side_channels, frames, to, &latent, &latent_channels, &flowed) != 0) {
+            // Live speech makes the latent a chunk ahead (the first sound waits for no more);
+            // rendering makes it all at once, which spares the flow's context on every chunk.
+            if (flow && flow_frames(sp, first, channels, side, side_channels, frames, sp->live ? to : frames, &latent, &latent_channels, &flowed) != 0) {
                 status = fail(sp, NULL);
                 break;
             }

@@ -155,6 +155,42 @@ struct PiperCLITests {
         print("chunk seams: \(items.count) quotations, residual \(worst.dB) dB, largest difference \(worst.largest)")
     }
 
+    /// The decoder's convolutions are rewritten in two dimensions when the voice loads (its
+    /// prepared copy holds the rewrite's axis tensor), and give the samples the decoder as it
+    /// was gives (PARLA_PIPER_PLANAR=0) within float rounding.
+    @Test func theDecoderOnPlanesGivesTheSameSamples() async throws {
+        if let missing = PiperFixture.missing { Issue.record(Comment(rawValue: missing)) }
+        let dir = try makeTemporaryDirectory()
+        let quotations = try String(contentsOfFile: #filePath.replacingOccurrences(of: "Tests/ParlaCLITests/PiperCLITests.swift", with: "bench/piper-quotations.tsv"), encoding: .utf8)
+        let items = quotations.split(separator: "\n").enumerated().filter { $0.offset % 25 == 7 }.map(\.element)
+        let input = dir.appendingPathComponent("items.tsv")
+        try (items.joined(separator: "\n") + "\n").write(to: input, atomically: true, encoding: .utf8)
+        var outputs: [URL] = []
+        for (name, planar) in [("planar", "1"), ("linear", "0")] {
+            let out = dir.appendingPathComponent(name)
+            let cache = dir.appendingPathComponent("cache-" + name)
+            let r = try await parla(["render", input.path, "-o", out.path, "--jobs", "1"], piperEnvironment(["PARLA_PIPER_CACHE": cache.path, "PARLA_PIPER_PLANAR": planar]))
+            #expect(r.status == 0, "\(r.error)")
+            outputs.append(out)
+            let decoders = try FileManager.default.contentsOfDirectory(atPath: cache.path).filter { $0.hasSuffix(".ort.dec") }
+            #expect(decoders.count == 1, "\(decoders)")
+            let bytes = try Data(contentsOf: cache.appendingPathComponent(decoders.first ?? "none"))
+            #expect((bytes.range(of: Data("parla_axis_2".utf8)) != nil) == (planar == "1"), "\(name): the prepared decoder")
+        }
+        var worst = (dB: -200.0, largest: 0)
+        for item in items {
+            let id = String(item.split(separator: "\t")[0])
+            let planar = try samples(outputs[0].appendingPathComponent(id + ".wav"))
+            let linear = try samples(outputs[1].appendingPathComponent(id + ".wav"))
+            #expect(planar.count == linear.count && linear.count > 22050, "\(id): \(planar.count) against \(linear.count) samples")
+            let r = residual(planar, linear)
+            worst = (max(worst.dB, r.dB), max(worst.largest, r.largest))
+        }
+        #expect(worst.dB < -60, "residual \(worst.dB) dB")
+        #expect(worst.largest <= 16, "a sample differs by \(worst.largest)")
+        print("planar decoder: \(items.count) quotations, residual \(worst.dB) dB, largest difference \(worst.largest)")
+    }
+
     /// Live speech cuts a long first sentence at a word once it has 100 phoneme ids, so that it
     /// is heard sooner (PARLA_PIPER_EARLY_CLAUSE=all renders a file the way live speech is
     /// spoken): the same words in the same order, no pause at the cut beyond a comma's, about

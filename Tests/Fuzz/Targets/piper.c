@@ -4,8 +4,8 @@
 //   1 (odd):  MODEL.onnx: the protobuf walker that finds the Ceil node, and the rewrite that
 //             adds its output and seeds the random nodes, whose result must read back the same;
 //             and the split at the decoder (and the flow), whose parts must read back as
-//             models, the decoder and flow not splitting again, and the check alone agreeing
-//             with the split.
+//             models, the decoder and flow not splitting again, the decoder's planar rewrite
+//             reading back too (and not applying twice), and the check alone agreeing with the split.
 // Built by scripts/fuzz with the sanitizers; no ONNX Runtime, no espeak-ng call.
 #include "piper_internal.h"
 #include <stdlib.h>
@@ -46,6 +46,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (piper_find_ceil_output(split.decoder, split.decoder_length, part, sizeof part) < 0) abort();
         // In the decoder, the latent is an input that no node makes.
         if (piper_split_model(split.decoder, split.decoder_length, NULL, 1.0f, NULL, why, sizeof why) != 0) abort();
+        // Its planar form, where there is one, reads back as a model, and is not rewritten again
+        // (its convolutions are two-dimensional already).
+        size_t planar_length = 0, again_length = 0;
+        unsigned char *planar = piper_planar_decoder(split.decoder, split.decoder_length, &planar_length);
+        if (planar && piper_find_ceil_output(planar, planar_length, part, sizeof part) < 0) abort();
+        unsigned char *twice = planar ? piper_planar_decoder(planar, planar_length, &again_length) : NULL;
+        if (twice) abort();
+        free(planar);
         // The flow, split off only with the durations, reads back as a model that does not split again.
         if (split.flow && found != 1) abort();
         if (split.flow && piper_find_ceil_output(split.flow, split.flow_length, part, sizeof part) < 0) abort();
