@@ -175,15 +175,21 @@ def phonemes(parla, piper, model, voice, corpus, tmp, cores):
     if p.returncode != 0 or len(theirs) != len(rows):
         print(f"  phonemes: piper-tts could not phonemize the quotations ({p.stderr.strip()[-300:]})")
         return
-    differ = total = 0
+    differ = total = linking = 0
     for row, their in zip(rows, theirs):
         words = json.load(open(os.path.join(out, row[0] + ".json"), encoding="utf-8"))["words"]
         ours = symbols("".join(w.get("phonemes", "") for w in words))
         t = symbols(their)
         differ += distance(ours, t)
+        linking += distance(ours, [c for c in t if c != "\u02b2"])
         total += len(t)
     print(f"  phonemes, {len(rows)} quotations: {differ} of piper-tts's {total} phoneme symbols differ (edit distance) = "
           f"{100 * differ / max(total, 1):.2f} %  (target <= 0.2 %)")
+    # piper-tts 1.8 builds espeak-ng at commit 724808c, whose IPA shows the linking phoneme [;]
+    # (a j-glide that ph_english appends to i-vowels before a vowel) as "ʲ": its "ipa NULL after
+    # an i vowel" rule reads the previous phoneme, which a bounds check added after 1.52 hides
+    # from the IPA writer. espeak-ng 1.51 and 1.52, and the voices' training, do not show it.
+    print(f"  the same without piper-tts's linking \u02b2: {linking} = {100 * linking / max(total, 1):.2f} %")
 
 
 def clipping(directory):

@@ -45,6 +45,8 @@ final class BatchRun: Sendable {
         options: BatchRenderOptions, next: @escaping @Sendable () throws -> BatchEntry?, stopping: StopFlag,
         report: @escaping @Sendable (BatchProgress) -> Void
     ) throws {
+        var options = options
+        options.timings = options.timings || options.dataset  // a data set's alignments are the timings
         self.options = options
         self.next = next
         self.stopping = stopping
@@ -62,7 +64,9 @@ final class BatchRun: Sendable {
             timings: options.timings, captions: options.captions, language: options.language?.identifier,
             voice: options.voice, detectsLanguages: options.detectsLanguages && options.language == nil)
         hasNeuralVoices = !VoiceCatalog.piperVoices(in: settings.piperVoiceDirectories).isEmpty
-        results = try ResultsLog(directory: output)
+        // The settings first: a run that does not match the directory writes nothing.
+        try RenderDirectory.claim(output, options: options)
+        results = try ResultsLog(directory: output, name: RenderDirectory.resultsName(shard: options.shard))
         Self.removeAbandonedTemporaryFiles(in: output)
     }
 

@@ -19,6 +19,9 @@ public struct BatchRenderOptions: Sendable {
     public var timings = false
     /// Also write `ID.vtt` WebVTT captions, one cue per sentence.
     public var captions = false
+    /// A data set: word timings for every item (as ``timings``), and, once the whole input is
+    /// rendered, `metadata.jsonl` in the `audiofolder` layout (``RenderMerge``).
+    public var dataset = false
     /// Render items again even when done.
     public var force = false
     /// The language of items that give none (nil: detected).

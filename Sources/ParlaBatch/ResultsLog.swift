@@ -9,7 +9,8 @@ import Synchronization
     import Glibc
 #endif
 
-/// `results.jsonl`: streamed once to learn which ids are done, then appended one whole line per write.
+/// A run's results file (`results.jsonl`, or a shard's `results-K-of-N.jsonl`): streamed once
+/// to learn which ids are done, then appended one whole line per write.
 final class ResultsLog: Sendable {
     let path: String
     private let fd: Int32
@@ -17,9 +18,9 @@ final class ResultsLog: Sendable {
     let done: Set<String>
     private let directory: String
 
-    init(directory: String) throws {
+    init(directory: String, name: String) throws {
         self.directory = directory
-        path = directory + "/results.jsonl"
+        path = directory + "/" + name
         var endsInsideALine = false
         var done: Set<String> = []
         let existing = open(path, O_RDONLY | O_CLOEXEC)

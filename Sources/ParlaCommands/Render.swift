@@ -37,7 +37,17 @@ struct Render: AsyncParsableCommand {
             --isolate every item is spoken from a fresh engine and depends on nothing else.
 
             --shard K/N renders only the items whose id hashes to K (0-based) of N, the same on every \
-            machine: run shards 0..N-1 anywhere and concatenate their results.jsonl files.
+            machine, and records them in DIR/results-K-of-N.jsonl: the shards of a job (a Slurm array, \
+            a Kubernetes Indexed Job) can share DIR on shared storage. DIR/render.json records the \
+            settings that change the files; a run with other settings is refused before it writes \
+            anything. When every shard is done, the same command with --merge instead of --shard \
+            checks that every item is rendered exactly once and writes DIR/results.jsonl in input order.
+
+            --dataset makes DIR a data set that machine-learning tools load as it is (Hugging Face \
+            datasets' audiofolder): the word timings, and DIR/metadata.jsonl with a row per item \
+            (file_name, text, language, voice, duration, and words: each word's start and end in \
+            seconds and its place in text, in characters), written at the end of the run, or by \
+            --merge for a sharded one.
             """)
 
     @Argument(help: ArgumentHelp("The input file, a directory of .txt files, or '-' for standard input.", valueName: "input"))
@@ -87,6 +97,20 @@ struct Render: AsyncParsableCommand {
             "Render only shard K of N (0-based), e.g. 0/4 or $(JOB_COMPLETION_INDEX)/4 in a Kubernetes Indexed Job.", valueName: "K/N"))
     var shard: String?
 
+    @Flag(
+        name: .customLong("merge"),
+        help:
+            "Render nothing: check DIR's results (every shard's results-K-of-N.jsonl, or results.jsonl) against INPUT, report items missing, failed, incomplete or rendered twice (exit status 1 if any), and write DIR/results.jsonl in input order (and DIR/metadata.jsonl with --dataset). Audio is never changed; run it as often as you like."
+    )
+    var merge = false
+
+    @Flag(
+        name: .customLong("dataset"),
+        help:
+            "Write a data set: word timings, and DIR/metadata.jsonl (audiofolder layout, with word alignments) once the whole input is rendered."
+    )
+    var dataset = false
+
     @Option(
         name: .customLong("progress"),
         help: ArgumentHelp(
@@ -108,6 +132,15 @@ struct Render: AsyncParsableCommand {
 
     func validate() throws {
         if let shard { _ = try Self.parseShard(shard) }
+        if merge && shard != nil {
+            throw ValidationError("--merge joins the shards' results: give it the input and -o of the shards, without --shard.")
+        }
+        if merge && force { throw ValidationError("--merge renders nothing: --force does not go with it.") }
+        if dataset && !merge && shard == nil && input == "-" {
+            throw ValidationError(
+                "--dataset reads the input again at the end to write metadata.jsonl: give an input file, not standard input (or merge with --merge)."
+            )
+        }
         if let jobs, jobs < 1 { throw ValidationError("--jobs needs a number of worker processes of at least 1 (got \(jobs)).") }
     }
 
@@ -121,8 +154,13 @@ struct Render: AsyncParsableCommand {
 
     func run() async throws {
         let catalog = try catalogOptions.load()
+        if merge {
+            try finish(catalog: catalog, merging: true)
+            return
+        }
         var options = BatchRenderOptions(outputDirectory: URL(filePath: output), jobs: jobs)
         options.timings = timings
+        options.dataset = dataset
         options.captions = vtt
         options.force = force
         options.pinsWorkers = !noPin
@@ -171,13 +209,46 @@ struct Render: AsyncParsableCommand {
         let mb = { (bytes: Int?) in String(format1: Double(bytes ?? 0) / 1_048_576) }
         let peak = "; peak memory \(mb(final.peakBytes)) MB here, \(mb(final.workerPeakBytes)) MB per worker"
         let summary =
-            "\(final.rendered) rendered, \(final.failed) failed, \(final.skipped) already done; \(String(format1: final.audio.inSeconds / 60)) min of audio in \(String(format1: final.elapsed.inSeconds)) s with \(options.jobs) worker(s)\(peak); results in \(output)/results.jsonl"
+            "\(final.rendered) rendered, \(final.failed) failed, \(final.skipped) already done; \(String(format1: final.audio.inSeconds / 60)) min of audio in \(String(format1: final.elapsed.inSeconds)) s with \(options.jobs) worker(s)\(peak); results in \(output)/\(RenderDirectory.resultsName(shard: options.shard))"
         if final.stopped {
             printError("Interrupted (\(summary)). Run the same command again to resume.")
             throw ExitCode(130)
         }
         printError(summary)
+        if dataset && options.shard == nil {
+            try finish(catalog: catalog, merging: false)  // exit status 1 if an item failed
+        } else if dataset {
+            printError(
+                "The data set's metadata.jsonl is written once every shard is done: the same command with --merge instead of --shard.")
+        }
         if final.failed > 0 { throw ExitCode(1) }
+    }
+
+    /// `--merge`, or a data set's end: ``RenderMerge`` over the input and DIR, reported on
+    /// standard error; exit status 1 if an item is not rendered exactly once.
+    func finish(catalog: VoiceCatalog, merging: Bool) throws {
+        let (source, _) = try openInput(catalog: catalog)
+        let report = try RenderMerge.run(directory: output, entries: source, dataset: dataset)
+        let list = { (ids: [String]) in ids.prefix(10).joined(separator: ", ") + (ids.count > 10 ? ", … (\(ids.count) in all)" : "") }
+        if !report.shardsNotRun.isEmpty {
+            printError("not run: \(list(report.shardsNotRun)) (run those shards, then --merge again)")
+        }
+        if !report.missing.isEmpty { printError("missing (no run has rendered them): \(list(report.missing))") }
+        for f in report.failed.prefix(10) { printError("failed: \(f.id): \(f.error)") }
+        if report.failed.count > 10 { printError("failed: … \(report.failed.count) in all") }
+        if !report.incomplete.isEmpty { printError("marked rendered but the WAV is missing or incomplete: \(list(report.incomplete))") }
+        for t in report.twice.prefix(10) { printError("rendered twice: \(t.id) in \(t.files.joined(separator: " and "))") }
+        if report.twice.count > 10 {
+            printError("rendered twice: … \(report.twice.count) in all (shards of another N share this directory)")
+        }
+        if !report.withoutTimings.isEmpty { printError("no word timings (ID.json) for the data set: \(list(report.withoutTimings))") }
+        var summary = "\(report.items) items: \(report.rendered) rendered, \(report.failed.count) failed, \(report.missing.count) missing"
+        if !report.twice.isEmpty { summary += ", \(report.twice.count) rendered twice" }
+        summary += " (from \(report.sources.joined(separator: ", ")))"
+        if merging && report.sources.first != "results.jsonl" { summary += "; results in \(output)/results.jsonl" }
+        if let rows = report.datasetRows { summary += "; data set: \(rows) rows in \(output)/metadata.jsonl" }
+        printError(summary)
+        if !report.isComplete { throw ExitCode(1) }
     }
 
     /// The entries of the input, and how many there are when that is cheap to know.

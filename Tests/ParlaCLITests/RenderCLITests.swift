@@ -9,8 +9,13 @@ struct RenderCLITests {
         try await offPool { try runProcess(CLITests.binary, ["render"] + args, environment: ["LANG": "C.UTF-8", "LANGUAGE": nil]) }
     }
 
+    /// The lines of DIR/results.jsonl, or of a shard's results-K-of-N.jsonl files where there is none.
     func results(_ dir: URL) throws -> [[String: Any]] {
-        let text = try String(contentsOf: dir.appendingPathComponent("results.jsonl"), encoding: .utf8)
+        let names = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasPrefix("results") && $0.hasSuffix(".jsonl") }
+        var text = ""
+        for name in names.contains("results.jsonl") ? ["results.jsonl"] : names.sorted() {
+            text += try String(contentsOf: dir.appendingPathComponent(name), encoding: .utf8)
+        }
         return try text.split(separator: "\n").map { try JSONSerialization.jsonObject(with: Data($0.utf8)) as! [String: Any] }
     }
 
@@ -84,7 +89,7 @@ struct RenderCLITests {
         #expect(b2["voices"] as? [String] == ["espeak-ng.fr"])
         #expect((b2["duration_s"] as? Double ?? 0) > 0.5)
         let files = try leftovers(in: out)
-        #expect(files == ["a1.json", "a1.wav", "b2.json", "b2.wav", "c3.json", "c3.wav", "j1.wav", "j2.wav", "results.jsonl"])
+        #expect(files == ["a1.json", "a1.wav", "b2.json", "b2.wav", "c3.json", "c3.wav", "j1.wav", "j2.wav", "render.json", "results.jsonl"])
         // A rerun skips what is done and reports only the bad item again.
         let again = try await render([tsv.path, "-o", out.path, "--timings"])
         #expect(again.error.contains("0 rendered, 1 failed, 3 already done"))
@@ -92,10 +97,10 @@ struct RenderCLITests {
         #expect(forced.error.contains("3 rendered, 1 failed, 0 already done"))
     }
 
-    /// Every file in `dir` (results.jsonl aside), name → contents.
+    /// Every file in `dir` (its results files and render.json aside), name → contents.
     func outputs(_ dir: URL) throws -> [String: Data] {
         var files: [String: Data] = [:]
-        for name in try leftovers(in: dir) where name != "results.jsonl" {
+        for name in try leftovers(in: dir) where !(name.hasPrefix("results") && name.hasSuffix(".jsonl")) && name != "render.json" {
             files[name] = try Data(contentsOf: dir.appendingPathComponent(name))
         }
         return files
