@@ -56,9 +56,13 @@ __all__ = [
     "Voice",
     "VoiceInstallError",
     "Word",
+    "MergeReport",
+    "RenderResult",
     "detect",
     "install_voice",
+    "merge",
     "remove_voice",
+    "render",
     "version",
     "voices",
 ]
@@ -905,3 +909,7 @@ class Synthesizer:
             self.close()
         except Exception:
             pass
+
+
+# Batch rendering (parla render, from Python); imported last: it uses the errors above.
+from .batch import MergeReport, RenderResult, merge, render  # noqa: E402
