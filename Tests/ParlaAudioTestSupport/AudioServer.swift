@@ -24,6 +24,8 @@ public enum SoundServer: String, Sendable, CaseIterable, CustomStringConvertible
 /// killed when the value is released. A new null sink renders its first two seconds in one
 /// block before it follows the latency its clients ask for, so `start()` waits that out
 /// (``PulseAudioRecorder/settle(timeout:)``).
+/// Unchecked: it holds `Process`es, which are not Sendable, in `processes` and
+/// `sessionManager`, changed only by the start and stop calls a test makes from one task.
 public final class TestAudioServer: @unchecked Sendable {
     /// Which server it is.
     public let kind: SoundServer

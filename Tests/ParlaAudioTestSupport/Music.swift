@@ -9,6 +9,8 @@ import Glibc
 /// Another program's audio for the ducking tests: `paplay` playing a steady 440 Hz tone with
 /// `media.role=music` to a second null sink of the test server, `music`, whose monitor is
 /// recorded, so the tone's level can be measured apart from Parla's speech.
+/// Unchecked: it holds the player's `Process`, which is not Sendable; it is started in `init`
+/// and only ended (once) by `deinit` or `stop()`.
 public final class TestMusic: @unchecked Sendable {
     /// The sink the music plays to.
     public let sink = "music"

@@ -5,7 +5,7 @@ import Synchronization
 /// A private speech-dispatcher: its own configuration directory, socket, pid file, runtime
 /// directory and logs, with `sd_parla` (and optionally speechd's own espeak-ng module) as its
 /// modules, playing on a private sound server. Killed when released.
-public final class TestSpeechDispatcher: @unchecked Sendable {
+public final class TestSpeechDispatcher: Sendable {
     /// Its directory (configuration, socket, logs).
     public let directory: URL
     /// The address clients use (`SPEECHD_ADDRESS`).

@@ -4,6 +4,8 @@ import ParlaTestSupport
 /// A GTK 3 application on a private X display or Wayland compositor and a private session bus, with the AT-SPI
 /// accessibility bus that the session bus starts on demand (at-spi-bus-launcher), as on a
 /// desktop. It shows `text` in a text view with the characters `range` selected and focused.
+/// Unchecked: it holds two `Process`es, which are not Sendable; they are started in `init` and
+/// only ended (once) by `deinit`.
 final class AccessibleApp: @unchecked Sendable {
     let busAddress: String
     let directory: URL

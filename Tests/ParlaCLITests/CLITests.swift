@@ -137,7 +137,7 @@ struct CLITests {
         // Once its Ctrl-C handling is in place (before that, SIGINT simply ends it, with no file
         // begun), and a moment into the rendering.
         #expect(waitUntilHandling(SIGINT, pid: p.processIdentifier))
-        Thread.sleep(forTimeInterval: 0.2)
+        #expect(waitUntilWorking(pid: p.processIdentifier))
         p.interrupt()
         #expect(waitForExit(p) == 130)
         #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path) == ["long.txt"])

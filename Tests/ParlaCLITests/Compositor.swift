@@ -5,6 +5,8 @@ import ParlaTestSupport
 /// protocol that `wl-paste` uses) or weston (without it). Both refuse to run as root, so as
 /// root they run as the system user `parlatest` (created if missing); clients here connect to
 /// its socket by absolute path.
+/// Unchecked: it holds `Process`es, which are not Sendable, and `helpers` grows as clients are
+/// started; each test uses its compositor from one task at a time.
 final class TestCompositor: @unchecked Sendable {
     enum Kind: String { case sway, weston }
 

@@ -112,7 +112,8 @@ struct RenderCLITests {
     }
 
     /// Starts `parla render args`, waits until `count` WAV files exist in `out`, sends `sig`,
-    /// and returns the exit status and standard error.
+    /// and returns the exit status and standard error, once the command's workers have exited
+    /// too (they finish their item after the command is gone).
     func interrupt(_ args: [String], out: URL, after count: Int, with sig: Int32) async throws -> (Int32, String) {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: CLITests.binary)
@@ -122,9 +123,21 @@ struct RenderCLITests {
         p.standardOutput = FileHandle.nullDevice
         try p.run()
         let pid = p.processIdentifier
-        _ = try await whenWAVs(in: out, reach: count, of: p) { kill(pid, sig) == 0 ? true : nil }
+        let workers = try await whenWAVs(in: out, reach: count, of: p) { () -> [Int32]? in
+            let children = Self.childProcesses(of: pid)
+            return kill(pid, sig) == 0 ? children : nil
+        }
         let message = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        return (await exitStatus(p), message)
+        let status = await exitStatus(p)
+        let gone = try await offPool { () -> Bool in
+            for _ in 0..<4000 {
+                if (workers ?? []).allSatisfy({ kill($0, 0) != 0 && errno == ESRCH }) { return true }
+                usleep(5_000)
+            }
+            return false
+        }
+        #expect(gone, "the workers \(workers ?? []) of the interrupted command are still running after 20 s")
+        return (status, message)
     }
 
     /// Polls `out` until it holds `count` finished WAV files, then calls `action` until it gives
@@ -167,7 +180,6 @@ struct RenderCLITests {
         // kill -9 of the whole command at an arbitrary moment: no partial file under a final name.
         let (killed, _) = try await interrupt(args, out: out, after: partial.count / 3 + 2, with: SIGKILL)
         #expect(killed == -SIGKILL)
-        try await Task.sleep(for: .milliseconds(500))  // workers finish their item and exit
         #expect(try outputs(out).filter { $0.key.hasSuffix(".wav") }.allSatisfy { isCompleteWAV($0.value) })
 
         let resumed = try await render(args)

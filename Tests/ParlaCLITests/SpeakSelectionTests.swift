@@ -6,6 +6,8 @@ import ParlaAudioTestSupport
 import Testing
 
 /// A private X server (Xvfb) for selection tests.
+/// Unchecked: it holds Xvfb's `Process`, which is not Sendable; it is started in `init` and
+/// only ended (once) by `deinit`.
 final class TestDisplay: @unchecked Sendable {
     let display: String
     private let process: Process

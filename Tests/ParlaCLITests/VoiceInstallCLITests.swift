@@ -8,7 +8,9 @@ import Testing
 /// A mirror of Piper's catalog served over HTTP on loopback by Tests/Fixtures/voice_mirror_server.py,
 /// with faults picked by the first part of the URL (ok, drop, dropalways, damaged, missing, slow).
 /// It holds the joe voice (the files scripts/setup fetched, linked) and a small made-up voice.
-final class VoiceMirror: @unchecked Sendable {  // the server process is only started and stopped
+/// Unchecked: it holds the server's `Process`, which is not Sendable; it is only started in
+/// `init` and killed in `deinit`.
+final class VoiceMirror: @unchecked Sendable {
     let directory: URL
     let port: Int
     private let server: Process

@@ -7,7 +7,7 @@ import Testing
 
 /// A speaker that only records what it is asked (the real one is tested against a real
 /// speech-dispatcher in ParlaCLITests).
-final class FakeSpeaker: ModuleSpeaker, @unchecked Sendable {
+final class FakeSpeaker: ModuleSpeaker, Sendable {
     let spoken = Collected([Utterance]())
     let stops = Atomic<Int>(0)
     let failPlan: Bool
@@ -26,7 +26,8 @@ final class Collected<Value: Sendable>: Sendable {
     func withLock<R>(_ body: (inout Value) -> R) -> R { storage.withLock { body(&$0) } }
 }
 
-/// A session wired to a fake speaker, with everything it writes collected.
+/// A session wired to a fake speaker, with everything it writes collected. Unchecked: the
+/// session is set once in `init` and then used by one test task at a time.
 final class ModuleHarness: @unchecked Sendable {
     let written = Collected("")
     let logged = Collected([String]())

@@ -116,6 +116,32 @@ public func waitUntilHandling(_ signal: Int32, pid: Int32, timeout: Double = 20)
     return false
 }
 
+/// Waits until process `pid` and its children have done `ticks` clock ticks of CPU work
+/// between them (a render under way: ordered by work done, not by a sleep). False after
+/// `timeout` seconds or once the process is gone.
+public func waitUntilWorking(pid: Int32, ticks: Int = 5, timeout: Double = 20) -> Bool {
+    func cpu(_ p: Int32) -> Int {
+        guard let stat = try? String(contentsOfFile: "/proc/\(p)/stat", encoding: .utf8), let close = stat.lastIndex(of: ")") else { return 0 }
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        // After the name: state, ppid, …; utime and stime are fields 14 and 15 of stat (11 and 12 here).
+        return fields.count > 12 ? (Int(fields[11]) ?? 0) + (Int(fields[12]) ?? 0) : 0
+    }
+    func children(of p: Int32) -> [Int32] {
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        return entries.compactMap { Int32($0) }.filter { child in
+            guard let stat = try? String(contentsOfFile: "/proc/\(child)/stat", encoding: .utf8), let close = stat.lastIndex(of: ")") else { return false }
+            let fields = stat[stat.index(after: close)...].split(separator: " ")
+            return fields.count > 1 && Int32(fields[1]) == p
+        }
+    }
+    let deadline = Date().addingTimeInterval(timeout)
+    while Date() < deadline && kill(pid, 0) == 0 {
+        if ([pid] + children(of: pid)).map(cpu).reduce(0, +) >= ticks { return true }
+        usleep(5_000)
+    }
+    return false
+}
+
 /// Starts a daemon with standard input, output and error on /dev/null, and a clean signal
 /// state (`initCleanSpawnAttributes`; Foundation's `Process` would hand it the spawning
 /// thread's mask, which blocks nearly every signal). Returns its pid (reap it with `waitpid`).

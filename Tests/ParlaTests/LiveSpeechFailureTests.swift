@@ -97,7 +97,8 @@ extension LiveSpeechTests {
         let end = await synth.speakAndWait(Utterance(string: text, language: "en"))
         guard case .finished = end.kind else { Issue.record("ended with \(end.kind)"); return }
         #expect(await log.wait { log.words(end.utterance).count == 10 })
-        try await Task.sleep(for: .milliseconds(150))
+        // The monitor's reader may still be behind the sink: waited for until it has the sound.
+        #expect(await log.wait { !server.recorder.loudSampleTimes(after: t0).isEmpty })
         let first = try #require(server.recorder.loudSampleTimes(after: t0).first)
         let words = log.of(end.utterance).compactMap { e -> (UInt64, Int)? in
             if case .willSpeakWord(let r) = e.kind { return (e.time.nanoseconds, r.audioSample) } else { return nil }

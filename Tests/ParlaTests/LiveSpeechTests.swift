@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Parla
 import ParlaESpeak
 import ParlaAudioTestSupport
@@ -7,22 +8,22 @@ import ParlaPulseAudio
 import Testing
 
 /// Collects every event of a synthesizer from the moment it is created.
-final class EventLog: @unchecked Sendable {
-    private let lock = NSLock()
-    private var storage: [SpeechEvent] = []
-    private var task: Task<Void, Never>?
+final class EventLog: Sendable {
+    private let storage = Mutex<[SpeechEvent]>([])
+    private let task = Mutex<Task<Void, Never>?>(nil)
 
     init(_ synth: SpeechSynthesizer) {
         let stream = synth.events()
-        task = Task { [weak self] in
+        let reader = Task { [weak self] in
             for await e in stream { self?.append(e) }
         }
+        task.withLock { $0 = reader }
     }
 
-    deinit { task?.cancel() }
+    deinit { task.withLock { $0?.cancel() } }
 
-    private func append(_ e: SpeechEvent) { lock.withLock { storage.append(e) } }
-    var events: [SpeechEvent] { lock.withLock { storage } }
+    private func append(_ e: SpeechEvent) { storage.withLock { $0.append(e) } }
+    var events: [SpeechEvent] { storage.withLock { $0 } }
 
     func of(_ id: UtteranceID) -> [SpeechEvent] { events.filter { $0.utterance == id } }
     func words(_ id: UtteranceID) -> [SpokenRange] {
