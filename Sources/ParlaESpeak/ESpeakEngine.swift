@@ -115,7 +115,7 @@ package final class ESpeakDirectEngine {
     private let core = ESpeakCore()
 
     /// Creates the engine; call ``start()`` before forking so children share the loaded data.
-    public init() {}
+    package init() {}
 
     /// Initialises espeak-ng and reads its list of voices, and returns its sample rate.
     ///
@@ -124,7 +124,7 @@ package final class ESpeakDirectEngine {
     /// selected here, because selecting voices leaves state behind (a child of a process that
     /// had selected other voices before speaks some texts differently).
     /// - Throws: ``ParlaError/engineFailure(_:)``.
-    public func start() throws(ParlaError) -> Int {
+    package func start() throws(ParlaError) -> Int {
         let rate = try core.start()
         _ = try core.installedVoices()
         return rate
@@ -133,7 +133,7 @@ package final class ESpeakDirectEngine {
     /// Loads the Piper voices among `voices` (engine voice names) into this process, once: a
     /// worker calls it before it forks, so its children speak with them at once.
     /// - Throws: ``ParlaError/engineFailure(_:)`` if one cannot be loaded.
-    public func prepare(voices: [String]) throws(ParlaError) {
+    package func prepare(voices: [String]) throws(ParlaError) {
         try core.prepare(voices: voices)
     }
 

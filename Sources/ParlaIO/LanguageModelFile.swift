@@ -10,7 +10,7 @@ extension LanguageModel {
     /// Loads the model at `path`.
     /// - Throws: ``/ParlaCore/ParlaError/languageModelInvalid(path:reason:)`` when the file is missing or
     ///   malformed.
-    public convenience init(contentsOf path: String) throws(ParlaError) {
+    package convenience init(contentsOf path: String) throws(ParlaError) {
         // Mapping the file makes loading independent of its size: pages are read on first use
         // and shared between processes.
         let fd = open(path, O_RDONLY | O_CLOEXEC)

@@ -103,9 +103,9 @@ package final class StopFlag: Sendable {
     /// Called once when the flag is raised (see ``onRaise(_:)``).
     private let wakers = Mutex<[@Sendable () -> Void]>([])
     /// Creates a lowered flag.
-    public init() {}
+    package init() {}
     /// Asks the synthesis that watches this flag to stop.
-    public func raise() {
+    package func raise() {
         raised.store(true, ordering: .releasing)
         let waking = wakers.withLock { w -> [@Sendable () -> Void] in
             defer { w = [] }
@@ -114,7 +114,7 @@ package final class StopFlag: Sendable {
         for wake in waking { wake() }
     }
     /// Whether stop has been requested.
-    public var isRaised: Bool { raised.load(ordering: .acquiring) }
+    package var isRaised: Bool { raised.load(ordering: .acquiring) }
     /// Calls `wake` once the flag is raised (now, if it already is): for a thread that blocks
     /// on something else to be woken by a stop instead of polling the flag.
     package func onRaise(_ wake: @escaping @Sendable () -> Void) {

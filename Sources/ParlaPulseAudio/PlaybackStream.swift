@@ -14,7 +14,7 @@ import Synchronization
 /// by the calling thread or by libpulse's callbacks on the main loop's thread.
 package final class PlaybackStream: @unchecked Sendable {
     /// What the stream is doing.
-    public enum Status: Sendable, Equatable {
+    package enum Status: Sendable, Equatable {
         /// Connecting or playing.
         case active
         /// Every sample written has been played (after ``finishInput()``).
@@ -28,7 +28,7 @@ package final class PlaybackStream: @unchecked Sendable {
     private let output: PulseAudioOutput
     private var stream: OpaquePointer?
     /// Samples per second.
-    public let sampleRate: Int
+    package let sampleRate: Int
     private var pending: [Int16] = []
     private var pendingOffset = 0
     private var inputFinished = false
@@ -64,7 +64,7 @@ package final class PlaybackStream: @unchecked Sendable {
     /// event back by the wait), so what is reported is kept from going back here.
     private var playedHighWater = 0
     /// Number of times the server ran out of audio while playing.
-    public private(set) var underflows = 0
+    package private(set) var underflows = 0
     /// When the stream was asked for, whether the server has made it, and when its played
     /// position last moved: a server that leaves it waiting fails it (``checkProgress()``).
     private let createdAt = monotonicNanoseconds()
@@ -213,7 +213,7 @@ package final class PlaybackStream: @unchecked Sendable {
 
     /// Queues `samples` for playback.
     /// - Throws: the stream's failure, if it has failed.
-    public func write(_ samples: [Int16]) throws(ParlaError) {
+    package func write(_ samples: [Int16]) throws(ParlaError) {
         try output.locked { () throws(ParlaError) in
             if case .failed(let e) = status { throw e }
             guard case .active = status else { return }
@@ -224,7 +224,7 @@ package final class PlaybackStream: @unchecked Sendable {
 
     /// Says that no more audio follows: what is queued plays to the end (the stream starts
     /// even if less than its buffer was written), then the status becomes ``Status/drained``.
-    public func finishInput() {
+    package func finishInput() {
         output.lock()
         defer { output.unlock() }
         inputFinished = true
@@ -232,7 +232,7 @@ package final class PlaybackStream: @unchecked Sendable {
     }
 
     /// The stream's state.
-    public var currentStatus: Status {
+    package var currentStatus: Status {
         output.lock()
         defer { output.unlock() }
         checkProgress()
@@ -268,7 +268,7 @@ package final class PlaybackStream: @unchecked Sendable {
     /// How many samples the listener has heard: the server's played position, corrected by the
     /// sink's latency and interpolated between timing updates. Nil until the server has reported
     /// its first timing.
-    public func playedSamples() -> Int? {
+    package func playedSamples() -> Int? {
         output.lock()
         defer { output.unlock() }
         if case .drained = status { return sentSamples }
@@ -298,7 +298,7 @@ package final class PlaybackStream: @unchecked Sendable {
     }
 
     /// Samples written but not yet played (0 once the stream is not playing).
-    public func samplesAhead() -> Int {
+    package func samplesAhead() -> Int {
         output.lock()
         defer { output.unlock() }
         guard stream != nil, case .active = status else { return 0 }
@@ -310,7 +310,7 @@ package final class PlaybackStream: @unchecked Sendable {
     /// not run dry while what replaces it is made). The stream then takes more input, even after
     /// ``finishInput()``, as long as the server was not yet asked to drain it.
     /// - Returns: whether the audio was dropped (false: too late, keep it).
-    public func discard(from sample: Int, margin: Int) -> Bool {
+    package func discard(from sample: Int, margin: Int) -> Bool {
         output.lock()
         defer { output.unlock() }
         guard stream != nil, case .active = status, !drainRequested else { return false }
@@ -325,14 +325,14 @@ package final class PlaybackStream: @unchecked Sendable {
     /// the server: the change is heard once the server's buffer (``AudioOutputOptions/targetLatency``)
     /// has played. It is applied to the samples, not through the server's stream volume, which
     /// the server would remember for every later stream of the same role (a screen reader's too).
-    public func setVolume(_ volume: Double) {
+    package func setVolume(_ volume: Double) {
         output.lock()
         defer { output.unlock() }
         gain = volume.isFinite ? min(max(volume, 0), 1) : 1
     }
 
     /// Samples written so far.
-    public var writtenSamples: Int {
+    package var writtenSamples: Int {
         output.lock()
         defer { output.unlock() }
         return sentSamples + pending.count - pendingOffset
@@ -355,7 +355,7 @@ package final class PlaybackStream: @unchecked Sendable {
     private var answersAfterClose = 0
 
     /// Pauses (true) or resumes (false) playback where it is: the buffered audio is kept.
-    public func setCorked(_ corked: Bool) {
+    package func setCorked(_ corked: Bool) {
         output.lock()
         defer { output.unlock() }
         guard let s = stream, corked != isCorked else { return }
@@ -365,14 +365,14 @@ package final class PlaybackStream: @unchecked Sendable {
     }
 
     /// Whether playback is paused.
-    public var corked: Bool {
+    package var corked: Bool {
         output.lock()
         defer { output.unlock() }
         return isCorked
     }
 
     /// Stops at once: the server drops the stream and everything buffered in it.
-    public func close() {
+    package func close() {
         output.lock()
         defer { output.unlock() }
         if case .active = status { status = .closed }

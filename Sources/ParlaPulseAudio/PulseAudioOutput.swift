@@ -59,7 +59,7 @@ public struct AudioOutputOptions: Sendable, Hashable {
 /// ``locked(_:)``, or inside libpulse's callbacks), and the loop itself is behind a `Mutex`.
 package final class PulseAudioOutput: @unchecked Sendable {
     /// The options the output was created with.
-    public let options: AudioOutputOptions
+    package let options: AudioOutputOptions
     /// The main loop, made (and libpulse loaded) on first use: by ``connect()`` or the first
     /// stream, not by `init`, so that a program can make its output at once and let a thread of
     /// its own pay for loading the library (`parla say` plans the text meanwhile).
@@ -92,7 +92,7 @@ package final class PulseAudioOutput: @unchecked Sendable {
     }
 
     /// Creates an output; nothing is connected until ``connect()`` or the first stream.
-    public init(options: AudioOutputOptions = AudioOutputOptions()) {
+    package init(options: AudioOutputOptions = AudioOutputOptions()) {
         self.options = options
     }
 
@@ -144,7 +144,7 @@ package final class PulseAudioOutput: @unchecked Sendable {
     /// Connects to the server unless already connected. Blocks until the connection is ready or
     /// has failed (a local server answers in about a millisecond).
     /// - Throws: ``ParlaError/audioServerUnavailable(reason:)``.
-    public func connect() throws(ParlaError) {
+    package func connect() throws(ParlaError) {
         try locked { () throws(ParlaError) in _ = try readyContext() }
     }
 

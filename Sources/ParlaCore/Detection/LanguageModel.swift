@@ -16,13 +16,13 @@ import FoundationEssentials
 /// mapping of the model file that nothing writes to while the model lives.
 package final class LanguageModel: @unchecked Sendable {
     /// The languages of one script group and their n-gram table.
-    public struct Group: Sendable {
+    package struct Group: Sendable {
         /// The group's name (the main script's ISO 15924 code).
-        public let id: String
+        package let id: String
         /// The scripts whose letters the group's words are made of.
-        public let scripts: [UnicodeScript]
+        package let scripts: [UnicodeScript]
         /// The languages the table scores, in table order.
-        public let languages: [LanguageTag]
+        package let languages: [LanguageTag]
         /// The primary language subtags of ``languages``.
         let codes: [String]
         let maxOrder: Int
@@ -46,7 +46,7 @@ package final class LanguageModel: @unchecked Sendable {
     }
 
     /// The script groups with a model.
-    public let groups: [Group]
+    package let groups: [Group]
     /// Group index for each script (by raw value), -1 where the script has no model.
     let groupOfScript: [Int8]
     /// Lower-case mapping for the Basic Multilingual Plane.
@@ -57,7 +57,7 @@ package final class LanguageModel: @unchecked Sendable {
     let storage: UnsafeBufferPointer<UInt8>
 
     /// The model file's size in bytes.
-    public var byteCount: Int { storage.count }
+    package var byteCount: Int { storage.count }
 
     /// Gives the storage back (unmaps the file) when the model goes.
     private let release: @Sendable (UnsafeBufferPointer<UInt8>) -> Void
@@ -155,7 +155,7 @@ package final class LanguageModel: @unchecked Sendable {
     }
 
     /// The group that models `script`'s letters, if any.
-    public func groupIndex(of script: UnicodeScript) -> Int? {
+    package func groupIndex(of script: UnicodeScript) -> Int? {
         let g = groupOfScript[Int(script.rawValue)]
         return g < 0 ? nil : Int(g)
     }

@@ -2,32 +2,32 @@
 /// Unicode Character Database by `scripts/generate-unicode-scripts.py`.
 package struct UnicodeScript: Hashable, Sendable, CustomStringConvertible {
     /// Index into the generated code table.
-    public let rawValue: UInt8
+    package let rawValue: UInt8
 
     init(rawValue: UInt8) { self.rawValue = rawValue }
 
     /// Creates the script with ISO 15924 code `code` ("Latn", "Cyrl", "Hani", ...).
-    public init?(code: String) {
+    package init?(code: String) {
         guard let i = Self.codes.firstIndex(of: code) else { return nil }
         rawValue = UInt8(i)
     }
 
     /// Unassigned code points (`Zzzz`).
-    public static let unknown = UnicodeScript(rawValue: 0)
+    package static let unknown = UnicodeScript(rawValue: 0)
     /// Characters shared by many scripts: spaces, digits, punctuation, symbols, emoji (`Zyyy`).
-    public static let common = UnicodeScript(rawValue: 1)
+    package static let common = UnicodeScript(rawValue: 1)
     /// Combining marks that take the script of their base (`Zinh`).
-    public static let inherited = UnicodeScript(rawValue: 2)
+    package static let inherited = UnicodeScript(rawValue: 2)
 
     /// The ISO 15924 code.
-    public var code: String { Self.codes[Int(rawValue)] }
-    public var description: String { code }
+    package var code: String { Self.codes[Int(rawValue)] }
+    package var description: String { code }
 
     /// Whether the script says nothing about the language (Common, Inherited, Unknown).
-    public var isNeutral: Bool { rawValue <= 2 }
+    package var isNeutral: Bool { rawValue <= 2 }
 
     /// The Script property of `scalar`.
-    public static func of(_ scalar: Unicode.Scalar) -> UnicodeScript {
+    package static func of(_ scalar: Unicode.Scalar) -> UnicodeScript {
         of(scalar.value)
     }
 
@@ -39,7 +39,7 @@ package struct UnicodeScript: Hashable, Sendable, CustomStringConvertible {
 
     /// The scripts a Common or Inherited character is used with (Script_Extensions), if Unicode
     /// lists them; nil otherwise.
-    public static func extensions(of scalar: Unicode.Scalar) -> [UnicodeScript]? {
+    package static func extensions(of scalar: Unicode.Scalar) -> [UnicodeScript]? {
         guard let set = lookup(scalar.value, in: extensionTable) else { return nil }
         return extensionSets[Int(set)].map { UnicodeScript(rawValue: $0) }
     }

@@ -3,7 +3,7 @@
 
 extension UnicodeScript {
     /// The Unicode version the table was generated from.
-    public static let unicodeVersion = "15.0.0"
+    package static let unicodeVersion = "15.0.0"
 
     /// ISO 15924 codes, indexed by ``UnicodeScript/rawValue``.
     static let codes: [String] = [

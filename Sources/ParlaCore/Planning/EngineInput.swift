@@ -6,9 +6,9 @@
 /// either comes from the caller's text (an identity piece) or is Parla's own markup.
 package struct EngineInput: Sendable {
     /// The text to pass to the engine.
-    public private(set) var text: String = ""
+    package private(set) var text: String = ""
     /// Whether `text` is SSML that Parla generated.
-    public let isMarkup: Bool
+    package let isMarkup: Bool
 
     /// Maps engine scalars `engineStart..<engineStart+engineCount` to text offsets
     /// `textStart..<textStart+count`: one to one when the counts are equal, else every engine
@@ -25,7 +25,7 @@ package struct EngineInput: Sendable {
 
     /// Builds the engine input for `range` (scalar offsets) of `text`: the text itself, or an
     /// SSML `say-as characters` wrapper around it when `spellOut` is set.
-    public init(text: Substring.UnicodeScalarView, range: Range<Int>, spellOut: Bool) {
+    package init(text: Substring.UnicodeScalarView, range: Range<Int>, spellOut: Bool) {
         isMarkup = spellOut
         if spellOut {
             let open = "<say-as interpret-as=\"characters\">", close = "</say-as>"
@@ -397,7 +397,7 @@ package struct EngineInput: Sendable {
 
     /// The text offset of the engine's 0-based scalar position `position`. Positions inside
     /// Parla's markup map to the nearest following text (or the end of the last piece).
-    public func textOffset(ofEnginePosition position: Int) -> Int? {
+    package func textOffset(ofEnginePosition position: Int) -> Int? {
         guard !pieces.isEmpty else { return nil }
         var lo = 0, hi = pieces.count
         while lo < hi {

@@ -4,25 +4,25 @@ import FoundationEssentials
 /// language, one voice and one set of prosody settings, and may be preceded by silence.
 package struct SpeechPlan: Sendable {
     /// A stretch of the text spoken with uniform settings.
-    public struct Run: Sendable, Hashable {
+    package struct Run: Sendable, Hashable {
         /// Unicode-scalar offsets into the spoken text (``SpeechPlan/text``).
-        public var range: Range<Int>
+        package var range: Range<Int>
         /// The language the run is spoken in.
-        public var language: LanguageTag
+        package var language: LanguageTag
         /// The voice that speaks it.
-        public var voice: SpeechVoice
+        package var voice: SpeechVoice
         /// Rate in words per minute (engine range 80–450).
-        public var rate: Int
+        package var rate: Int
         /// Engine pitch, 0–100 (50 is normal).
-        public var pitch: Int
+        package var pitch: Int
         /// Engine volume, 0–200 (100 is normal).
-        public var volume: Int
+        package var volume: Int
         /// Punctuation read aloud.
-        public var punctuation: PunctuationMode
+        package var punctuation: PunctuationMode
         /// Whether the run is read character by character.
-        public var spellOut: Bool
+        package var spellOut: Bool
         /// Silence inserted before the run.
-        public var silenceBefore: Duration
+        package var silenceBefore: Duration
 
         /// A run with every setting given (plans normally make their own runs).
         package init(
@@ -47,13 +47,13 @@ package struct SpeechPlan: Sendable {
     }
 
     /// The spoken text (for SSML input: the text content of the markup).
-    public let text: String
+    package let text: String
     /// The runs, in text order, covering every non-empty part of the text.
-    public var runs: [Run]
+    package var runs: [Run]
     /// Silence before the first run (the utterance's pre-delay).
-    public var leadingSilence: Duration
+    package var leadingSilence: Duration
     /// Silence after the last run (the post-delay, plus any trailing pauses).
-    public var trailingSilence: Duration
+    package var trailingSilence: Duration
     /// Where the spoken text came from, for utterances parsed from markup.
     package let source: SourceMap?
 
@@ -93,23 +93,23 @@ package struct SpeechPlan: Sendable {
     }
 
     /// Accepted range of ``Utterance/wordsPerMinute``, and the words per minute every run is kept within.
-    public static let rateRange: ClosedRange<Double> = 80...450
+    package static let rateRange: ClosedRange<Double> = 80...450
     /// Accepted ``Utterance/rate`` multipliers (the words per minute they give are then kept
     /// within ``rateRange``).
-    public static let rateMultiplierRange: ClosedRange<Double> = 0.25...4
+    package static let rateMultiplierRange: ClosedRange<Double> = 0.25...4
     /// Accepted range of ``Utterance/pitchMultiplier``.
-    public static let pitchRange: ClosedRange<Double> = 0...2
+    package static let pitchRange: ClosedRange<Double> = 0...2
     /// Accepted range of ``Utterance/volume``.
-    public static let volumeRange: ClosedRange<Double> = 0...2
+    package static let volumeRange: ClosedRange<Double> = 0...2
     /// Accepted ranges of the rate, pitch and volume attributes of spans (multipliers; SSML
     /// nests them, so they reach further than the utterance's own settings, and the result
     /// is clamped to what the engine can do). NaN and infinities are rejected.
-    public static let attributeRateRange: ClosedRange<Double> = 0.01...100
-    public static let attributePitchRange: ClosedRange<Double> = 0...100
-    public static let attributeVolumeRange: ClosedRange<Double> = 0...100
+    package static let attributeRateRange: ClosedRange<Double> = 0.01...100
+    package static let attributePitchRange: ClosedRange<Double> = 0...100
+    package static let attributeVolumeRange: ClosedRange<Double> = 0...100
     /// The longest pause or delay an utterance may hold (a longer one is a mistake, and would
     /// be rendered as that much silence).
-    public static let longestPause: Duration = .seconds(3600)
+    package static let longestPause: Duration = .seconds(3600)
 
     private static func seconds(_ d: Duration) -> Double { d.inSeconds }
 
@@ -123,7 +123,7 @@ package struct SpeechPlan: Sendable {
     ///   - detector: finds the languages of text that has neither a language attribute
     ///     nor an utterance language; nil speaks such text in the utterance voice's language or
     ///     `defaultLanguage`.
-    public init(_ utterance: Utterance, catalog: VoiceCatalog, defaultLanguage: LanguageTag = "en", detector: LanguageDetector? = nil)
+    package init(_ utterance: Utterance, catalog: VoiceCatalog, defaultLanguage: LanguageTag = "en", detector: LanguageDetector? = nil)
         throws(ParlaError)
     {
         if let r = utterance.wordsPerMinute, !Self.rateRange.contains(r) {
@@ -370,7 +370,7 @@ package struct SpeechPlan: Sendable {
 
     /// The language and voice segments of the plan: adjacent runs with the same language and
     /// voice form one segment.
-    public var segments: [(range: Range<Int>, language: LanguageTag, voice: SpeechVoice)] {
+    package var segments: [(range: Range<Int>, language: LanguageTag, voice: SpeechVoice)] {
         var out: [(range: Range<Int>, language: LanguageTag, voice: SpeechVoice)] = []
         for r in runs {
             if let last = out.last, last.language == r.language, last.voice == r.voice {

@@ -54,16 +54,16 @@ package enum SpeechRequestKind: Sendable, Hashable {
 ///   announcements do not. It is in the queue at most once, however often it is cut off.
 package struct SpeechScheduler: Sendable, Hashable {
     /// A request and how it competes.
-    public struct Item: Sendable, Hashable {
+    package struct Item: Sendable, Hashable {
         /// The request.
-        public var id: UtteranceID
+        package var id: UtteranceID
         /// How it competes.
-        public var kind: SpeechRequestKind
+        package var kind: SpeechRequestKind
         /// Whether an interrupting announcement suspends it (to resume after the announcement)
         /// rather than cancelling it.
-        public var resumesAfterInterruption: Bool
+        package var resumesAfterInterruption: Bool
         /// Creates an item.
-        public init(id: UtteranceID, kind: SpeechRequestKind, resumesAfterInterruption: Bool = false) {
+        package init(id: UtteranceID, kind: SpeechRequestKind, resumesAfterInterruption: Bool = false) {
             self.id = id
             self.kind = kind
             self.resumesAfterInterruption = resumesAfterInterruption
@@ -93,7 +93,7 @@ package struct SpeechScheduler: Sendable, Hashable {
     }
 
     /// What the player must do.
-    public enum Action: Sendable, Hashable {
+    package enum Action: Sendable, Hashable {
         /// Start speaking this request.
         case start(UtteranceID)
         /// Stop the speaking request at `boundary`; it ends cancelled (interrupted).
@@ -106,20 +106,20 @@ package struct SpeechScheduler: Sendable, Hashable {
     }
 
     /// The request speaking now (or finishing its last word after `stop(at: .word)`).
-    public private(set) var current: Item?
+    package private(set) var current: Item?
     /// Whether ``current`` is winding down after `stop(at: .word)`.
-    public private(set) var currentIsStopping = false
+    package private(set) var currentIsStopping = false
     /// Requests waiting to start, in the order they will start.
-    public private(set) var waiting: [Item] = []
+    package private(set) var waiting: [Item] = []
 
     /// An idle scheduler.
-    public init() {}
+    package init() {}
 
     /// Whether anything is speaking or waiting.
-    public var isBusy: Bool { current != nil || !waiting.isEmpty }
+    package var isBusy: Bool { current != nil || !waiting.isEmpty }
 
     /// A new request arrives.
-    public mutating func submit(_ item: Item) -> [Action] {
+    package mutating func submit(_ item: Item) -> [Action] {
         guard let playing = current else {
             current = item
             return [.start(item.id)]
@@ -142,7 +142,7 @@ package struct SpeechScheduler: Sendable, Hashable {
 
     /// The app stops all speech: the speaking request is cut off at `boundary` and every
     /// waiting request is dropped.
-    public mutating func stop(at boundary: SpeechBoundary) -> [Action] {
+    package mutating func stop(at boundary: SpeechBoundary) -> [Action] {
         var actions: [Action] = []
         if let playing = current {
             if boundary == .immediate {
@@ -160,7 +160,7 @@ package struct SpeechScheduler: Sendable, Hashable {
     }
 
     /// Removes one waiting request (for example when its owner gave up waiting for it).
-    public mutating func withdraw(_ id: UtteranceID) -> [Action] {
+    package mutating func withdraw(_ id: UtteranceID) -> [Action] {
         guard let i = waiting.firstIndex(where: { $0.id == id }) else { return [] }
         waiting.remove(at: i)
         return [.drop(id)]
@@ -169,7 +169,7 @@ package struct SpeechScheduler: Sendable, Hashable {
     /// The player reports that request `id` ended (finished, failed or cut off). If it was the
     /// current request, the next waiting one starts. Reports about requests that are no longer
     /// current (already interrupted) change nothing.
-    public mutating func ended(_ id: UtteranceID) -> [Action] {
+    package mutating func ended(_ id: UtteranceID) -> [Action] {
         guard current?.id == id else { return [] }
         current = nil
         currentIsStopping = false

@@ -8,14 +8,14 @@
 /// before the next word.
 package struct TimelineBuilder {
     /// Samples per second of the engine's audio.
-    public let sampleRate: Int
+    package let sampleRate: Int
     private let plan: SpeechPlan
     private let textScalars: [Unicode.Scalar]
     private let segments: [(range: Range<Int>, language: LanguageTag, voice: SpeechVoice)]
     private let emit: (SynthesisEvent) -> Void
 
     /// Samples produced so far.
-    public private(set) var sampleCount = 0
+    package private(set) var sampleCount = 0
     private var runIndex = -1
     private var aligner: RunAligner?
     private var input: EngineInput?
@@ -49,23 +49,23 @@ package struct TimelineBuilder {
     /// captions), no word or sentence events are made and the audio is not scanned for the
     /// silences that trim their ends: only segments are reported, each ending where the next
     /// one starts. Set it before the first event.
-    public var marksWords = true
+    package var marksWords = true
     /// Whether the engine's silence before the utterance's first sound is dropped (live
     /// speech: espeak-ng starts "Hello" with 12 ms of zeros, which would only delay what the
     /// listener hears). Only the engine's own zero samples at the very start go; a planned
     /// pause (``SpeechPlan/leadingSilence``) is kept, and so is everything after the first
     /// sound. Events are moved with the audio. Set it before the first event.
-    public var skipsLeadingSilence = false
+    package var skipsLeadingSilence = false
     /// Whether the engine's silence after the utterance's last sound is dropped (live speech:
     /// the utterance ends, and the next one starts, when its last sound has been heard). The
     /// engine's audio that ends in silence is held back until more sound, an event, a planned
     /// pause or the next run comes, so only the silence after everything else goes; a planned
     /// pause (``SpeechPlan/trailingSilence``) is kept. Set it before the first event.
-    public var skipsTrailingSilence = false
+    package var skipsTrailingSilence = false
     /// The largest magnitude that counts as silence for ``skipsLeadingSilence`` and
     /// ``skipsTrailingSilence``: 0, only exact zeros (espeak-ng's silence); a Piper voice's
     /// silence is a faint noise (32 is −60 dBFS).
-    public var silenceThreshold: Int16 = 0
+    package var silenceThreshold: Int16 = 0
     /// The engine's silent samples held back at the end of what it has sent (``skipsTrailingSilence``).
     private var heldBack: [Int16] = []
     /// Engine samples dropped from the start of the current run, and from the utterance.
@@ -73,7 +73,7 @@ package struct TimelineBuilder {
     private var skipped = 0
 
     /// Creates a builder for `plan` that passes each event to `emit` as soon as it is final.
-    public init(plan: SpeechPlan, sampleRate: Int, emit: @escaping (SynthesisEvent) -> Void) {
+    package init(plan: SpeechPlan, sampleRate: Int, emit: @escaping (SynthesisEvent) -> Void) {
         self.plan = plan
         self.sampleRate = sampleRate
         self.textScalars = Array(plan.text.unicodeScalars)
@@ -86,7 +86,7 @@ package struct TimelineBuilder {
     // MARK: Driving
 
     /// Appends `duration` of silence to the audio.
-    public mutating func silence(_ duration: Duration) {
+    package mutating func silence(_ duration: Duration) {
         releaseHeldBack()
         let count = duration.samples(atRate: sampleRate)
         guard count < Int.max else { return }  // SpeechPlan accepts pauses of up to an hour
@@ -104,7 +104,7 @@ package struct TimelineBuilder {
     }
 
     /// Starts run `index` of the plan and returns the text to hand to the engine for it.
-    public mutating func beginRun(_ index: Int) -> EngineInput {
+    package mutating func beginRun(_ index: Int) -> EngineInput {
         let run = plan.runs[index]
         let input = Self.engineInput(run, scalars: textScalars[run.range])
         beginRun(index, input: input)
@@ -114,7 +114,7 @@ package struct TimelineBuilder {
     /// What ``beginRun(_:)`` hands the engine for run `index` of `plan`, and whether that run
     /// ends a sentence (``runEndsSentence(_:)``), made without a builder: an engine can be
     /// sent its first run before its sample rate, which a builder needs, is known.
-    public static func engineInput(of plan: SpeechPlan, run index: Int) -> (input: EngineInput, endsSentence: Bool) {
+    package static func engineInput(of plan: SpeechPlan, run index: Int) -> (input: EngineInput, endsSentence: Bool) {
         let run = plan.runs[index]
         let scalars = plan.text.unicodeScalars
         let lo = scalars.index(scalars.startIndex, offsetBy: run.range.lowerBound, limitedBy: scalars.endIndex) ?? scalars.endIndex
@@ -129,7 +129,7 @@ package struct TimelineBuilder {
     }
 
     /// Starts run `index` of the plan, spoken from `input`.
-    public mutating func beginRun(_ index: Int, input: EngineInput) {
+    package mutating func beginRun(_ index: Int, input: EngineInput) {
         releaseHeldBack()
         let run = plan.runs[index]
         runIndex = index
@@ -153,7 +153,7 @@ package struct TimelineBuilder {
 
     /// Adds a block of the engine's audio for the current run; without
     /// ``skipsLeadingSilence``, the same as ``audio(_:)``.
-    public mutating func engineAudio(_ samples: [Int16]) {
+    package mutating func engineAudio(_ samples: [Int16]) {
         let threshold = silenceThreshold
         func isSound(_ s: Int16) -> Bool { s.magnitude > threshold.magnitude }
         var block = samples[...]
@@ -187,7 +187,7 @@ package struct TimelineBuilder {
     /// utterance ends just after it is heard), and an utterance that made no sound at all gets
     /// back the silence ``skipsLeadingSilence`` held back, so it still lasts as long as the
     /// engine made it.
-    public mutating func endEngineAudio() {
+    package mutating func endEngineAudio() {
         if !heldBack.isEmpty {
             let kept = Array(heldBack.prefix(sampleRate / 100))
             heldBack = []
@@ -199,7 +199,7 @@ package struct TimelineBuilder {
     }
 
     /// Adds a block of audio.
-    public mutating func audio(_ samples: [Int16]) {
+    package mutating func audio(_ samples: [Int16]) {
         guard !samples.isEmpty else { return }
         if marksWords { silence.scan(samples, startingAt: sampleCount) }
         let buffer = PCMBuffer(samples: samples, startSample: sampleCount, sampleRate: sampleRate)
@@ -216,7 +216,7 @@ package struct TimelineBuilder {
     /// as estimated.
     /// `estimated`: the engine itself says the time is a guess (a Piper voice whose model does
     /// not give its phonemes' lengths).
-    public mutating func word(position: Int, length: Int, runSample: Int, estimated: Bool = false) {
+    package mutating func word(position: Int, length: Int, runSample: Int, estimated: Bool = false) {
         releaseHeldBack()
         guard let input, var aligner else { return }
         guard let start = input.textOffset(ofEnginePosition: position &- 1) else { return }
@@ -231,7 +231,7 @@ package struct TimelineBuilder {
     /// Records the phonemes (IPA) the engine spoke the word at 1-based engine `position` with;
     /// they come after the word's event, and join its mark. Untrusted like the events: for a
     /// position outside the run, or a word whose mark is already out, they are dropped.
-    public mutating func phonemes(position: Int, ipa: String) {
+    package mutating func phonemes(position: Int, ipa: String) {
         guard let input, var aligner, let offset = input.textOffset(ofEnginePosition: position &- 1) else { return }
         aligner.addPhonemes(ipa, at: offset)
         self.aligner = aligner
@@ -243,7 +243,7 @@ package struct TimelineBuilder {
     /// sentence again, or one behind the words it has already spoken) is dropped; a time
     /// outside the audio made so far, or before the previous sentence's, is clamped and the
     /// sentence marked as estimated.
-    public mutating func sentence(position: Int, runSample: Int, estimated: Bool = false) {
+    package mutating func sentence(position: Int, runSample: Int, estimated: Bool = false) {
         releaseHeldBack()
         guard let input, let aligner, let position = input.textOffset(ofEnginePosition: position &- 1) else { return }
         // A sentence starts with a whole word, or at least a whole grapheme cluster.
@@ -291,7 +291,7 @@ package struct TimelineBuilder {
     }
 
     /// Ends the current run once the engine has returned.
-    public mutating func endRun() {
+    package mutating func endRun() {
         guard var aligner else { return }
         aligner.finish(endSample: sampleCount, silences: silence.intervals)
         self.aligner = aligner
@@ -300,7 +300,7 @@ package struct TimelineBuilder {
     }
 
     /// Ends the utterance: emits the last sentence and segment.
-    public mutating func finish() {
+    package mutating func finish() {
         endRun()
         if let p = pendingSentence {
             emitSentence(
@@ -416,7 +416,7 @@ package struct TimelineBuilder {
     /// Whether the last visible scalar of `scalars`, past closing quotes and brackets, ends a
     /// sentence (`.`, `!`, `?`, `。`, `؟`, `।`, `…`: Unicode's Sentence_Terminal, and the
     /// ellipsis); an empty or blank stretch counts as ended.
-    public static func endsSentence(_ scalars: some BidirectionalCollection<Unicode.Scalar>) -> Bool {
+    package static func endsSentence(_ scalars: some BidirectionalCollection<Unicode.Scalar>) -> Bool {
         var sawText = false
         for s in scalars.reversed() where !s.properties.isWhitespace {
             sawText = true
@@ -430,7 +430,7 @@ package struct TimelineBuilder {
     }
 
     /// Whether run `index` of the plan ends at the end of a sentence.
-    public func runEndsSentence(_ index: Int) -> Bool {
+    package func runEndsSentence(_ index: Int) -> Bool {
         let r = plan.runs[index].range
         return !r.isEmpty && Self.endsSentence(textScalars[r])
     }

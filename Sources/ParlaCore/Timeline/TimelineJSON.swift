@@ -74,7 +74,7 @@ package enum TimelineJSON {
 /// Helpers for writing JSON text by hand (fast, with a fixed key order).
 package enum JSONText {
     /// `value` with exactly three decimals, e.g. `1.500`.
-    public static func threeDecimals(_ value: Double) -> String {
+    package static func threeDecimals(_ value: Double) -> String {
         // JSON has no NaN or infinity: NaN is written as 0, infinities as ±1e12.
         let finite = value.isNaN ? 0 : min(max(value, -1e12), 1e12)
         let thousandths = Int((finite * 1000).rounded())
@@ -83,7 +83,7 @@ package enum JSONText {
     }
 
     /// `s` as a JSON string literal, quotes included.
-    public static func quoted(_ s: String) -> String {
+    package static func quoted(_ s: String) -> String {
         var out = "\""
         for u in s.unicodeScalars {
             switch u {

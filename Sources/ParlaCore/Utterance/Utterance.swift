@@ -139,7 +139,7 @@ public struct Utterance: Sendable {
 /// Where each Unicode scalar of an utterance's text came from in the markup it was parsed from.
 package struct SourceMap: Sendable, Hashable {
     /// The markup the utterance was parsed from.
-    public let markup: String
+    package let markup: String
     /// For text scalar `i`, its range in `markup` (scalar offsets) is `starts[i]..<ends[i]`.
     package let starts: [Int32]
     package let ends: [Int32]
