@@ -762,13 +762,12 @@ static long read_ints(cursor body, uint32_t wanted, int64_t *out, size_t max) {
 
 // A message's bytes without its fields numbered `dropped`; the length written.
 static size_t copy_without(unsigned char *out, cursor body, uint32_t dropped) {
-    cursor c = body;
+    cursor c = body, f;
+    uint32_t number;
+    int bad = 0;
     size_t w = 0;
-    while (c.p < c.end) {
-        const unsigned char *start = c.p;
-        uint64_t key;
-        if (!varint(&c, &key) || !skip_value(&c, (int)(key & 7))) break;
-        if ((key >> 3) == dropped) continue;
+    for (const unsigned char *start = c.p; field(&c, &number, &f, &bad); start = c.p) {
+        if (number == dropped) continue;
         memcpy(out + w, start, (size_t)(c.p - start));
         w += (size_t)(c.p - start);
     }

@@ -76,15 +76,7 @@ final class ResultsLog: Sendable {
         let base = directory + "/" + id
         if timings && access(base + ".json", F_OK) != 0 { return false }
         if captions && access(base + ".vtt", F_OK) != 0 { return false }
-        let f = open(base + ".wav", O_RDONLY | O_CLOEXEC)
-        guard f >= 0 else { return false }
-        defer { close(f) }
-        var header = [UInt8](repeating: 0, count: 44)
-        guard read(f, &header, 44) == 44 else { return false }
-        var st = stat()
-        guard fstat(f, &st) == 0 else { return false }
-        let riff = Int(header[4]) | Int(header[5]) << 8 | Int(header[6]) << 16 | Int(header[7]) << 24
-        return header[0..<4] == [0x52, 0x49, 0x46, 0x46] && riff + 8 == Int(st.st_size)
+        return RenderDirectory.isCompleteWAV(directory, id)
     }
 
     /// Appends `line` (one or more whole lines) in one write.
