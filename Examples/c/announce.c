@@ -81,7 +81,7 @@ int main(void) {
     remember(later, polite);
 
     parla_event_kind how;
-    if (!check(parla_wait(synth, later, 60000, &how), "wait")) return 1;
+    if (!check(parla_wait(synth, later, 60000000000, &how), "wait")) return 1;
     parla_synthesizer_free(synth);
     return how == PARLA_EVENT_FINISHED ? 0 : 1;
 }

@@ -58,8 +58,8 @@ static int synth_callback(short *wav, int count, espeak_EVENT *events) {
             }
             continue;
         }
-        int kind = e->type == espeakEVENT_WORD ? PARLA_EVENT_WORD : e->type == espeakEVENT_SENTENCE ? PARLA_EVENT_SENTENCE : 0;
-        if (kind == PARLA_EVENT_WORD) {
+        int kind = e->type == espeakEVENT_WORD ? PARLA_ENGINE_EVENT_WORD : e->type == espeakEVENT_SENTENCE ? PARLA_ENGINE_EVENT_SENTENCE : 0;
+        if (kind == PARLA_ENGINE_EVENT_WORD) {
             pass_on_phonemes(out);
             word_phonemes.position = e->text_position;
         }

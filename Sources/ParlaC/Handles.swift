@@ -83,6 +83,23 @@ func status(of error: ParlaError) -> parla_status {
     }
 }
 
+/// Fills the caller's out-struct `out` with `value`, as far as the `size` it begins with says
+/// (parla.h: structs that can grow): its fields up to that size, never past the struct this
+/// library knows, and never the size itself. A size too small to hold any field (0: not set)
+/// is refused.
+func fill<T>(_ out: UnsafeMutablePointer<T>, with value: T, _ name: String) -> parla_status {
+    let asked = UnsafeRawPointer(out).load(as: Int.self)
+    let header = MemoryLayout<Int>.size
+    guard asked > header else {
+        return fail(PARLA_ERROR_INVALID_ARGUMENT, "out->size is \(asked): set it to sizeof(\(name)) before the call")
+    }
+    withUnsafeBytes(of: value) { bytes in
+        let count = min(asked, MemoryLayout<T>.size) - header
+        UnsafeMutableRawPointer(out).advanced(by: header).copyMemory(from: bytes.baseAddress!.advanced(by: header), byteCount: count)
+    }
+    return succeed()
+}
+
 func succeed() -> parla_status {
     parla_internal_set_error("", 0)
     return PARLA_OK

@@ -16,13 +16,13 @@ final class TimelineBox: Sendable {
     struct Item: Sendable {
         var bytes: Range<Int64>
         var scalars: Range<Int>
-        var start: Double
-        var end: Double
+        var start: Int64
+        var end: Int64
         var estimated: Bool
     }
     let words: [Item]
     let sentences: [Item]
-    let duration: Double
+    let duration: Int64
     let sampleRate: Int
     /// Per word, then per sentence: its text, language and voice.
     let strings: CStrings
@@ -30,7 +30,8 @@ final class TimelineBox: Sendable {
     init(_ timeline: SpeechTimeline, input: String) {
         let offsets = ByteOffsets(input)
         let scalars = Array(input.unicodeScalars)
-        let rate = Double(max(timeline.sampleRate, 1))
+        let rate = Int64(max(timeline.sampleRate, 1))
+        func nanoseconds(_ sample: Int) -> Int64 { Int64(sample) * 1_000_000_000 / rate }
         func text(_ r: Range<Int>) -> String {
             let lower = min(max(r.lowerBound, 0), scalars.count), upper = min(max(r.upperBound, lower), scalars.count)
             var s = String.UnicodeScalarView()
@@ -43,8 +44,8 @@ final class TimelineBox: Sendable {
         }
         func item(_ r: Range<Int>, _ start: Int, _ end: Int, _ estimated: Bool) -> Item {
             Item(
-                bytes: offsets.byte(r.lowerBound)..<offsets.byte(r.upperBound), scalars: r, start: Double(start) / rate,
-                end: Double(end) / rate, estimated: estimated)
+                bytes: offsets.byte(r.lowerBound)..<offsets.byte(r.upperBound), scalars: r, start: nanoseconds(start),
+                end: nanoseconds(end), estimated: estimated)
         }
         words = timeline.words.map { item($0.range, $0.startSample, $0.endSample, $0.isEstimated) }
         sentences = timeline.sentences.map { item($0.range, $0.startSample, $0.endSample, $0.isEstimated) }
@@ -58,20 +59,19 @@ final class TimelineBox: Sendable {
             texts += [text(s.range), part?.language.identifier, part?.voice]
         }
         strings = CStrings(texts)
-        duration = Double(timeline.sampleCount) / rate
+        duration = nanoseconds(timeline.sampleCount)
         sampleRate = timeline.sampleRate
     }
 
-    func copy(_ index: Int, sentence: Bool, into out: UnsafeMutablePointer<parla_timed_range>) -> Bool {
+    func range(_ index: Int, sentence: Bool) -> parla_timed_range? {
         let items = sentence ? sentences : words
-        guard items.indices.contains(index) else { return false }
+        guard items.indices.contains(index) else { return nil }
         let i = items[index]
         let base = 3 * (sentence ? words.count + index : index)
-        out.pointee = parla_timed_range(
-            byte_start: i.bytes.lowerBound, byte_end: i.bytes.upperBound, scalar_start: Int64(i.scalars.lowerBound),
-            scalar_end: Int64(i.scalars.upperBound), start_seconds: i.start, end_seconds: i.end, text: strings[base],
-            language: strings[base + 1], voice: strings[base + 2], estimated: i.estimated ? 1 : 0)
-        return true
+        return parla_timed_range(
+            size: MemoryLayout<parla_timed_range>.size, byte_start: i.bytes.lowerBound, byte_end: i.bytes.upperBound,
+            scalar_start: Int64(i.scalars.lowerBound), scalar_end: Int64(i.scalars.upperBound), start_ns: i.start, end_ns: i.end,
+            text: strings[base], language: strings[base + 1], voice: strings[base + 2], estimated: i.estimated ? 1 : 0)
     }
 }
 
@@ -116,11 +116,11 @@ private func timedRange(_ handle: OpaquePointer?, _ index: Int, sentence: Bool, 
 {
     guard let box = timelineBox(handle) else { return PARLA_ERROR_INVALID_HANDLE }
     guard let out else { return fail(PARLA_ERROR_INVALID_ARGUMENT, "out is NULL") }
-    guard box.copy(index, sentence: sentence, into: out) else {
+    guard let range = box.range(index, sentence: sentence) else {
         let count = sentence ? box.sentences.count : box.words.count
         return fail(PARLA_ERROR_OUT_OF_RANGE, "index \(index) is past the \(count) \(sentence ? "sentences" : "words")")
     }
-    return succeed()
+    return fill(out, with: range, "parla_timed_range")
 }
 
 @_cdecl("parla_timeline_word")
@@ -133,8 +133,8 @@ public func parlaTimelineSentence(_ handle: OpaquePointer?, _ index: Int, _ out:
     timedRange(handle, index, sentence: true, out)
 }
 
-@_cdecl("parla_timeline_duration")
-public func parlaTimelineDuration(_ handle: OpaquePointer?) -> Double { timelineBox(handle)?.duration ?? 0 }
+@_cdecl("parla_timeline_duration_ns")
+public func parlaTimelineDurationNS(_ handle: OpaquePointer?) -> Int64 { timelineBox(handle)?.duration ?? 0 }
 
 @_cdecl("parla_timeline_sample_rate")
 public func parlaTimelineSampleRate(_ handle: OpaquePointer?) -> Int32 { Int32(clamping: timelineBox(handle)?.sampleRate ?? 0) }
@@ -186,10 +186,10 @@ public func parlaVoiceListGet(_ handle: OpaquePointer?, _ index: Int, _ out: Uns
     guard let out else { return fail(PARLA_ERROR_INVALID_ARGUMENT, "out is NULL") }
     guard index >= 0, index < box.count else { return fail(PARLA_ERROR_OUT_OF_RANGE, "index \(index) is past the \(box.count) voices") }
     let s = 5 * index
-    out.pointee = parla_voice(
-        identifier: box.strings[s], name: box.strings[s + 1], engine: box.strings[s + 2], languages: box.strings[s + 3],
-        quality: box.strings[s + 4], sample_rate: Int32(clamping: box.rates[index]))
-    return succeed()
+    let voice = parla_voice(
+        size: MemoryLayout<parla_voice>.size, identifier: box.strings[s], name: box.strings[s + 1], engine: box.strings[s + 2],
+        languages: box.strings[s + 3], quality: box.strings[s + 4], sample_rate: Int32(clamping: box.rates[index]))
+    return fill(out, with: voice, "parla_voice")
 }
 
 @_cdecl("parla_voice_list_free")
@@ -245,10 +245,11 @@ public func parlaSegmentListGet(_ handle: OpaquePointer?, _ index: Int, _ out: U
         return fail(PARLA_ERROR_OUT_OF_RANGE, "index \(index) is past the \(box.segments.count) segments")
     }
     let s = box.segments[index]
-    out.pointee = parla_segment(
-        byte_start: box.bytes[index].lowerBound, byte_end: box.bytes[index].upperBound, scalar_start: Int64(s.range.lowerBound),
-        scalar_end: Int64(s.range.upperBound), language: box.languages[index], confidence: s.confidence)
-    return succeed()
+    let segment = parla_segment(
+        size: MemoryLayout<parla_segment>.size, byte_start: box.bytes[index].lowerBound, byte_end: box.bytes[index].upperBound,
+        scalar_start: Int64(s.range.lowerBound), scalar_end: Int64(s.range.upperBound), language: box.languages[index],
+        confidence: s.confidence)
+    return fill(out, with: segment, "parla_segment")
 }
 
 @_cdecl("parla_segment_list_free")
@@ -341,6 +342,7 @@ private func deliver(
     case .audio(let buffer):
         rate = Int32(clamping: buffer.sampleRate)
         var chunk = parla_chunk()
+        chunk.size = MemoryLayout<parla_chunk>.size
         chunk.kind = PARLA_CHUNK_AUDIO
         chunk.sample_rate = rate
         chunk.byte_start = -1
@@ -371,6 +373,7 @@ private func spanChunk(
     _ kind: parla_chunk_kind, _ range: Range<Int>, from start: Int, to end: Int, rate: Int32, _ offsets: ByteOffsets
 ) -> parla_chunk {
     var chunk = parla_chunk()
+    chunk.size = MemoryLayout<parla_chunk>.size
     chunk.kind = kind
     chunk.sample_rate = rate
     chunk.sample = Int64(start)

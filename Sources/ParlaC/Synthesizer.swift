@@ -104,14 +104,15 @@ final class SynthesizerBox: Sendable {
         case .failed(let e): kind = PARLA_EVENT_FAILED; error = e.description
         }
         var c = parla_event()
+        c.size = MemoryLayout<parla_event>.size
         c.kind = kind
         c.utterance = UInt64(max(id, 0))
-        c.time_ns = event.time.nanoseconds
+        c.time_ns = Int64(clamping: event.time.nanoseconds)
         c.byte_start = -1
         c.byte_end = -1
         c.scalar_start = -1
         c.scalar_end = -1
-        c.audio_seconds = -1
+        c.audio_ns = -1
         c.announcement_heard = event.kind.isTerminal ? (event.announcement.map { $0.wasSuccessful ? 1 : 0 } ?? -1) : -1
         if let range {
             c.scalar_start = Int64(range.scalarRange.lowerBound)
@@ -120,7 +121,7 @@ final class SynthesizerBox: Sendable {
                 c.byte_start = offsets.byte(range.scalarRange.lowerBound)
                 c.byte_end = offsets.byte(range.scalarRange.upperBound)
             }
-            c.audio_seconds = range.sampleRate > 0 ? Double(range.audioSample) / Double(range.sampleRate) : -1
+            c.audio_ns = range.sampleRate > 0 ? Int64(range.audioSample) * 1_000_000_000 / Int64(range.sampleRate) : -1
         }
         let target = callback.withLock { $0 }
         if target.function != 0, let function = unsafeBitCast(target.function, to: parla_event_callback?.self) {
@@ -157,8 +158,9 @@ final class SynthesizerBox: Sendable {
 
     enum WaitOutcome { case ended(parla_event_kind), unknown, timedOut }
 
-    /// Waits until utterance `id` ends, at most `timeout` milliseconds (negative: no limit).
-    func wait(_ id: Int, timeout: Int) -> WaitOutcome {
+    /// Waits until utterance `id` ends, at most `timeoutNanoseconds` (negative, or past a year:
+    /// no limit).
+    func wait(_ id: Int, timeoutNanoseconds timeout: Int64) -> WaitOutcome {
         let semaphore = DispatchSemaphore(value: 0)
         let early = utterances.withLock { u -> WaitOutcome? in
             if let kind = u.ended[id] { return .ended(kind) }
@@ -167,7 +169,8 @@ final class SynthesizerBox: Sendable {
             return nil
         }
         if let early { return early }
-        let result = timeout < 0 ? .success : semaphore.wait(timeout: .now() + .milliseconds(timeout))
+        let forever = timeout < 0 || timeout > 365 * 86_400 * 1_000_000_000
+        let result = forever ? .success : semaphore.wait(timeout: .now() + .nanoseconds(Int(timeout)))
         return utterances.withLock { u -> WaitOutcome in
             if let kind = u.ended[id] { return .ended(kind) }
             if result == .timedOut { u.waiters[id]?.removeAll { $0 === semaphore } }
@@ -278,7 +281,7 @@ public func parlaAnnounce(
 }
 
 @_cdecl("parla_wait")
-public func parlaWait(_ handle: OpaquePointer?, _ id: UInt64, _ timeout: Int32, _ kind: UnsafeMutablePointer<parla_event_kind>?)
+public func parlaWait(_ handle: OpaquePointer?, _ id: UInt64, _ timeout: Int64, _ kind: UnsafeMutablePointer<parla_event_kind>?)
     -> parla_status
 {
     guard let box = synthesizerBox(handle) else { return PARLA_ERROR_INVALID_HANDLE }
@@ -286,7 +289,7 @@ public func parlaWait(_ handle: OpaquePointer?, _ id: UInt64, _ timeout: Int32, 
         return fail(
             PARLA_ERROR_FAILED, "parla_wait cannot be called from the event callback: the event it waits for is delivered on that thread")
     }
-    switch box.wait(Int(clamping: id), timeout: Int(timeout)) {
+    switch box.wait(Int(clamping: id), timeoutNanoseconds: timeout) {
     case .ended(let k):
         kind?.pointee = k
         return succeed()
@@ -295,7 +298,7 @@ public func parlaWait(_ handle: OpaquePointer?, _ id: UInt64, _ timeout: Int32, 
             PARLA_ERROR_INVALID_ARGUMENT,
             "utterance \(id) was not given by this synthesizer (or ended more than \(SynthesizerBox.endedKept) utterances ago)")
     case .timedOut:
-        return fail(PARLA_ERROR_TIMEOUT, "utterance \(id) had not ended after \(timeout) ms")
+        return fail(PARLA_ERROR_TIMEOUT, "utterance \(id) had not ended after \(Double(timeout) / 1e9) s")
     }
 }
 
@@ -341,6 +344,18 @@ public func parlaSetRate(_ handle: OpaquePointer?, _ rate: Double) -> parla_stat
     guard let rate = checked(rate, "rate", LiveProsody.rateRange) else { return PARLA_ERROR_OUT_OF_RANGE }
     do throws(ParlaError) {
         try box.synthesizer.setRate(rate)
+        return succeed()
+    } catch {
+        return fail(error)
+    }
+}
+
+@_cdecl("parla_set_pitch")
+public func parlaSetPitch(_ handle: OpaquePointer?, _ pitch: Double) -> parla_status {
+    guard let box = synthesizerBox(handle) else { return PARLA_ERROR_INVALID_HANDLE }
+    guard let pitch = checked(pitch, "pitch", LiveProsody.pitchRange) else { return PARLA_ERROR_OUT_OF_RANGE }
+    do throws(ParlaError) {
+        try box.synthesizer.setPitch(pitch)
         return succeed()
     } catch {
         return fail(error)

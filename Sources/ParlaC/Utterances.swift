@@ -119,17 +119,17 @@ private func setChecked(
 
 @_cdecl("parla_utterance_set_rate")
 public func parlaUtteranceSetRate(_ handle: OpaquePointer?, _ rate: Double) -> parla_status {
-    setChecked(handle, rate, "rate", LiveProsody.rateRange) { $0.rate = $1 }
+    setChecked(handle, rate, "rate", SpeechPlan.rateMultiplierRange) { $0.rate = $1 }
 }
 
 @_cdecl("parla_utterance_set_pitch")
 public func parlaUtteranceSetPitch(_ handle: OpaquePointer?, _ pitch: Double) -> parla_status {
-    setChecked(handle, pitch, "pitch", LiveProsody.pitchRange) { $0.pitchMultiplier = $1 }
+    setChecked(handle, pitch, "pitch", SpeechPlan.pitchRange) { $0.pitchMultiplier = $1 }
 }
 
 @_cdecl("parla_utterance_set_volume")
 public func parlaUtteranceSetVolume(_ handle: OpaquePointer?, _ volume: Double) -> parla_status {
-    setChecked(handle, volume, "volume", LiveProsody.volumeRange) { $0.volume = $1 }
+    setChecked(handle, volume, "volume", SpeechPlan.volumeRange) { $0.volume = $1 }
 }
 
 @_cdecl("parla_utterance_set_resumes_after_interruption")

@@ -41,7 +41,7 @@ struct RawEngineEvent {
         case phonemes
     }
     var kind: Kind
-    /// The engine's time is a guess (the kind's PARLA_EVENT_ESTIMATED bit).
+    /// The engine's time is a guess (the kind's PARLA_ENGINE_EVENT_ESTIMATED bit).
     var estimated = false
     var position: Int32
     var length: Int32
@@ -61,12 +61,12 @@ struct RawEngineEvent {
     /// The event of the engine driver's numbers (`parla_engine_driver.h`); nil for a kind
     /// Parla does not know.
     init?(kind: Int32, position: Int32, length: Int32, sample: Int32) {
-        switch kind & ~Int32(PARLA_EVENT_ESTIMATED) {
-        case Int32(PARLA_EVENT_WORD): self.kind = .word
-        case Int32(PARLA_EVENT_SENTENCE): self.kind = .sentence
+        switch kind & ~Int32(PARLA_ENGINE_EVENT_ESTIMATED) {
+        case Int32(PARLA_ENGINE_EVENT_WORD): self.kind = .word
+        case Int32(PARLA_ENGINE_EVENT_SENTENCE): self.kind = .sentence
         default: return nil
         }
-        estimated = kind & Int32(PARLA_EVENT_ESTIMATED) != 0
+        estimated = kind & Int32(PARLA_ENGINE_EVENT_ESTIMATED) != 0
         self.position = position
         self.length = length
         self.sample = sample

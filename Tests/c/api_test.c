@@ -80,7 +80,8 @@ static void test_errors(void) {
     expect_status(parla_utterance_set_rate(u, 10), PARLA_ERROR_OUT_OF_RANGE, "rate 10");
     expect_status(parla_utterance_set_rate(u, 0.0 / 0.0), PARLA_ERROR_OUT_OF_RANGE, "rate NaN");
     expect_status(parla_utterance_set_pitch(u, -1), PARLA_ERROR_OUT_OF_RANGE, "pitch -1");
-    expect_status(parla_utterance_set_volume(u, 1.5), PARLA_ERROR_OUT_OF_RANGE, "volume 1.5");
+    expect_status(parla_utterance_set_volume(u, 2.5), PARLA_ERROR_OUT_OF_RANGE, "volume 2.5");
+    expect_status(parla_utterance_set_volume(u, 1.5), PARLA_OK, "volume 1.5 (louder than normal)");
     expect_status(parla_utterance_set_rate(u, 1.5), PARLA_OK, "rate 1.5");
     expect_status(parla_utterance_set_voice(u, "no-such-voice"), PARLA_ERROR_UNKNOWN_VOICE, "an unknown voice");
     expect_status(parla_utterance_set_language(u, "not a tag!"), PARLA_ERROR_UNKNOWN_LANGUAGE, "a malformed language");
@@ -96,8 +97,10 @@ static void test_errors(void) {
     expect_status(parla_speak(s, u, NULL), PARLA_ERROR_INVALID_HANDLE, "speak a freed utterance");
     expect_status(parla_speak(s, (parla_utterance *)s, NULL), PARLA_ERROR_INVALID_HANDLE, "a synthesizer passed as an utterance");
     expect_status(parla_set_rate(s, 99), PARLA_ERROR_OUT_OF_RANGE, "live rate 99");
+    expect_status(parla_set_pitch(s, 2.5), PARLA_ERROR_OUT_OF_RANGE, "live pitch 2.5");
+    expect_status(parla_set_volume(s, 1.5), PARLA_ERROR_OUT_OF_RANGE, "live volume 1.5 (a gain)");
     expect_status(parla_stop(s, (parla_boundary)7, NULL), PARLA_ERROR_INVALID_ARGUMENT, "boundary 7");
-    expect_status(parla_wait(s, 987654321, 10, NULL), PARLA_ERROR_INVALID_ARGUMENT, "wait for an id never given");
+    expect_status(parla_wait(s, 987654321, 10000000, NULL), PARLA_ERROR_INVALID_ARGUMENT, "wait for an id never given");
     parla_synthesizer_free(s);
     expect(parla_is_speaking(s) == -1, "a freed synthesizer");
 }
@@ -122,22 +125,25 @@ static void test_write(void) {
     expect(stat(file, &st) == 0 && st.st_size > 44, "the WAV file exists");
     if (t) {
         int rate = parla_timeline_sample_rate(t);
-        double seconds = parla_timeline_duration(t);
-        expect(rate > 0 && seconds > 1, "rate %d, %.2f s", rate, seconds);
-        expect(st.st_size == 44 + 2 * (long long)(seconds * rate + 0.5), "the file holds %lld bytes for %.3f s", (long long)st.st_size, seconds);
+        int64_t duration = parla_timeline_duration_ns(t);
+        expect(rate > 0 && duration > 1000000000, "rate %d, %lld ns", rate, (long long)duration);
+        // The duration is whole nanoseconds, rounded down: the file's samples are within one of it.
+        long long samples = (st.st_size - 44) / 2, expected = (long long)(duration * (__int128)rate / 1000000000);
+        expect(samples == expected || samples == expected + 1, "the file holds %lld samples for %lld ns", samples, (long long)duration);
         size_t words = parla_timeline_word_count(t);
         expect(words >= 6, "%zu words", words);
         int languages[3] = { 0 };
-        double last = -1;
+        int64_t last = -1;
         for (size_t i = 0; i < words; i++) {
-            parla_timed_range w;
+            parla_timed_range w = { .size = sizeof w };
             expect_status(parla_timeline_word(t, i, &w), PARLA_OK, "word");
+            expect(w.size == sizeof w, "the size is left as it was");
             char what[64];
             snprintf(what, sizeof what, "word %zu", i);
             check_range(what, text, w.byte_start, w.byte_end, w.scalar_start, w.scalar_end, w.text);
-            expect(w.start_seconds >= last && w.end_seconds >= w.start_seconds && w.end_seconds <= seconds + 1e-6, "%s: times %.3f..%.3f", what,
-                   w.start_seconds, w.end_seconds);
-            last = w.start_seconds;
+            expect(w.start_ns >= last && w.end_ns >= w.start_ns && w.end_ns <= duration, "%s: times %lld..%lld ns", what, (long long)w.start_ns,
+                   (long long)w.end_ns);
+            last = w.start_ns;
             if (getenv("PARLA_TEST_VERBOSE")) fprintf(stderr, "%s [%s]\n", w.text, w.language ? w.language : "-");
             if (w.language && strcmp(w.language, "en") == 0) {
                 languages[0] = 1;
@@ -153,12 +159,30 @@ static void test_write(void) {
         size_t sentences = parla_timeline_sentence_count(t);
         expect(sentences == 3, "%zu sentences", sentences);
         for (size_t i = 0; i < sentences; i++) {
-            parla_timed_range r;
+            parla_timed_range r = { .size = sizeof r };
             expect_status(parla_timeline_sentence(t, i, &r), PARLA_OK, "sentence");
             check_range("sentence", text, r.byte_start, r.byte_end, r.scalar_start, r.scalar_end, NULL);
         }
-        parla_timed_range past;
+        parla_timed_range past = { .size = sizeof past };
         expect_status(parla_timeline_word(t, words, &past), PARLA_ERROR_OUT_OF_RANGE, "a word past the end");
+        // A struct whose size was not set is refused, and untouched.
+        parla_timed_range unset = { 0 };
+        expect_status(parla_timeline_word(t, 0, &unset), PARLA_ERROR_INVALID_ARGUMENT, "a timed range without its size");
+        expect(unset.text == NULL && unset.byte_end == 0, "nothing written into it");
+        // A program built with an older, shorter struct gets the fields it knows, and nothing
+        // past them: here the struct as it would be without its last four fields.
+        unsigned char older[sizeof(parla_timed_range) + 8];
+        memset(older, 0xAB, sizeof older);
+        size_t known = offsetof(parla_timed_range, text);
+        memcpy(older, &known, sizeof known);
+        expect_status(parla_timeline_word(t, 0, (parla_timed_range *)(void *)older), PARLA_OK, "a shorter struct");
+        parla_timed_range first = { .size = sizeof first };
+        parla_timeline_word(t, 0, &first);
+        expect(memcmp(older + sizeof(size_t), (unsigned char *)&first + sizeof(size_t), known - sizeof(size_t)) == 0,
+               "the shorter struct's fields are the word's");
+        int untouched = 1;
+        for (size_t k = known; k < sizeof older; k++) untouched &= older[k] == 0xAB;
+        expect(untouched, "nothing written past the shorter struct");
         parla_timeline_free(t);
     }
     unlink(file);
@@ -262,7 +286,7 @@ static void test_voices_and_detect(void) {
     size_t n = parla_voice_list_count(list), english = 0;
     expect(n > 50, "%zu voices", n);
     for (size_t i = 0; i < n; i++) {
-        parla_voice v;
+        parla_voice v = { .size = sizeof v };
         expect_status(parla_voice_list_get(list, i, &v), PARLA_OK, "voice");
         expect(v.identifier && v.name && v.engine && v.languages, "voice %zu has its strings", i);
         if (v.identifier && strcmp(v.identifier, "espeak-ng.en-us") == 0) english = 1;
@@ -276,7 +300,7 @@ static void test_voices_and_detect(void) {
     size_t count = parla_segment_list_count(segments);
     expect(count == 2, "%zu segments", count);
     for (size_t i = 0; i < count; i++) {
-        parla_segment g;
+        parla_segment g = { .size = sizeof g };
         expect_status(parla_segment_list_get(segments, i, &g), PARLA_OK, "segment");
         check_range("segment", text, g.byte_start, g.byte_end, g.scalar_start, g.scalar_end, NULL);
         expect(g.language && strcmp(g.language, i == 0 ? "en" : "el") == 0, "segment %zu is %s", i, g.language ? g.language : "NULL");
@@ -334,7 +358,7 @@ static int voice_listed(const char *identifier) {
     if (parla_voices(&list) != PARLA_OK) return 0;
     int found = 0;
     for (size_t i = 0; i < parla_voice_list_count(list); i++) {
-        parla_voice v;
+        parla_voice v = { .size = sizeof v };
         if (parla_voice_list_get(list, i, &v) == PARLA_OK && v.identifier && strcmp(v.identifier, identifier) == 0) found = 1;
     }
     parla_voice_list_free(list);

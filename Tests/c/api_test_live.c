@@ -66,7 +66,7 @@ void test_hostile(int rounds) {
         parla_segment_list *segments = NULL;
         if (parla_detect(text, &segments) == PARLA_OK) {
             for (size_t k = 0; k < parla_segment_list_count(segments); k++) {
-                parla_segment g;
+                parla_segment g = { .size = sizeof g };
                 parla_segment_list_get(segments, k, &g);
                 check_range("random segment", text, g.byte_start, g.byte_end, g.scalar_start, g.scalar_end, NULL);
             }
@@ -100,6 +100,9 @@ static pthread_t main_thread;
 
 static void on_event(const parla_event *e, void *user_data) {
     expect(user_data == (void *)&events, "the user pointer comes back");
+    expect(e->size == sizeof *e, "the event's size is %zu", e->size);
+    expect(e->kind != PARLA_EVENT_WORD || (e->audio_ns >= 0 && e->time_ns > 0), "a word's times: %lld ns in the audio, at %lld ns",
+           (long long)e->audio_ns, (long long)e->time_ns);
     pthread_mutex_lock(&lock);
     if (event_count < MAX_EVENTS) {
         events[event_count].kind = e->kind;
@@ -148,7 +151,7 @@ void test_live(void) {
     uint64_t a;
     expect_status(parla_speak_text(s, "Café au lait, naïve façade.", &a), PARLA_OK, "speak");
     parla_event_kind how = 0;
-    expect_status(parla_wait(s, a, 30000, &how), PARLA_OK, "wait");
+    expect_status(parla_wait(s, a, 30000000000, &how), PARLA_OK, "wait");
     expect(how == PARLA_EVENT_FINISHED, "the first utterance finished (%d)", how);
     expect(find(a, PARLA_EVENT_STARTED, 0) >= 0, "started");
     expect(words_of(a) == 5, "%d words of 5", words_of(a));
@@ -168,7 +171,7 @@ void test_live(void) {
     expect(words_of(r) >= 3, "the reading is heard");
     expect_status(parla_announce(s, urgent, PARLA_PRIORITY_DEFAULT, 0, &b), PARLA_OK, "announce");
     expect_status(parla_announce(s, "Later.", PARLA_PRIORITY_LOW, 1, &c), PARLA_OK, "a queued announcement");
-    expect_status(parla_wait(s, c, 60000, &how), PARLA_OK, "wait for the last");
+    expect_status(parla_wait(s, c, 60000000000, &how), PARLA_OK, "wait for the last");
     int b_end = find(b, PARLA_EVENT_FINISHED, 0), r_resumed = find(r, PARLA_EVENT_RESUMED, 0), r_end = find(r, PARLA_EVENT_FINISHED, 0),
         c_end = find(c, PARLA_EVENT_FINISHED, 0);
     expect(b_end >= 0 && events[b_end].heard == 1, "the announcement was heard in full");
@@ -190,9 +193,9 @@ void test_live(void) {
     int stopped = 0;
     expect_status(parla_stop(s, PARLA_BOUNDARY_IMMEDIATE, &stopped), PARLA_OK, "stop");
     expect(stopped == 1, "stop says it stopped something");
-    expect_status(parla_wait(s, d, 5000, &how), PARLA_OK, "wait after stop");
+    expect_status(parla_wait(s, d, 5000000000, &how), PARLA_OK, "wait after stop");
     expect(how == PARLA_EVENT_INTERRUPTED, "stopped speech ends interrupted (%d)", how);
-    expect_status(parla_wait(s, e, 5000, &how), PARLA_OK, "wait for the queued one");
+    expect_status(parla_wait(s, e, 5000000000, &how), PARLA_OK, "wait for the queued one");
     expect(how == PARLA_EVENT_DROPPED, "queued speech is dropped (%d)", how);
     int words_at_stop = words_of(d);
     usleep(300000);  // a word after the stop would come within this: nothing is waited for
@@ -207,8 +210,9 @@ void test_live(void) {
     for (int i = 0; i < 300 && find(f, PARLA_EVENT_PAUSED, 0) < 0; i++) usleep(10000);
     expect(find(f, PARLA_EVENT_PAUSED, 0) >= 0 && parla_is_speaking(s) == 1, "paused");
     expect_status(parla_set_volume(s, 0.8), PARLA_OK, "live volume");
+    expect_status(parla_set_pitch(s, 1.2), PARLA_OK, "live pitch");
     expect_status(parla_continue(s), PARLA_OK, "continue");
-    expect_status(parla_wait(s, f, 30000, &how), PARLA_OK, "wait after continue");
+    expect_status(parla_wait(s, f, 30000000000, &how), PARLA_OK, "wait after continue");
     expect(how == PARLA_EVENT_FINISHED && find(f, PARLA_EVENT_CONTINUED, 0) >= 0, "continued and finished");
 
     // Freed while speaking (once its first word is heard): it stops, and the handle is refused

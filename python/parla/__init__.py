@@ -127,18 +127,20 @@ class VoiceInstallError(Error):
 
 # parla_status -> the exception it raises.
 _ERRORS: "dict[int, type[Error]]" = {
-    1: InvalidArgumentError,
-    2: InvalidArgumentError,
-    3: InvalidTextError,
-    4: InvalidArgumentError,
-    5: UnknownVoiceError,
-    6: UnknownLanguageError,
-    7: SSMLError,
-    8: AudioError,
-    9: EngineError,
-    10: FileError,
-    11: TimeoutError,
+    _lib.STATUS["invalid_argument"]: InvalidArgumentError,
+    _lib.STATUS["invalid_handle"]: InvalidArgumentError,
+    _lib.STATUS["invalid_utf8"]: InvalidTextError,
+    _lib.STATUS["out_of_range"]: InvalidArgumentError,
+    _lib.STATUS["unknown_voice"]: UnknownVoiceError,
+    _lib.STATUS["unknown_language"]: UnknownLanguageError,
+    _lib.STATUS["ssml"]: SSMLError,
+    _lib.STATUS["audio"]: AudioError,
+    _lib.STATUS["engine"]: EngineError,
+    _lib.STATUS["io"]: FileError,
+    _lib.STATUS["timeout"]: TimeoutError,
 }
+_UNKNOWN_VOICE = _lib.STATUS["unknown_voice"]
+_INSTALL_FAILURES = (_lib.STATUS["io"], _lib.STATUS["failed"])
 
 
 def _error(message: str, status: int = 0) -> Error:
@@ -351,7 +353,13 @@ def install_voice(
     status = c.parla_install_voice(_encode(name, "name"), _encode(catalog, "catalog") if catalog is not None else None, callback, None)
     if status != _lib.PARLA_OK:
         message = _last_error()
-        raise (UnknownVoiceError if status == 5 else VoiceInstallError if status in (10, 12) else _ERRORS.get(status, Error))(message, status)
+        raise (
+            UnknownVoiceError
+            if status == _UNKNOWN_VOICE
+            else VoiceInstallError
+            if status in _INSTALL_FAILURES
+            else _ERRORS.get(status, Error)
+        )(message, status)
 
 
 def remove_voice(name: str) -> None:
@@ -360,7 +368,7 @@ def remove_voice(name: str) -> None:
     status = _c().parla_remove_voice(_encode(name, "name"))
     if status != _lib.PARLA_OK:
         message = _last_error()
-        raise (UnknownVoiceError if status == 5 else VoiceInstallError)(message, status)
+        raise (UnknownVoiceError if status == _UNKNOWN_VOICE else VoiceInstallError)(message, status)
 
 
 def detect(text: str) -> list[Segment]:
@@ -466,7 +474,7 @@ class Synthesizer:
                 start=e.scalar_start if has_range else None,
                 end=e.scalar_end if has_range else None,
                 text=_decode(e.text),
-                audio_time=e.audio_seconds if e.audio_seconds >= 0 else None,
+                audio_time=e.audio_ns / 1e9 if e.audio_ns >= 0 else None,
                 mark=_decode(e.mark),
                 error=_decode(e.error),
                 heard=None if e.announcement_heard < 0 else bool(e.announcement_heard),
@@ -577,9 +585,10 @@ class Synthesizer:
         """Queues ``text`` (first in, first out) and returns its id at once.
 
         ``language`` (BCP 47; None: detected per part), ``voice`` (an identifier from
-        :func:`voices`), ``rate`` (0.25–4), ``pitch`` (0–2), ``volume`` (0–1); ``ssml`` reads
-        ``text`` as SSML. With ``resume_after_interruption``, an announcement that cuts it off
-        is followed by the rest, from the sentence it cut. ``prefer_voices`` maps languages
+        :func:`voices`), ``rate`` (0.25–4), ``pitch`` (0–2) and ``volume`` (0–2), each a
+        multiple of the voice's own (1: as the voice is); ``ssml`` reads ``text`` as SSML.
+        With ``resume_after_interruption``, an announcement that cuts it off is followed by
+        the rest, from the sentence it cut. ``prefer_voices`` maps languages
         to voices for the parts in them (``{"en": "piper.en_US-joe-medium"}``). Text that
         cannot be spoken ends with a ``failed`` event.
         """
@@ -657,8 +666,12 @@ class Synthesizer:
         """Live rate, 0.25–4: what is speaking changes at once."""
         _check(_c().parla_set_rate(self._live(), float(rate)))
 
+    def set_pitch(self, pitch: float) -> None:
+        """Live pitch, 0–2, a multiple of each utterance's: what is speaking changes from its next word."""
+        _check(_c().parla_set_pitch(self._live(), float(pitch)))
+
     def set_volume(self, volume: float) -> None:
-        """Live volume, 0–1."""
+        """Live volume: a gain of 0–1 on the samples played."""
         _check(_c().parla_set_volume(self._live(), float(volume)))
 
     @property
@@ -707,8 +720,8 @@ class Synthesizer:
                             text=_decode(r.text) or text[r.scalar_start : r.scalar_end],
                             start=r.scalar_start,
                             end=r.scalar_end,
-                            start_time=r.start_seconds,
-                            end_time=r.end_seconds,
+                            start_time=r.start_ns / 1e9,
+                            end_time=r.end_ns / 1e9,
                             language=_decode(r.language),
                             voice=_decode(r.voice),
                             estimated=bool(r.estimated),
@@ -719,7 +732,7 @@ class Synthesizer:
             return Timeline(
                 words=ranges(c.parla_timeline_word_count, c.parla_timeline_word),
                 sentences=ranges(c.parla_timeline_sentence_count, c.parla_timeline_sentence),
-                duration=c.parla_timeline_duration(timeline),
+                duration=c.parla_timeline_duration_ns(timeline) / 1e9,
                 sample_rate=c.parla_timeline_sample_rate(timeline),
             )
         finally:

@@ -15,6 +15,23 @@ ChunkKind = Literal["audio", "word", "sentence", "mark", "unknown"]
 
 PARLA_OK = 0
 
+# parla_status, by its name in parla.h without PARLA_ERROR_ (scripts/check_c_mirror.py
+# compares these numbers, the enums below and the structs' layouts with the header).
+STATUS = {
+    "invalid_argument": 1,
+    "invalid_handle": 2,
+    "invalid_utf8": 3,
+    "out_of_range": 4,
+    "unknown_voice": 5,
+    "unknown_language": 6,
+    "ssml": 7,
+    "audio": 8,
+    "engine": 9,
+    "io": 10,
+    "timeout": 11,
+    "failed": 12,
+}
+
 # parla_event_kind
 EVENT_KINDS: "dict[int, EventKind]" = {
     1: "started",
@@ -32,19 +49,28 @@ EVENT_KINDS: "dict[int, EventKind]" = {
 TERMINAL: "frozenset[EventKind]" = frozenset({"finished", "interrupted", "dropped", "failed"})
 PRIORITIES = {"none": 0, "low": 1, "default": 2, "high": 3}
 BOUNDARIES = {"immediate": 0, "word": 1}
-TIMEOUT = 11
+TIMEOUT = STATUS["timeout"]
+
+
+class _Sized(ctypes.Structure):
+    """A struct of parla.h that begins with its size: set here, as the header asks."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.size = ctypes.sizeof(self)
 
 
 class Event(ctypes.Structure):
     _fields_ = [
+        ("size", ctypes.c_size_t),
         ("kind", ctypes.c_int),
         ("utterance", ctypes.c_uint64),
-        ("time_ns", ctypes.c_uint64),
+        ("time_ns", ctypes.c_int64),
         ("byte_start", ctypes.c_int64),
         ("byte_end", ctypes.c_int64),
         ("scalar_start", ctypes.c_int64),
         ("scalar_end", ctypes.c_int64),
-        ("audio_seconds", ctypes.c_double),
+        ("audio_ns", ctypes.c_int64),
         ("text", ctypes.c_char_p),
         ("mark", ctypes.c_char_p),
         ("error", ctypes.c_char_p),
@@ -52,14 +78,15 @@ class Event(ctypes.Structure):
     ]
 
 
-class TimedRange(ctypes.Structure):
+class TimedRange(_Sized):
     _fields_ = [
+        ("size", ctypes.c_size_t),
         ("byte_start", ctypes.c_int64),
         ("byte_end", ctypes.c_int64),
         ("scalar_start", ctypes.c_int64),
         ("scalar_end", ctypes.c_int64),
-        ("start_seconds", ctypes.c_double),
-        ("end_seconds", ctypes.c_double),
+        ("start_ns", ctypes.c_int64),
+        ("end_ns", ctypes.c_int64),
         ("text", ctypes.c_char_p),
         ("language", ctypes.c_char_p),
         ("voice", ctypes.c_char_p),
@@ -67,8 +94,9 @@ class TimedRange(ctypes.Structure):
     ]
 
 
-class Voice(ctypes.Structure):
+class Voice(_Sized):
     _fields_ = [
+        ("size", ctypes.c_size_t),
         ("identifier", ctypes.c_char_p),
         ("name", ctypes.c_char_p),
         ("engine", ctypes.c_char_p),
@@ -78,8 +106,9 @@ class Voice(ctypes.Structure):
     ]
 
 
-class Segment(ctypes.Structure):
+class Segment(_Sized):
     _fields_ = [
+        ("size", ctypes.c_size_t),
         ("byte_start", ctypes.c_int64),
         ("byte_end", ctypes.c_int64),
         ("scalar_start", ctypes.c_int64),
@@ -91,6 +120,7 @@ class Segment(ctypes.Structure):
 
 class Chunk(ctypes.Structure):
     _fields_ = [
+        ("size", ctypes.c_size_t),
         ("kind", ctypes.c_int),
         ("samples", ctypes.c_void_p),
         ("sample_count", ctypes.c_size_t),
@@ -142,11 +172,12 @@ _SIGNATURES = {
     "parla_speak": (_i, [_p, _p, _u64p]),
     "parla_speak_text": (_i, [_p, _s, _u64p]),
     "parla_announce": (_i, [_p, _s, _i, _i, _u64p]),
-    "parla_wait": (_i, [_p, ctypes.c_uint64, _i, ctypes.POINTER(_i)]),
+    "parla_wait": (_i, [_p, ctypes.c_uint64, ctypes.c_int64, ctypes.POINTER(_i)]),
     "parla_stop": (_i, [_p, _i, ctypes.POINTER(_i)]),
     "parla_pause": (_i, [_p, _i]),
     "parla_continue": (_i, [_p]),
     "parla_set_rate": (_i, [_p, _d]),
+    "parla_set_pitch": (_i, [_p, _d]),
     "parla_set_volume": (_i, [_p, _d]),
     "parla_is_speaking": (_i, [_p]),
     "parla_write_wav": (_i, [_p, _p, _s, ctypes.POINTER(_p)]),
@@ -155,7 +186,7 @@ _SIGNATURES = {
     "parla_timeline_sentence_count": (ctypes.c_size_t, [_p]),
     "parla_timeline_word": (_i, [_p, ctypes.c_size_t, ctypes.POINTER(TimedRange)]),
     "parla_timeline_sentence": (_i, [_p, ctypes.c_size_t, ctypes.POINTER(TimedRange)]),
-    "parla_timeline_duration": (_d, [_p]),
+    "parla_timeline_duration_ns": (ctypes.c_int64, [_p]),
     "parla_timeline_sample_rate": (_i, [_p]),
     "parla_timeline_free": (None, [_p]),
     "parla_voices": (_i, [ctypes.POINTER(_p)]),

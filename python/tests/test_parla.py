@@ -293,6 +293,7 @@ def test_pause_resume_and_live_rate(synth):
     assert synth.is_speaking
     synth.set_rate(1.5)
     synth.set_volume(0.8)
+    synth.set_pitch(1.2)
     synth.resume()
     assert synth.wait(ident, timeout=30) == "finished"
     assert "continued" in [e.kind for e in synth.events(ident)]

@@ -24,6 +24,13 @@
  *   a number never given out twice, so a freed one is recognised: PARLA_ERROR_INVALID_HANDLE),
  *   values out of range.
  * - Handles may be used from any thread.
+ * - Times and durations are nanoseconds in an int64_t (names end in _ns); -1 where there is none.
+ * - Structs that can grow begin with `size`. Set it to sizeof the struct before passing one to
+ *   be filled (parla_timeline_word, parla_voice_list_get, parla_segment_list_get; a zero
+ *   size is refused with PARLA_ERROR_INVALID_ARGUMENT): the library fills only the fields
+ *   that fit, so a program built with this header keeps working with a later libparla whose
+ *   structs have more fields at their end. A struct the library passes to a callback
+ *   (parla_event, parla_chunk) holds its own size there: fields past it are absent.
  *
  * Symbols all begin with parla_; the soname is libparla.so.0.
  */
@@ -97,7 +104,8 @@ parla_status parla_utterance_prefer_voice(parla_utterance *utterance, const char
 parla_status parla_utterance_set_rate(parla_utterance *utterance, double rate);
 /* Pitch: a multiplier, 0-2 (1 = normal). */
 parla_status parla_utterance_set_pitch(parla_utterance *utterance, double pitch);
-/* Volume: 0-1 (1 = full). */
+/* Volume: a multiple of the voice's normal loudness, 0-2 (1 = normal; above 1 is louder,
+ * made by the engine without clipping). The live parla_set_volume is a gain of 0-1. */
 parla_status parla_utterance_set_volume(parla_utterance *utterance, double volume);
 /* After an interruption by an announcement, speak again from the sentence that was cut off
  * (0: no, the default). */
@@ -131,13 +139,14 @@ typedef enum {
 } parla_event_kind;
 
 typedef struct {
+    size_t size;             /* sizeof the struct as this library knows it */
     parla_event_kind kind;
     uint64_t utterance;      /* the id parla_speak gave */
-    uint64_t time_ns;        /* when it is heard, on CLOCK_MONOTONIC */
+    int64_t time_ns;         /* when it is heard, on CLOCK_MONOTONIC */
     /* For WORD, SENTENCE and RESUMED (otherwise -1): the range in the caller's string ... */
     int64_t byte_start, byte_end;     /* ... in UTF-8 bytes */
     int64_t scalar_start, scalar_end; /* ... in Unicode scalar values */
-    double audio_seconds;    /* where its sound starts in the utterance's audio (-1: none) */
+    int64_t audio_ns;        /* where its sound starts in the utterance's audio (-1: none) */
     const char *text;        /* the word or sentence as spoken, else NULL */
     const char *mark;        /* MARK: the mark's name, else NULL */
     const char *error;       /* FAILED: why, else NULL */
@@ -176,10 +185,11 @@ parla_status parla_speak_text(parla_synthesizer *synthesizer, const char *text, 
 /* An announcement of plain text (see parla_utterance_set_announcement). */
 parla_status parla_announce(parla_synthesizer *synthesizer, const char *text, parla_priority priority, int queue, uint64_t *id);
 
-/* Waits until utterance `id` ends, at most `timeout_ms` (-1: no limit). *kind (may be NULL)
- * gets its terminal event: FINISHED, INTERRUPTED, DROPPED or FAILED. PARLA_ERROR_TIMEOUT if
- * it had not ended; PARLA_ERROR_INVALID_ARGUMENT for an id this synthesizer never gave. */
-parla_status parla_wait(parla_synthesizer *synthesizer, uint64_t id, int timeout_ms, parla_event_kind *kind);
+/* Waits until utterance `id` ends, at most `timeout_ns` nanoseconds (-1: no limit). *kind
+ * (may be NULL) gets its terminal event: FINISHED, INTERRUPTED, DROPPED or FAILED.
+ * PARLA_ERROR_TIMEOUT if it had not ended; PARLA_ERROR_INVALID_ARGUMENT for an id this
+ * synthesizer never gave. */
+parla_status parla_wait(parla_synthesizer *synthesizer, uint64_t id, int64_t timeout_ns, parla_event_kind *kind);
 
 typedef enum {
     PARLA_BOUNDARY_IMMEDIATE = 0, /* at once, mid-word if need be */
@@ -193,9 +203,11 @@ parla_status parla_stop(parla_synthesizer *synthesizer, parla_boundary boundary,
 parla_status parla_pause(parla_synthesizer *synthesizer, parla_boundary boundary);
 /* Continues paused speech where it stopped. */
 parla_status parla_continue(parla_synthesizer *synthesizer);
-/* Live rate (0.25-4) and volume (0-1): what is speaking changes at once, and later
- * utterances follow. */
+/* Live rate and pitch (multiples of each utterance's own: rate 0.25-4, pitch 0-2) and volume
+ * (a gain of 0-1 on the samples played): what is speaking changes at once (rate and pitch
+ * from the next word), and later utterances follow. */
 parla_status parla_set_rate(parla_synthesizer *synthesizer, double rate);
+parla_status parla_set_pitch(parla_synthesizer *synthesizer, double pitch);
 parla_status parla_set_volume(parla_synthesizer *synthesizer, double volume);
 /* 1 while something is speaking (or paused), else 0; -1 for a bad handle. */
 int parla_is_speaking(parla_synthesizer *synthesizer);
@@ -205,9 +217,10 @@ int parla_is_speaking(parla_synthesizer *synthesizer);
 typedef struct parla_timeline parla_timeline;
 
 typedef struct {
+    size_t size;                      /* set to sizeof(parla_timed_range) before the call */
     int64_t byte_start, byte_end;     /* in the caller's string, UTF-8 bytes */
     int64_t scalar_start, scalar_end; /* in Unicode scalar values */
-    double start_seconds, end_seconds;
+    int64_t start_ns, end_ns;         /* in the audio */
     const char *text;                 /* as spoken */
     const char *language;             /* of the part it is in ("en") */
     const char *voice;                /* the voice that speaks it ("espeak-ng.en-us") */
@@ -220,11 +233,12 @@ parla_status parla_write_wav(parla_synthesizer *synthesizer, const parla_utteran
                              parla_timeline **timeline);
 size_t parla_timeline_word_count(const parla_timeline *timeline);
 size_t parla_timeline_sentence_count(const parla_timeline *timeline);
-/* Copies word (or sentence) `index` into *out; PARLA_ERROR_OUT_OF_RANGE past the end. */
+/* Copies word (or sentence) `index` into *out (out->size set); PARLA_ERROR_OUT_OF_RANGE past
+ * the end. */
 parla_status parla_timeline_word(const parla_timeline *timeline, size_t index, parla_timed_range *out);
 parla_status parla_timeline_sentence(const parla_timeline *timeline, size_t index, parla_timed_range *out);
-/* The audio's length in seconds and its sample rate. */
-double parla_timeline_duration(const parla_timeline *timeline);
+/* The audio's length in nanoseconds, and its sample rate. */
+int64_t parla_timeline_duration_ns(const parla_timeline *timeline);
 int parla_timeline_sample_rate(const parla_timeline *timeline);
 void parla_timeline_free(parla_timeline *timeline);
 
@@ -240,6 +254,7 @@ typedef enum {
 } parla_chunk_kind;
 
 typedef struct {
+    size_t size;             /* sizeof the struct as this library knows it */
     parla_chunk_kind kind;
     const int16_t *samples;  /* AUDIO: 16-bit mono samples, valid during the call */
     size_t sample_count;     /* AUDIO */
@@ -269,6 +284,7 @@ parla_status parla_synthesize(parla_synthesizer *synthesizer, const parla_uttera
 typedef struct parla_voice_list parla_voice_list;
 
 typedef struct {
+    size_t size;            /* set to sizeof(parla_voice) before the call */
     const char *identifier; /* what parla_utterance_set_voice takes */
     const char *name;
     const char *engine;     /* "espeak-ng" or "piper" */
@@ -288,6 +304,7 @@ void parla_voice_list_free(parla_voice_list *list);
 typedef struct parla_segment_list parla_segment_list;
 
 typedef struct {
+    size_t size;          /* set to sizeof(parla_segment) before the call */
     int64_t byte_start, byte_end;
     int64_t scalar_start, scalar_end;
     const char *language; /* BCP 47, or NULL where no language could be told (digits, symbols) */

@@ -17,7 +17,7 @@ enum { PARLA_RUN_SSML = 1, PARLA_RUN_END_PAUSE = 2, PARLA_RUN_EARLY_FIRST_CLAUSE
 /// Which punctuation is spoken (espeak-ng's "some" is the list speech-dispatcher reads).
 enum { PARLA_PUNCTUATION_NONE = 0, PARLA_PUNCTUATION_ALL = 1, PARLA_PUNCTUATION_SOME = 2 };
 /// Engine events: the kinds, and the bit set on a kind whose time is a guess.
-enum { PARLA_EVENT_WORD = 1, PARLA_EVENT_SENTENCE = 2, PARLA_EVENT_ESTIMATED = 0x80 };
+enum { PARLA_ENGINE_EVENT_WORD = 1, PARLA_ENGINE_EVENT_SENTENCE = 2, PARLA_ENGINE_EVENT_ESTIMATED = 0x80 };
 /// How many Piper voices a process keeps loaded (the oldest goes first).
 enum { PARLA_ENGINE_PIPER_SLOTS = 4 };
 

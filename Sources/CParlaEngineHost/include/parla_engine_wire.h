@@ -32,7 +32,7 @@ enum {
     PARLA_MSG_PRELOADED = 'p',
     /// Audio: native 16-bit samples.
     PARLA_MSG_AUDIO = 'A',
-    /// An engine event: kind u8 (PARLA_EVENT_, with PARLA_EVENT_ESTIMATED), position, length
+    /// An engine event: kind u8 (PARLA_ENGINE_EVENT_, with PARLA_ENGINE_EVENT_ESTIMATED), position, length
     /// and sample (i32 each).
     PARLA_MSG_EVENT = 'E',
     /// The phonemes a word was spoken with: its position (i32, as its event's), then IPA
