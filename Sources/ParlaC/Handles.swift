@@ -94,8 +94,8 @@ func fill<T>(_ out: UnsafeMutablePointer<T>, with value: T, _ name: String) -> p
         return fail(PARLA_ERROR_INVALID_ARGUMENT, "out->size is \(asked): set it to sizeof(\(name)) before the call")
     }
     withUnsafeBytes(of: value) { bytes in
-        let count = min(asked, MemoryLayout<T>.size) - header
-        UnsafeMutableRawPointer(out).advanced(by: header).copyMemory(from: bytes.baseAddress!.advanced(by: header), byteCount: count)
+        let fields = UnsafeRawBufferPointer(rebasing: bytes[header..<min(asked, bytes.count)])
+        UnsafeMutableRawBufferPointer(start: UnsafeMutableRawPointer(out) + header, count: fields.count).copyMemory(from: fields)
     }
     return succeed()
 }
