@@ -197,16 +197,19 @@ static parla_piper_voice *piper_voice(const char *path, char *error, size_t erro
     return voice;
 }
 
+// Why a Piper voice did not load: ONNX Runtime is missing, or the voice itself cannot be used.
+static int piper_load_failure(void) { return parla_piper_load_wanted_runtime() ? PARLA_RUN_UNAVAILABLE : PARLA_RUN_VOICE_UNUSABLE; }
+
 int parla_engine_preload(const char *voice, char *error, size_t error_size) {
     if (error_size) error[0] = 0;
     if (!voice || !is_piper(voice)) return 1;
-    if (parla_engine_init(error, error_size) <= 0) return 0;
-    return piper_voice(piper_path(voice), error, error_size) != NULL;
+    if (parla_engine_init(error, error_size) <= 0) return PARLA_RUN_UNAVAILABLE;
+    return piper_voice(piper_path(voice), error, error_size) ? 1 : piper_load_failure();
 }
 
 static int speak_piper(const parla_run *run, const parla_run_output *output, char *error, size_t error_size) {
     parla_piper_voice *voice = piper_voice(piper_path(run->voice), error, error_size);
-    if (!voice) return PARLA_RUN_FAILED;
+    if (!voice) return piper_load_failure();
     last_piper_slot = parla_engine_piper_slot(run->voice);
     // For measuring it, PARLA_PIPER_EARLY_CLAUSE=0 turns the early first clause off, and "all"
     // asks it of every run (a file rendered the way live speech is spoken).
@@ -229,7 +232,7 @@ int parla_engine_speak(const parla_run *run, const parla_run_output *output, cha
         snprintf(error, error_size, "a run without a voice or text");
         return PARLA_RUN_FAILED;
     }
-    if (parla_engine_init(error, error_size) <= 0) return PARLA_RUN_FAILED;
+    if (parla_engine_init(error, error_size) <= 0) return PARLA_RUN_UNAVAILABLE;
     if (is_piper(run->voice)) return speak_piper(run, output, error, error_size);
     if (strcmp(run->voice, current_voice) != 0) {
         if (strlen(run->voice) >= sizeof current_voice || espeak_SetVoiceByName(run->voice) != EE_OK) {

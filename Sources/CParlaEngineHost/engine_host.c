@@ -178,7 +178,7 @@ static int speak(const unsigned char *p, uint32_t n) {
     parla_run_output output = { NULL, run_should_stop, run_audio, run_event, run_phonemes };
     int status = parla_engine_speak(&run, &output, run_error, sizeof run_error);
     free(strings);
-    if (stop_requested && status != PARLA_RUN_FAILED) return PARLA_RUN_STOPPED;
+    if (stop_requested && status < PARLA_RUN_FAILED) return PARLA_RUN_STOPPED;
     return status;
 }
 
@@ -217,7 +217,7 @@ static int speak_utterance(void) {
             run_error[0] = 0;
             int status = speak(payload, n);
             if (out_lost) { free(payload); return 0; }
-            size_t why = status == PARLA_RUN_FAILED ? strlen(run_error) : 0;
+            size_t why = status >= PARLA_RUN_FAILED ? strlen(run_error) : 0;
             put_header(PARLA_MSG_DONE, 8 + (uint32_t)why);
             put_u32(current_seq);
             put_u32((uint32_t)status);
@@ -458,12 +458,13 @@ int parla_engine_host_main(void) {
             // forked without it and is replaced. A voice that cannot load fails in the child
             // that needs it, with the reason.
             char voice[4200];
-            int loaded = 0;
+            int loaded = 0, status = PARLA_RUN_FAILED;
             run_error[0] = 0;
             if (n < sizeof voice - strlen(PARLA_PIPER_PREFIX)) {
                 snprintf(voice, sizeof voice, "%s%.*s", PARLA_PIPER_PREFIX, (int)n, (const char *)payload);
                 int known = parla_engine_piper_slot(voice) >= 0;
-                loaded = known || parla_engine_preload(voice, run_error, sizeof run_error);
+                status = known ? 1 : parla_engine_preload(voice, run_error, sizeof run_error);
+                loaded = status == 1;
                 if (loaded) spare_threads_voice = parla_engine_piper_slot(voice);
                 // Its first run, made once here: every child starts warm (see fork_spare).
                 if (loaded && !known) parla_engine_warm_piper_slot(spare_threads_voice);
@@ -476,7 +477,7 @@ int parla_engine_host_main(void) {
             }
             size_t why = loaded ? 0 : strlen(run_error);
             put_header(PARLA_MSG_PRELOADED, 4 + (uint32_t)why);
-            put_u32((uint32_t)loaded);
+            put_u32((uint32_t)status);
             put(run_error, why);
         } else if (type == PARLA_MSG_SPEAK) {
             // A run outside an utterance: refused.

@@ -242,8 +242,13 @@ int parla_piper_model_streams(const char *model_path, char *why, size_t why_size
     return found;
 }
 
+static int last_load_wanted_runtime;
+
+int parla_piper_load_wanted_runtime(void) { return last_load_wanted_runtime; }
+
 parla_piper_voice *parla_piper_load(const char *model_path, char *error, size_t error_size) {
     error[0] = 0;
+    last_load_wanted_runtime = 0;
     char config_path[4200];
     if (snprintf(config_path, sizeof config_path, "%s.json", model_path) >= (int)sizeof config_path) {
         snprintf(error, error_size, "the voice's path is too long");
@@ -298,6 +303,7 @@ parla_piper_voice *parla_piper_load(const char *model_path, char *error, size_t 
         return NULL;
     }
     if (!piper_runtime_load(error, error_size)) {
+        last_load_wanted_runtime = 1;
         parla_piper_free(v);
         return NULL;
     }

@@ -284,7 +284,7 @@ private final class FileSink: Sendable {
     }
 
     /// Finishes the WAV file and returns the timeline.
-    /// - Throws: the error writing met, or ``ParlaError/engineFailure(_:)`` if the engine never
+    /// - Throws: the error writing met, or ``ParlaError/engineFailure(_:engine:)`` if the engine never
     ///   started.
     func finish() throws(ParlaError) -> SpeechTimeline {
         try state.withLock { (state: inout State) throws(ParlaError) -> SpeechTimeline in

@@ -14,8 +14,8 @@ public struct BatchItem: Sendable, Hashable, Codable {
     public var voice: SpeechVoice?
     /// The rate in words per minute, 80–450 (nil: the voice's), as ``/ParlaCore/Utterance/wordsPerMinute``.
     public var wordsPerMinute: Double?
-    /// Pitch multiplier, 0–2 (nil: 1, the voice's normal pitch), as ``/ParlaCore/Utterance/pitchMultiplier``.
-    public var pitchMultiplier: Double?
+    /// Pitch multiplier, 0–2 (nil: 1, the voice's normal pitch), as ``/ParlaCore/Utterance/pitch``.
+    public var pitch: Double?
     /// Whether ``text`` is SSML.
     public var isSSML = false
     /// 1-based line in the input (0 for an item read from its own file).
@@ -27,7 +27,7 @@ public struct BatchItem: Sendable, Hashable, Codable {
     /// Creates an item.
     public init(
         id: String, text: String, language: LanguageTag? = nil, voice: SpeechVoice? = nil, wordsPerMinute: Double? = nil,
-        pitchMultiplier: Double? = nil, isSSML: Bool = false, line: Int = 0, textFile: URL? = nil
+        pitch: Double? = nil, isSSML: Bool = false, line: Int = 0, textFile: URL? = nil
     ) {
         self.textFile = textFile
         self.id = id
@@ -35,7 +35,7 @@ public struct BatchItem: Sendable, Hashable, Codable {
         self.language = language
         self.voice = voice
         self.wordsPerMinute = wordsPerMinute
-        self.pitchMultiplier = pitchMultiplier
+        self.pitch = pitch
         self.isSSML = isSSML
         self.line = line
     }
@@ -89,7 +89,7 @@ public enum BatchInput {
 
     /// Reads line `number` (1-based) of an input in `format`, finding the voices it names in
     /// `catalog`. The file's fields are turned into the item's units here: a JSONL `pitch` of
-    /// 0–99 (50: normal) becomes a ``BatchItem/pitchMultiplier``, a `rate` stays words per
+    /// 0–99 (50: normal) becomes a ``BatchItem/pitch``, a `rate` stays words per
     /// minute. Blank lines give nil.
     public static func item(
         fromLine raw: Substring, number: Int, format: Format, catalog: VoiceCatalog
@@ -134,7 +134,7 @@ public enum BatchInput {
                 item.voice = try decoded.voice.map { v throws(ParlaError) in try catalog.voice(identifier: v) }
                 if let pitch = decoded.pitch {
                     guard (0...99).contains(pitch) else { throw .parameterOutOfRange(name: "pitch", value: pitch, range: 0...99) }
-                    item.pitchMultiplier = pitch / 50
+                    item.pitch = pitch / 50
                 }
             } catch {
                 return .failure(LineError(id: id, line: number, reason: error.description))

@@ -204,9 +204,9 @@ final class ItemRenderer {
             }
             u.wordsPerMinute = r
         }
-        if let p = item.pitchMultiplier {
+        if let p = item.pitch {
             guard (0...2).contains(p) else { throw ParlaError.parameterOutOfRange(name: "pitch multiplier", value: p, range: 0...2) }
-            u.pitchMultiplier = p
+            u.pitch = p
         }
         return u
     }

@@ -37,7 +37,8 @@ final class WorkerProcess: Sendable {
         let settingsLine = try JSONEncoder().encode(settings)
         guard send(Array(settingsLine)) else {
             _ = finish()
-            throw ParlaError.engineFailure("a render worker exited before it was ready (run with --jobs 1 and check standard error)")
+            throw ParlaError.engineUnavailable(
+                "render worker", reason: "a render worker exited before it was ready (run with --jobs 1 and check standard error)")
         }
     }
 
@@ -48,7 +49,8 @@ final class WorkerProcess: Sendable {
             let answer = WorkerResult.decode(ready)
         else {
             _ = finish()
-            throw ParlaError.engineFailure("a render worker exited before it was ready (run with --jobs 1 and check standard error)")
+            throw ParlaError.engineUnavailable(
+                "render worker", reason: "a render worker exited before it was ready (run with --jobs 1 and check standard error)")
         }
         if let fatal = answer.fatal {
             _ = finish()
@@ -64,7 +66,8 @@ final class WorkerProcess: Sendable {
         guard let line = try nextLine(), let result = WorkerResult.decode(line),
             result.id == item.id
         else {
-            throw ParlaError.engineFailure("the render worker stopped while rendering this item (run the same command again to retry it)")
+            throw ParlaError.engineCrashed(
+                "render worker", reason: "the render worker stopped while rendering this item (run the same command again to retry it)")
         }
         return result
     }

@@ -68,14 +68,14 @@ func fail(_ error: any Error) -> parla_status {
 }
 
 func status(of error: ParlaError) -> parla_status {
-    switch error {
+    switch error.code {
     case .unknownVoice: return PARLA_ERROR_UNKNOWN_VOICE
     case .invalidLanguageTag, .noVoiceForLanguage: return PARLA_ERROR_UNKNOWN_LANGUAGE
     case .invalidSSML: return PARLA_ERROR_SSML
     case .invalidUTF8: return PARLA_ERROR_INVALID_UTF8
     case .unreadableInput, .unwritableOutput: return PARLA_ERROR_IO
     case .parameterOutOfRange: return PARLA_ERROR_OUT_OF_RANGE
-    case .engineFailure: return PARLA_ERROR_ENGINE
+    case .engineFailure, .engineUnavailable, .engineCrashed, .voiceUnavailable: return PARLA_ERROR_ENGINE
     case .audioServerUnavailable, .audioServerLost, .audioDeviceNotFound, .audioServerStalled, .audioFailure:
         return PARLA_ERROR_AUDIO
     case .emptyText, .invalidInput: return PARLA_ERROR_INVALID_ARGUMENT

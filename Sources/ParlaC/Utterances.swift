@@ -124,7 +124,7 @@ public func parlaUtteranceSetRate(_ handle: OpaquePointer?, _ rate: Double) -> p
 
 @_cdecl("parla_utterance_set_pitch")
 public func parlaUtteranceSetPitch(_ handle: OpaquePointer?, _ pitch: Double) -> parla_status {
-    setChecked(handle, pitch, "pitch", SpeechPlan.pitchRange) { $0.pitchMultiplier = $1 }
+    setChecked(handle, pitch, "pitch", SpeechPlan.pitchRange) { $0.pitch = $1 }
 }
 
 @_cdecl("parla_utterance_set_volume")

@@ -54,11 +54,12 @@ extension ParlaError {
     }
 
     private var commandLineAdvice: String? {
-        switch self {
+        switch code {
         case .invalidLanguageTag: return "Run 'parla voices' to list the languages Parla speaks."
         case .unknownVoice: return "Run 'parla voices' to list them."
-        case .noVoiceForLanguage(let tag):
-            return "Run 'parla voices' to list the languages Parla speaks, or 'parla voices --language \(tag.language)' to search."
+        case .noVoiceForLanguage:
+            let language = subject?.split(separator: "-").first.map(String.init) ?? "LANG"
+            return "Run 'parla voices' to list the languages Parla speaks, or 'parla voices --language \(language)' to search."
         case .voiceCatalogNotFound: return "Or pass --voices DIR."
         case .emptyText: return "Pass the text as an argument, with -f FILE, or on standard input."
         case .invalidSSML: return "Without --ssml the input is read as plain text."

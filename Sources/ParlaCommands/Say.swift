@@ -240,7 +240,7 @@ struct SayArguments: Equatable, Sendable {
         if let language { utterance.language = try LanguageTag(parsing: language) }
         if let voice { utterance.voice = try catalog.voice(identifier: voice) }
         utterance.wordsPerMinute = rate
-        if let pitch { utterance.pitchMultiplier = pitch / 50 }
+        if let pitch { utterance.pitch = pitch / 50 }
         if let volume { utterance.volume = volume / 100 }
         utterance.punctuation = punctuation
 

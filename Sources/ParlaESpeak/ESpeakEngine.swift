@@ -47,7 +47,7 @@ public actor ESpeakEngine {
 
     /// Starts the engine host (once) and returns its output sample rate (22050 Hz for the
     /// stock voices).
-    /// - Throws: ``ParlaError/engineFailure(_:)`` if espeak-ng or its data cannot be loaded.
+    /// - Throws: ``ParlaError/engineFailure(_:engine:)`` if espeak-ng or its data cannot be loaded.
     public func start() throws(ParlaError) -> Int {
         if isShared { Self.sharedStarted.store(true, ordering: .releasing) }
         return try host.start()
@@ -64,7 +64,7 @@ public actor ESpeakEngine {
     /// Loads these voices' models now, where loading takes time (Piper's: about half a second
     /// for a medium voice), so that their first utterance starts at once; other voices need
     /// nothing. The engine keeps them loaded.
-    /// - Throws: ``ParlaError/engineFailure(_:)`` if one cannot be loaded, saying why.
+    /// - Throws: ``ParlaError/engineFailure(_:engine:)`` if one cannot be loaded, saying why.
     public func preload(_ voices: [SpeechVoice]) throws(ParlaError) {
         if isShared { Self.sharedStarted.store(true, ordering: .releasing) }
         _ = try host.start()
@@ -92,7 +92,7 @@ public actor ESpeakEngine {
     /// first use) and starts on the first words meanwhile. An error it throws ends synthesis.
     /// With `skipsLeadingSilence` (live speech), the engine's silence before the first sound
     /// is not passed on (``TimelineBuilder/skipsLeadingSilence``).
-    /// - Throws: ``ParlaError/cancelled`` if `stop` was raised, ``ParlaError/engineFailure(_:)``
+    /// - Throws: ``ParlaError/cancelled`` if `stop` was raised, ``ParlaError/engineFailure(_:engine:)``
     ///   if espeak-ng cannot be loaded, rejects a voice or the text, or crashes on it; what
     ///   `started` throws.
     package func synthesize(
@@ -123,7 +123,7 @@ package final class ESpeakDirectEngine {
     /// selecting a voice in a child does not scan espeak-ng's voice files again; no voice is
     /// selected here, because selecting voices leaves state behind (a child of a process that
     /// had selected other voices before speaks some texts differently).
-    /// - Throws: ``ParlaError/engineFailure(_:)``.
+    /// - Throws: ``ParlaError/engineFailure(_:engine:)``.
     package func start() throws(ParlaError) -> Int {
         let rate = try core.start()
         _ = try core.installedVoices()
@@ -132,7 +132,7 @@ package final class ESpeakDirectEngine {
 
     /// Loads the Piper voices among `voices` (engine voice names) into this process, once: a
     /// worker calls it before it forks, so its children speak with them at once.
-    /// - Throws: ``ParlaError/engineFailure(_:)`` if one cannot be loaded.
+    /// - Throws: ``ParlaError/engineFailure(_:engine:)`` if one cannot be loaded.
     package func prepare(voices: [String]) throws(ParlaError) {
         try core.prepare(voices: voices)
     }
@@ -140,7 +140,7 @@ package final class ESpeakDirectEngine {
     /// Speaks `plan` on the calling thread, passing audio and marks to `emit`; returns the
     /// number of samples produced. Without `marksWords`, only audio and segments are emitted
     /// (``TimelineBuilder/marksWords``).
-    /// - Throws: ``ParlaError/cancelled`` if `stop` was raised, ``ParlaError/engineFailure(_:)``.
+    /// - Throws: ``ParlaError/cancelled`` if `stop` was raised, ``ParlaError/engineFailure(_:engine:)``.
     package func synthesize(_ plan: SpeechPlan, stop: StopFlag, marksWords: Bool = true, emit: @escaping (SynthesisEvent) -> Void)
         throws(ParlaError) -> Int
     {
@@ -179,7 +179,7 @@ protocol RunEngine: AnyObject {
     func prepare(voices: [String]) throws(ParlaError)
     /// Speaks one run, passing audio and raw events on as they come; `shouldStop` is asked
     /// at every audio block.
-    /// - Throws: ``ParlaError/cancelled`` once stopped, ``ParlaError/engineFailure(_:)``.
+    /// - Throws: ``ParlaError/cancelled`` once stopped, ``ParlaError/engineFailure(_:engine:)``.
     func speak(
         _ run: RunRequest, shouldStop: () -> Bool,
         audio: ([Int16]) -> Void, event: (RawEngineEvent) -> Void
@@ -270,7 +270,7 @@ final class ESpeakCore: RunEngine {
         if let sampleRate { return sampleRate }
         var error = [CChar](repeating: 0, count: 1024)
         let rate = parla_engine_init(&error, error.count)
-        guard rate > 0 else { throw .engineFailure(Self.text(error, or: "espeak-ng could not be initialised")) }
+        guard rate > 0 else { throw .engineUnavailable("espeak-ng", reason: Self.text(error, or: "espeak-ng could not be initialised")) }
         sampleRate = Int(rate)
         return Int(rate)
     }
@@ -279,8 +279,9 @@ final class ESpeakCore: RunEngine {
         for voice in voices where voice.hasPrefix(piperVoicePrefix) {
             _ = try start()
             var error = [CChar](repeating: 0, count: 2048)
-            guard parla_engine_preload(voice, &error, error.count) == 1 else {
-                throw .engineFailure(Self.text(error, or: "the Piper voice could not be loaded"))
+            let status = parla_engine_preload(voice, &error, error.count)
+            guard status == 1 else {
+                throw .runFailed(status, voice: voice, reason: Self.text(error, or: "the Piper voice could not be loaded"))
             }
         }
     }
@@ -347,7 +348,7 @@ final class ESpeakCore: RunEngine {
         switch Int(status) {
         case PARLA_RUN_OK: return
         case PARLA_RUN_UNKNOWN_VOICE: throw .unknownEngineVoice(run.voice)
-        default: throw .engineFailure(Self.text(error, or: "espeak-ng could not speak this text"))
+        default: throw .runFailed(status, voice: run.voice, reason: Self.text(error, or: "espeak-ng could not speak this text"))
         }
     }
 
@@ -361,7 +362,26 @@ final class ESpeakCore: RunEngine {
 extension ParlaError {
     /// espeak-ng has no voice of this name.
     static func unknownEngineVoice(_ name: String) -> ParlaError {
-        .engineFailure("espeak-ng has no voice '\(name)' (the voice catalog may be out of date: run 'python3 scripts/generate-voices.py')")
+        ParlaError(
+            .unknownVoice,
+            "espeak-ng has no voice '\(name)' (the voice catalog may be out of date: run 'python3 scripts/generate-voices.py').",
+            subject: name)
+    }
+
+    /// The engine that speaks an engine voice name: `piper` or `espeak-ng`.
+    static func engine(of voice: String) -> String { voice.hasPrefix(piperVoicePrefix) ? "piper" : "espeak-ng" }
+
+    /// The error of a run (or a voice's load) that ended with PARLA_RUN_ failure `status`.
+    static func runFailed(_ status: Int32, voice: String, reason: String) -> ParlaError {
+        switch status {
+        case Int32(PARLA_RUN_UNAVAILABLE):
+            return .engineUnavailable(voice.hasPrefix(piperVoicePrefix) ? "onnxruntime" : "espeak-ng", reason: reason)
+        case Int32(PARLA_RUN_VOICE_UNUSABLE):
+            let name = voice.hasPrefix(piperVoicePrefix) ? "piper." + (voice.split(separator: "/").last.map(String.init) ?? voice) : voice
+            return .voiceUnavailable(name.hasSuffix(".onnx") ? String(name.dropLast(5)) : name, reason: reason)
+        default:
+            return .engineFailure(reason, engine: engine(of: voice))
+        }
     }
 }
 

@@ -68,14 +68,16 @@ final class EngineHost: RunEngine {
         let rate = Int(r.i32())
         guard version == UInt32(PARLA_ENGINE_PROTOCOL) else {
             shutDown()
-            throw .engineFailure(
-                "the engine host \(executable ?? "") speaks version \(version) of its protocol, and this program version \(PARLA_ENGINE_PROTOCOL): install the parla-engine of the same Parla as this program"
+            throw .engineUnavailable(
+                "parla-engine",
+                reason:
+                    "the engine host \(executable ?? "") speaks version \(version) of its protocol, and this program version \(PARLA_ENGINE_PROTOCOL): install the parla-engine of the same Parla as this program"
             )
         }
         guard rate > 0 else {
             let reason = String(decoding: r.rest(), as: UTF8.self)
             shutDown()
-            throw .engineFailure(reason.isEmpty ? "espeak-ng could not be initialised" : reason)
+            throw .engineUnavailable("espeak-ng", reason: reason.isEmpty ? "espeak-ng could not be initialised" : reason)
         }
         sampleRate = rate
         return rate
@@ -135,9 +137,10 @@ final class EngineHost: RunEngine {
                 throw failure(while: "loading a Piper voice")
             }
             var r = PayloadReader(payload)
-            guard r.u32() == 1 else {
+            let status = r.u32()
+            guard status == 1 else {
                 preloaded.remove(voice)
-                throw .engineFailure(String(decoding: r.rest(), as: UTF8.self))
+                throw .runFailed(Int32(bitPattern: status), voice: voice, reason: String(decoding: r.rest(), as: UTF8.self))
             }
         }
     }
@@ -224,8 +227,8 @@ final class EngineHost: RunEngine {
                 case Int32(PARLA_RUN_UNKNOWN_VOICE): throw .unknownEngineVoice(voice)
                 case Int32(PARLA_RUN_STOPPED): throw .cancelled
                 default:
-                    if !why.isEmpty { throw .engineFailure(why) }
-                    throw .engineFailure("espeak-ng could not speak this text")
+                    throw .runFailed(
+                        status, voice: voice, reason: why.isEmpty ? "\(ParlaError.engine(of: voice)) could not speak this text" : why)
                 }
             case .crashed:
                 var r = PayloadReader(payload)
@@ -233,11 +236,13 @@ final class EngineHost: RunEngine {
                 guard id == utterance else { continue }  // an earlier utterance's child
                 utteranceCrashed = UInt32(bitPattern: signal)
                 let how = signal == 0 ? "failed" : "crashed (\(strsignal(signal).map { String(cString: $0) } ?? "signal \(signal)"))"
-                throw .engineFailure(
-                    "espeak-ng \(how) while speaking this text (the next utterance is spoken by a fresh copy of the engine)")
+                let engine = ParlaError.engine(of: voice)
+                throw .engineCrashed(
+                    engine, reason: "\(engine) \(how) while speaking this text (the next utterance is spoken by a fresh copy of the engine)"
+                )
             default:
                 shutDown()
-                throw .engineFailure("the engine host sent a message Parla does not understand (type \(type))")
+                throw .engineFailure("the engine host sent a message Parla does not understand (type \(type))", engine: "parla-engine")
             }
         }
     }
@@ -317,7 +322,7 @@ final class EngineHost: RunEngine {
     /// Ends the host and describes what happened to it, for an error about `activity`.
     private func failure(while activity: String) -> ParlaError {
         let how = shutDown()
-        return .engineFailure("espeak-ng \(how) while \(activity) (the next utterance starts it again)")
+        return .engineCrashed("parla-engine", reason: "espeak-ng \(how) while \(activity) (the next utterance starts it again)")
     }
 
     /// Kills and reaps the host if it runs; says how it ended.

@@ -31,7 +31,7 @@ package struct ChildProcess: Sendable {
     /// SIGTERM). It inherits no other descriptor of this process. Helpers never play: they
     /// find no sound server and no ALSA device (`PARLA_HELPER_PULSE_SERVER`), so espeak-ng's
     /// audio probe fails at once in them.
-    /// - Throws: ``ParlaError/engineFailure(_:)`` if the pipes or the process cannot be made.
+    /// - Throws: ``ParlaError/Code/engineUnavailable`` if the pipes or the process cannot be made.
     package static func spawnSelf(role: String, environment: [String: String], stderrToNull: Bool = false) throws(ParlaError)
         -> ChildProcess
     {
@@ -44,11 +44,11 @@ package struct ChildProcess: Sendable {
     {
         var toChild: [Int32] = [-1, -1], fromChild: [Int32] = [-1, -1]
         guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &toChild) == 0 else {
-            throw .engineFailure("cannot create a socket for the \(role): \(systemErrorMessage())")
+            throw .engineUnavailable(role, reason: "cannot create a socket for the \(role): \(systemErrorMessage())")
         }
         guard parla_pipe_cloexec(&fromChild) == 0 else {
             close(toChild[0]); close(toChild[1])
-            throw .engineFailure("cannot create a pipe for the \(role): \(systemErrorMessage())")
+            throw .engineUnavailable(role, reason: "cannot create a pipe for the \(role): \(systemErrorMessage())")
         }
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
@@ -75,7 +75,7 @@ package struct ChildProcess: Sendable {
         guard rc == 0 else {
             close(toChild[1])
             close(fromChild[0])
-            throw .engineFailure("cannot start the \(role) (\(exe)): \(systemErrorMessage(rc))")
+            throw .engineUnavailable(role, reason: "cannot start the \(role) (\(exe)): \(systemErrorMessage(rc))")
         }
         return ChildProcess(pid: pid, input: toChild[1], output: fromChild[0])
     }

@@ -349,7 +349,7 @@ extension VoiceCatalog {
                     SpeechVoice(
                         identifier: f[1], name: f[2], engine: f[3], engineVoice: f[4], variant: f[5].isEmpty ? nil : f[5],
                         languages: languages, gender: SpeechVoice.Gender(rawValue: f[7]),
-                        rate: Double(f[8]), pitch: Double(f[9])))
+                        wordsPerMinute: Double(f[8]), pitch: Double(f[9])))
             case "default":
                 guard f.count == 3 else { throw bad("a default needs a language and a voice") }
                 languageDefaults[f[1].lowercased()] = f[2]

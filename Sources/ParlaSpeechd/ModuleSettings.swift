@@ -124,7 +124,7 @@ package struct ModuleSettings: Sendable, Equatable {
     /// Applies rate, pitch, volume and punctuation to `utterance`, and spelling to its text.
     package func configure(_ utterance: inout Utterance, catalog: VoiceCatalog) throws(ParlaError) {
         utterance.wordsPerMinute = wordsPerMinute
-        utterance.pitchMultiplier = pitchMultiplier
+        utterance.pitch = pitchMultiplier
         utterance.volume = volumeMultiplier
         utterance.punctuation = punctuation
         utterance.voice = try voice(in: catalog)

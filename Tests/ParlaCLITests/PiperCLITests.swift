@@ -64,6 +64,8 @@ struct PiperCLITests {
             piperEnvironment(["PARLA_ONNXRUNTIME": "/nonexistent/libonnxruntime.so.1", "XDG_CACHE_HOME": dir.path]))
         #expect(r.status != 0)
         #expect(r.error.contains("ONNX Runtime") && r.error.contains("scripts/setup"), "\(r.error)")
+        // The engine cannot start (ParlaError.Code.engineUnavailable), rather than failing this text.
+        #expect(r.error.contains("The speech engine cannot start"), "\(r.error)")
         #expect(try leftovers(in: dir).isEmpty, "a partial file was left behind")
     }
 

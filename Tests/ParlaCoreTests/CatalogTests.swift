@@ -41,7 +41,7 @@ struct CatalogFileTests {
         let preset = #"{"identifier": "me.slow-french", "name": "Slow French", "engine": "espeak-ng", "engineVoice": "fr-fr", "variant": "f2", "languages": ["fr"], "rate": 120}"#
         try Data(preset.utf8).write(to: URL(fileURLWithPath: dir + "/slow.json"))
         let catalog = try VoiceCatalog.load(fromPath: Self.directory, userPath: dir)
-        #expect(try catalog.voice(identifier: "me.slow-french").rate == 120)
+        #expect(try catalog.voice(identifier: "me.slow-french").wordsPerMinute == 120)
 
         try Data("{ not json".utf8).write(to: URL(fileURLWithPath: dir + "/broken.json"))
         #expect(throws: ParlaError.self) { try VoiceCatalog.load(fromPath: Self.directory, userPath: dir) }

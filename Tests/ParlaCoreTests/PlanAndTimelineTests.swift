@@ -38,7 +38,7 @@ struct SpeechPlanTests {
         text[text.range(of: "fast")!].speechRate = 4
         var u = Utterance(text)
         u.wordsPerMinute = 200
-        u.pitchMultiplier = 1.5
+        u.pitch = 1.5
         let plan = try SpeechPlan(u, catalog: testCatalog)
         #expect(plan.runs.map(\.rate) == [200, 450])
         #expect(plan.runs.allSatisfy { $0.pitch == 75 })
@@ -94,7 +94,7 @@ struct SpeechPlanTests {
             #expect(throws: ParlaError.self) { try plan { $0.text.speechPitch = value } }
             #expect(throws: ParlaError.self) { try plan { $0.text.speechVolume = value } }
         }
-        #expect(throws: ParlaError.self) { try plan { $0.pitchMultiplier = .nan } }
+        #expect(throws: ParlaError.self) { try plan { $0.pitch = .nan } }
         #expect(throws: ParlaError.self) { try plan { $0.preUtteranceDelay = .seconds(-1) } }
         #expect(throws: ParlaError.self) { try plan { $0.postUtteranceDelay = .seconds(7200) } }
         #expect(throws: ParlaError.self) { try plan { $0.pauses = [.init(offset: 2, duration: .seconds(Int64.max))] } }

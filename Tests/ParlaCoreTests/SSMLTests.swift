@@ -49,8 +49,7 @@ struct SSMLTests {
             _ = try Utterance(ssml: ssml)
             Issue.record("accepted invalid SSML \(ssml)")
         } catch {
-            guard case .invalidSSML(let l, let c, _) = error else { Issue.record("wrong error \(error)"); return }
-            #expect(l == line && c == column, "\(error)")
+            #expect(error.code == .invalidSSML && error.line == line && error.column == column, "\(error)")
         }
     }
 

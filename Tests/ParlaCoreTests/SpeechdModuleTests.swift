@@ -85,7 +85,7 @@ struct SpeechdModuleTests {
         #expect(h.send("SET", "pitch=50\npitch_range=0\nrate=-100\nvolume=100\npunctuation_mode=all\nspelling_mode=off\ncap_let_recogn=spell\nvoice=female2\nlanguage=el\nsynthesis_voice=NULL\nsome_future_key=1", ".") == "203 OK RECEIVING SETTINGS\n203 OK SETTINGS RECEIVED\n")
         #expect(h.send("SPEAK", "<speak>Γειά σου</speak>", ".") == "202 OK RECEIVING MESSAGE\n200 OK SPEAKING\n")
         let u = try #require(h.speaker.spoken.withLock { $0.last })
-        #expect(u.wordsPerMinute == 80 && u.pitchMultiplier == 1.5 && u.volume == 1 && u.punctuation == .all)
+        #expect(u.wordsPerMinute == 80 && u.pitch == 1.5 && u.volume == 1 && u.punctuation == .all)
         // The client's language is a preference: its voice (with the voice type's variant),
         // not a fixed utterance language, so other languages in the text keep their voices.
         #expect(u.language == nil && u.voice?.identifier == "espeak-ng.el+f2")

@@ -25,7 +25,7 @@ struct BatchRendererTests {
             #expect(FileManager.default.fileExists(atPath: dir.appendingPathComponent(item.id + ".json").path))
         }
         // Rendered items are skipped the second time; a bad one fails alone.
-        let more = items + [BatchItem(id: "bad", text: "x", pitchMultiplier: 5)]
+        let more = items + [BatchItem(id: "bad", text: "x", pitch: 5)]
         var last = BatchProgress()
         for try await p in BatchRenderer(options: options).render(more) { last = p }
         #expect(last.skipped == 6 && last.failed == 1 && last.rendered == 0)

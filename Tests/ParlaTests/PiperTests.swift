@@ -105,6 +105,8 @@ struct PiperTests {
         u.voice = try catalog.voice(identifier: "piper.damaged")
         let error = await #expect(throws: ParlaError.self) { try await render(u, with: SpeechSynthesizer(catalog: catalog)) }
         #expect("\(error.map { "\($0)" } ?? "")".contains("damaged"), "\(String(describing: error))")
+        // Its own kind of failure, naming the voice: not the engine's, nor a missing runtime.
+        #expect(error?.code == .voiceUnavailable && error?.subject == "piper.damaged", "\(String(describing: error))")
         // The next utterance speaks.
         let (samples, _) = try await render(try joe("Still here."))
         #expect(samples.count > 10000)

@@ -57,7 +57,7 @@ struct WorkerProtocolTests {
         #expect(item.language == LanguageTag("fr-CA"))
         #expect(item.voice?.identifier == "espeak-ng.fr")
         #expect(item.wordsPerMinute == 200)
-        #expect(item.pitchMultiplier == 1.5)
+        #expect(item.pitch == 1.5)
         #expect(try read("b\tel\tΚαλημέρα", .tsv)?.get().language == "el")
         let bad = [
             (#"{"id": "c", "text": "x", "voice": "espeak-ng.nope"}"#, BatchInput.Format.jsonl, "espeak-ng.nope"),

@@ -9,8 +9,18 @@
 #include <stdint.h>
 #include "parla_piper.h"
 
-/// How a run ended (also sent on the engine host's wire, parla_engine_wire.h).
-enum { PARLA_RUN_OK = 0, PARLA_RUN_STOPPED = 1, PARLA_RUN_UNKNOWN_VOICE = 2, PARLA_RUN_FAILED = 3 };
+/// How a run ended (also sent on the engine host's wire, parla_engine_wire.h). From
+/// PARLA_RUN_FAILED on, the run failed and `error` says why: FAILED, the engine could not speak
+/// the text; UNAVAILABLE, a part the engine needs is missing (espeak-ng's data, ONNX Runtime);
+/// VOICE_UNUSABLE, the voice is there but cannot be loaded (a damaged Piper model).
+enum {
+    PARLA_RUN_OK = 0,
+    PARLA_RUN_STOPPED = 1,
+    PARLA_RUN_UNKNOWN_VOICE = 2,
+    PARLA_RUN_FAILED = 3,
+    PARLA_RUN_UNAVAILABLE = 4,
+    PARLA_RUN_VOICE_UNUSABLE = 5
+};
 /// A run's flags: its text is SSML; it ends a sentence or the utterance (espeak-ng then adds
 /// its pause); live speech's first run, whose first clause a Piper voice speaks alone.
 enum { PARLA_RUN_SSML = 1, PARLA_RUN_END_PAUSE = 2, PARLA_RUN_EARLY_FIRST_CLAUSE = 4 };
@@ -56,7 +66,8 @@ void parla_engine_read_voice_list(void);
 int parla_engine_voice_names(void (*each)(void *context, const char *name), void *context);
 /// Loads `voice` (an engine voice name) ahead of its first run, where loading takes time: a
 /// Piper voice's model (about half a second; kept loaded). Returns 1 if it is ready (other
-/// voices need nothing); 0 and why in `error`.
+/// voices need nothing); else a PARLA_RUN_ failure status (UNAVAILABLE, VOICE_UNUSABLE) and
+/// why in `error`.
 int parla_engine_preload(const char *voice, char *error, size_t error_size);
 /// Speaks one run, reporting to `output`. Returns a PARLA_RUN_ status; on failure, `error`
 /// says why (empty for an unknown espeak-ng voice).

@@ -5,7 +5,7 @@
 // then the payload. Integers are little-endian.
 
 /// The version of these messages: the host says it in READY, and Parla refuses another.
-#define PARLA_ENGINE_PROTOCOL 3
+#define PARLA_ENGINE_PROTOCOL 4
 /// The largest payload either side accepts (64 MiB).
 #define PARLA_ENGINE_MAX_MESSAGE (64u << 20)
 
@@ -28,7 +28,8 @@ enum {
     // host → Parla
     /// The engine is loaded: protocol u32, sample rate u32 (0, then why in UTF-8, if not).
     PARLA_MSG_READY = 'R',
-    /// A voice asked for with PRELOAD: loaded (u32 1) or not (0, then why, UTF-8).
+    /// A voice asked for with PRELOAD: loaded (u32 1) or not (a PARLA_RUN_ failure status,
+    /// then why, UTF-8).
     PARLA_MSG_PRELOADED = 'p',
     /// Audio: native 16-bit samples.
     PARLA_MSG_AUDIO = 'A',

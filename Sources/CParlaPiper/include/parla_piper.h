@@ -17,6 +17,9 @@ typedef struct parla_piper_voice parla_piper_voice;
 /// Loads ONNX Runtime (once) and the voice at `model_path` (its config is MODEL.json beside
 /// it). Returns NULL and writes why into `error` (with what to do) if either cannot be loaded.
 parla_piper_voice *parla_piper_load(const char *model_path, char *error, size_t error_size);
+/// 1 if the last parla_piper_load failed because ONNX Runtime could not be loaded (the voice
+/// itself may be fine), else 0.
+int parla_piper_load_wanted_runtime(void);
 /// Gives a loaded voice sessions of its own with `threads` intra-op threads, made from its
 /// prepared copy (cached, mapped: some 80 ms for the three parts), for a process forked after
 /// the voice was loaded: ONNX Runtime's threads do not survive a fork, so a voice loaded

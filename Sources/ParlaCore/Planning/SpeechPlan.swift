@@ -97,7 +97,7 @@ package struct SpeechPlan: Sendable {
     /// Accepted ``Utterance/rate`` multipliers (the words per minute they give are then kept
     /// within ``rateRange``).
     package static let rateMultiplierRange: ClosedRange<Double> = 0.25...4
-    /// Accepted range of ``Utterance/pitchMultiplier``.
+    /// Accepted range of ``Utterance/pitch``.
     package static let pitchRange: ClosedRange<Double> = 0...2
     /// Accepted range of ``Utterance/volume``.
     package static let volumeRange: ClosedRange<Double> = 0...2
@@ -132,8 +132,8 @@ package struct SpeechPlan: Sendable {
         guard Self.rateMultiplierRange.contains(utterance.rate) else {
             throw .parameterOutOfRange(name: "Rate multiplier", value: utterance.rate, range: Self.rateMultiplierRange)
         }
-        guard Self.pitchRange.contains(utterance.pitchMultiplier) else {
-            throw .parameterOutOfRange(name: "Pitch multiplier", value: utterance.pitchMultiplier, range: Self.pitchRange)
+        guard Self.pitchRange.contains(utterance.pitch) else {
+            throw .parameterOutOfRange(name: "Pitch multiplier", value: utterance.pitch, range: Self.pitchRange)
         }
         guard Self.volumeRange.contains(utterance.volume) else {
             throw .parameterOutOfRange(name: "Volume", value: utterance.volume, range: Self.volumeRange)
@@ -246,8 +246,9 @@ package struct SpeechPlan: Sendable {
                     v = spelling
                 }
                 let rateWPM =
-                    (utterance.wordsPerMinute ?? v.rate ?? 175) * utterance.rate * (attrs[SpeechAttributes.RateAttribute.self] ?? 1)
-                let pitch = 50 * (v.pitch ?? 1) * utterance.pitchMultiplier * (attrs[SpeechAttributes.PitchAttribute.self] ?? 1)
+                    (utterance.wordsPerMinute ?? v.wordsPerMinute ?? 175) * utterance.rate
+                    * (attrs[SpeechAttributes.RateAttribute.self] ?? 1)
+                let pitch = 50 * (v.pitch ?? 1) * utterance.pitch * (attrs[SpeechAttributes.PitchAttribute.self] ?? 1)
                 let volume = 100 * utterance.volume * (attrs[SpeechAttributes.VolumeAttribute.self] ?? 1)
                 let template = Run(
                     range: offset..<(offset + count), language: language, voice: v,

@@ -33,10 +33,18 @@ public struct Utterance: Sendable {
     /// voice's, 175 for espeak-ng's voices). A convenience for tools whose users speak in
     /// words per minute, such as `parla say --rate`.
     public var wordsPerMinute: Double?
-    /// Pitch multiplier, 0–2 (1: the voice's normal pitch; 0 is the engine's lowest).
-    public var pitchMultiplier: Double = 1
+    /// Pitch as a multiple of the voice's own, 0–2 (1: the voice's pitch; 0 is the engine's
+    /// lowest). The same unit as the live `SpeechSynthesizer.setPitch(_:)` and the `pitch`
+    /// attribute, so pitches compose by multiplying.
+    public var pitch: Double = 1
+    /// The former name of ``pitch``.
+    @available(*, deprecated, renamed: "pitch")
+    public var pitchMultiplier: Double {
+        get { pitch }
+        set { pitch = newValue }
+    }
     /// Volume as a multiple of the voice's normal loudness, 0–2 (1: normal), like
-    /// ``rate`` and ``pitchMultiplier``. Unlike AVSpeechUtterance's 0–1 it can ask for louder
+    /// ``rate`` and ``pitch``. Unlike AVSpeechUtterance's 0–1 it can ask for louder
     /// than normal (SSML `loud`, `parla say --volume 150`), which the engine makes without
     /// clipping. The live `SpeechSynthesizer.setVolume(_:)` is a different thing: a gain of
     /// 0–1 on the samples as they are played, which can only make them quieter.

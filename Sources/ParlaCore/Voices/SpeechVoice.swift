@@ -25,9 +25,11 @@ public struct SpeechVoice: Sendable, Hashable, Codable, CustomStringConvertible 
     public var languages: [LanguageTag]
     /// The voice's gender, if known.
     public var gender: Gender?
-    /// Default rate in words per minute, if the preset overrides the engine's 175.
-    public var rate: Double?
-    /// Default pitch multiplier, if the preset overrides 1.
+    /// Default rate in words per minute, if the preset overrides the engine's 175 (a preset
+    /// file's `rate`). An utterance's ``Utterance/rate`` multiplies it.
+    public var wordsPerMinute: Double?
+    /// Default pitch, as a multiple of the engine voice's, if the preset overrides 1. An
+    /// utterance's ``Utterance/pitch`` multiplies it.
     public var pitch: Double?
     /// The voice's quality as its maker rates it (Piper: `x_low`, `low`, `medium`, `high`).
     public var quality: String?
@@ -35,11 +37,24 @@ public struct SpeechVoice: Sendable, Hashable, Codable, CustomStringConvertible 
     /// another rate than espeak-ng's 22,050 Hz is resampled to it).
     public var sampleRate: Int?
 
+    /// The former name of ``wordsPerMinute``.
+    @available(*, deprecated, renamed: "wordsPerMinute")
+    public var rate: Double? {
+        get { wordsPerMinute }
+        set { wordsPerMinute = newValue }
+    }
+
+    // A preset file's keys: `rate` is words per minute there, as it always was.
+    private enum CodingKeys: String, CodingKey {
+        case identifier, name, engine, engineVoice, variant, languages, gender, pitch, quality, sampleRate
+        case wordsPerMinute = "rate"
+    }
+
     /// Creates a preset; catalogs normally load these from `voices/`.
     public init(
         identifier: String, name: String, engine: String = "espeak-ng", engineVoice: String,
         variant: String? = nil, languages: [LanguageTag], gender: Gender? = nil,
-        rate: Double? = nil, pitch: Double? = nil, quality: String? = nil, sampleRate: Int? = nil
+        wordsPerMinute: Double? = nil, pitch: Double? = nil, quality: String? = nil, sampleRate: Int? = nil
     ) {
         self.identifier = identifier
         self.name = name
@@ -48,7 +63,7 @@ public struct SpeechVoice: Sendable, Hashable, Codable, CustomStringConvertible 
         self.variant = variant
         self.languages = languages
         self.gender = gender
-        self.rate = rate
+        self.wordsPerMinute = wordsPerMinute
         self.pitch = pitch
         self.quality = quality
         self.sampleRate = sampleRate
