@@ -94,7 +94,9 @@ let package = Package(
             swiftSettings: swiftSettings),
         .target(name: "ParlaESpeak", dependencies: ["ParlaCore", "ParlaIO", "CParlaEngineHost", "CParlaPiper"], swiftSettings: swiftSettings),
         .target(name: "ParlaPulseAudio", dependencies: ["ParlaCore", "ParlaIO", "CPulseAudioLazy", "CParlaDuckGuard"], swiftSettings: swiftSettings),
-        .target(name: "ParlaTesting", dependencies: ["ParlaCore", "ParlaIO", "ParlaPulseAudio", "CPulseAudioLazy"], swiftSettings: swiftSettings),
+        // What an app's tests need: SpeechTestRig (live speech on a fake engine, sink and clock)
+        // and PulseAudioRecorder (proof that sound reached a real server).
+        .target(name: "ParlaTesting", dependencies: ["Parla", "ParlaCore", "ParlaIO", "ParlaPulseAudio", "CPulseAudioLazy"], swiftSettings: swiftSettings),
         // Batch rendering: the renderer and its orchestration of worker processes, the worker
         // protocol and loop, the results log, and the batch input formats.
         .target(name: "ParlaBatch", dependencies: ["ParlaCore", "ParlaIO", "ParlaESpeak", "CParlaWorker", "CParlaProcess"], swiftSettings: swiftSettings),
@@ -163,7 +165,7 @@ let package = Package(
         // and private sound servers for the live tests.
         .target(name: "ParlaTestSupport", dependencies: ["ParlaCore", "ParlaIO"], path: "Tests/ParlaTestSupport", swiftSettings: swiftSettings),
         .target(name: "ParlaAudioTestSupport", dependencies: ["ParlaTestSupport", "ParlaPulseAudio", "ParlaTesting"], path: "Tests/ParlaAudioTestSupport", swiftSettings: swiftSettings),
-        .testTarget(name: "ParlaTests", dependencies: ["Parla", "ParlaBatch", "ParlaAudioTestSupport"], swiftSettings: swiftSettings),
+        .testTarget(name: "ParlaTests", dependencies: ["Parla", "ParlaBatch", "ParlaTesting", "ParlaAudioTestSupport"], swiftSettings: swiftSettings),
         .testTarget(
             name: "ParlaCLITests",
             dependencies: [

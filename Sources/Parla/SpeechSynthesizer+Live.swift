@@ -27,6 +27,29 @@ extension SpeechSynthesizer {
         }
     }
 
+    /// Makes live speech play through `output`, spoken by `engine`, timed by `now` and moved on
+    /// only by ``tickLiveSpeech()`` (no clock thread), with every event also passed to
+    /// `observer` as it is delivered: ParlaTesting's rig. Call it before any live call; live
+    /// speech that has started already keeps its drivers.
+    package func useLiveDrivers(
+        output: any AudioSink, engine: any SpeechEngine, now: @escaping @Sendable () -> SpeechInstant,
+        observer: @escaping @Sendable (SpeechEvent) -> Void
+    ) {
+        liveSpeechStorage.withLock { stored in
+            guard stored == nil else { return }
+            let made = LiveSpeech(output: output, engine: engine, clock: .manual(now: now)) { [weak self] u throws(ParlaError) in
+                guard let self else { throw .cancelled }
+                return try self.plan(u)
+            }
+            made.observe(observer)
+            stored = made
+        }
+    }
+
+    /// Delivers every live event the listener has reached, with drivers from
+    /// ``useLiveDrivers(output:engine:now:observer:)``.
+    package func tickLiveSpeech() { live.tick() }
+
     /// Appends `utterance` to the queue; it plays when everything before it has finished.
     /// Never throws: an utterance that cannot be spoken ends with a `failed` event.
     /// - Returns: the identifier its events carry.

@@ -1,4 +1,5 @@
 import ParlaESpeak
+import ParlaTesting
 import Synchronization
 import Testing
 
@@ -13,14 +14,14 @@ import Testing
 struct LivePlaybackFakeTests {
     /// One harness: live speech over a fake sink, with every event recorded as delivered.
     final class Harness: Sendable {
-        let sink: FakeSink
-        let engine = FakeEngine()
+        let sink: FakeAudioSink
+        let engine = FakeSpeechEngine()
         let clock = ManualClock()
         let log = DeliveredEvents()
         let live: LiveSpeech
 
         init(maxBufferedAhead: Duration = .seconds(10)) throws {
-            sink = FakeSink(maxBufferedAhead: maxBufferedAhead)
+            sink = FakeAudioSink(maxBufferedAhead: maxBufferedAhead)
             let catalog = try VoiceCatalog.default()
             let clock = self.clock
             live = LiveSpeech(output: sink, engine: engine, clock: .manual(now: { clock.now })) {
@@ -31,7 +32,7 @@ struct LivePlaybackFakeTests {
         }
 
         /// Sets what the listener of stream `stream` has heard, and lets live speech look.
-        func hear(_ samples: Int, on stream: FakeStream) {
+        func hear(_ samples: Int, on stream: FakeAudioStream) {
             stream.played = samples
             clock.advance(by: .milliseconds(1))
             live.tick()
@@ -229,231 +230,7 @@ struct LivePlaybackFakeTests {
 
 }
 
-/// A clock that moves only when told.
-final class ManualClock: Sendable {
-    private let instant = Mutex(SpeechInstant(nanoseconds: 1_000_000_000))
-    var now: SpeechInstant { instant.withLock { $0 } }
-    func advance(by d: Duration) { instant.withLock { $0 = $0 + d } }
-}
-
 /// Every event delivered, in order.
 final class DeliveredEvents: Sendable {
     let events = Mutex<[SpeechEvent]>([])
-}
-
-/// An engine that speaks each whitespace-separated word of the plan's text (from where its
-/// first run starts) as 100 samples of tone and 20 of silence, at 1000 samples a second.
-/// A word ending in "." ends a sentence, reported as the real engine does: when the next one
-/// starts, and the last at the end. It counts its passes.
-final class FakeEngine: SpeechEngine {
-    static let rate = 1000
-    private struct Counts {
-        var passes = 0
-        var running = 0
-        var ended = 0
-        var waiters: [(ended: Int, continuation: CheckedContinuation<Void, Never>)] = []
-    }
-    private let counts = Mutex(Counts())
-
-    /// Passes started, and how many are running now.
-    var passes: Int { counts.withLock { $0.passes } }
-    var running: Int { counts.withLock { $0.running } }
-
-    /// Returns once `n` passes have ended (finished or stopped).
-    func waitForEndedPasses(_ n: Int) async {
-        await withCheckedContinuation { c in
-            counts.withLock { s in
-                if s.ended >= n { c.resume() } else { s.waiters.append((n, c)) }
-            }
-        }
-    }
-
-    /// Its audio starts with a tone: there is no leading silence to skip.
-    func synthesize(
-        _ plan: SpeechPlan, stop: StopFlag, skipsLeadingSilence: Bool, started: @Sendable (Int) throws(ParlaError) -> Void,
-        emit: @escaping @Sendable (SynthesisEvent) -> Void
-    ) async throws(ParlaError) -> Int {
-        counts.withLock {
-            $0.passes += 1
-            $0.running += 1
-        }
-        defer {
-            counts.withLock { s in
-                s.running -= 1
-                s.ended += 1
-                let ended = s.ended
-                s.waiters.removeAll { w in
-                    guard w.ended <= ended else { return false }
-                    w.continuation.resume()
-                    return true
-                }
-            }
-        }
-        try started(Self.rate)
-        let scalars = Array(plan.text.unicodeScalars)
-        let from = plan.runs.first?.range.lowerBound ?? 0
-        var words: [Range<Int>] = []
-        var start: Int?
-        for (i, s) in scalars.enumerated() where i >= from {
-            if s.properties.isWhitespace {
-                if let b = start { words.append(b..<i) }
-                start = nil
-            } else if start == nil {
-                start = i
-            }
-        }
-        if let b = start { words.append(b..<scalars.count) }
-        var sample = 0
-        var sentence: (input: Int, sample: Int)?
-        for token in words {
-            guard !stop.isRaised else { throw .cancelled }
-            // A word's range leaves its full stop out, as the real engine's do.
-            let endsSentence = scalars[token.upperBound - 1] == "." && token.count > 1
-            let range = endsSentence ? token.lowerBound..<token.upperBound - 1 : token
-            var word = ""
-            word.unicodeScalars.append(contentsOf: scalars[range])
-            emit(.word(WordMark(range: range, word: word, startSample: sample, endSample: sample + 100, segment: 0, isEstimated: false)))
-            emit(
-                .audio(
-                    PCMBuffer(
-                        samples: Array(repeating: 1000, count: 100) + Array(repeating: 0, count: 20), startSample: sample,
-                        sampleRate: Self.rate)))
-            if sentence == nil { sentence = (range.lowerBound, sample) }
-            sample += 120
-            if let s = sentence, endsSentence || token == words.last {
-                // Reported when the next sentence starts: before its first word.
-                emit(.sentence(SentenceMark(range: s.input..<token.upperBound, startSample: s.sample, endSample: sample - 20)))
-                sentence = nil
-            }
-        }
-        guard !stop.isRaised else { throw .cancelled }
-        return sample
-    }
-}
-
-/// A sink that keeps what it is given and plays exactly what the test says was heard.
-final class FakeSink: AudioSink {
-    private struct State {
-        var streams: [FakeStream] = []
-        var failure: ParlaError?
-        var waiters: [(index: Int, continuation: CheckedContinuation<FakeStream, Never>)] = []
-    }
-    private let state = Mutex(State())
-
-    let maxBufferedAhead: Duration
-    init(maxBufferedAhead: Duration) { self.maxBufferedAhead = maxBufferedAhead }
-    var targetLatency: Duration { .milliseconds(30) }
-    var streamCount: Int { state.withLock { $0.streams.count } }
-
-    func connect() throws(ParlaError) {}
-
-    /// The next stream fails to open with `error`.
-    func failNextOpen(_ error: ParlaError) { state.withLock { $0.failure = error } }
-
-    func makeStream(sampleRate: Int, name: String) throws(ParlaError) -> any AudioStream {
-        let failure = state.withLock { s -> ParlaError? in
-            defer { s.failure = nil }
-            return s.failure
-        }
-        if let failure { throw failure }
-        let stream = FakeStream(sampleRate: sampleRate) { [weak self] in self?.inputFinished() }
-        state.withLock { $0.streams.append(stream) }
-        return stream
-    }
-
-    /// Stream `index`, if opened.
-    func stream(_ index: Int) -> FakeStream? { state.withLock { index < $0.streams.count ? $0.streams[index] : nil } }
-
-    /// Stream `index` once it exists and its whole input has been written.
-    func finishedStream(_ index: Int) async -> FakeStream {
-        await withCheckedContinuation { c in
-            state.withLock { s in
-                if index < s.streams.count, s.streams[index].isInputFinished {
-                    c.resume(returning: s.streams[index])
-                } else {
-                    s.waiters.append((index, c))
-                }
-            }
-        }
-    }
-
-    private func inputFinished() {
-        state.withLock { s in
-            let streams = s.streams
-            s.waiters.removeAll { w in
-                guard w.index < streams.count, streams[w.index].isInputFinished else { return false }
-                w.continuation.resume(returning: streams[w.index])
-                return true
-            }
-        }
-    }
-}
-
-/// A stream whose played position and status the test sets.
-final class FakeStream: AudioStream {
-    private struct State {
-        var samples: [Int16] = []
-        var inputFinished = false
-        var played: Int? = 0
-        var status: PlaybackStream.Status = .active
-        var corked = false
-        var closed = false
-    }
-    private let state = Mutex(State())
-    private let onInputFinished: @Sendable () -> Void
-    let sampleRate: Int
-
-    init(sampleRate: Int, onInputFinished: @escaping @Sendable () -> Void) {
-        self.sampleRate = sampleRate
-        self.onInputFinished = onInputFinished
-    }
-
-    var samples: [Int16] { state.withLock { $0.samples } }
-    var isInputFinished: Bool { state.withLock { $0.inputFinished } }
-    var isCorked: Bool { state.withLock { $0.corked } }
-    var isClosed: Bool { state.withLock { $0.closed } }
-    var played: Int? {
-        get { state.withLock { $0.played } }
-        set { state.withLock { $0.played = newValue } }
-    }
-    var status: PlaybackStream.Status {
-        get { state.withLock { $0.status } }
-        set { state.withLock { $0.status = newValue } }
-    }
-
-    var currentStatus: PlaybackStream.Status { status }
-
-    func write(_ samples: [Int16]) throws(ParlaError) { state.withLock { $0.samples += samples } }
-
-    func finishInput() {
-        state.withLock { $0.inputFinished = true }
-        onInputFinished()
-    }
-
-    func playedSamples() -> Int? { played }
-    func samplesAhead() -> Int {
-        state.withLock { s in
-            guard s.status == .active else { return 0 }
-            return max(0, s.samples.count - (s.played ?? 0))
-        }
-    }
-
-    /// Drops what was written from `sample` on, unless the listener is within `margin` of it.
-    func discard(from sample: Int, margin: Int) -> Bool {
-        state.withLock { s in
-            guard (s.played ?? 0) + margin <= sample else { return false }
-            if sample < s.samples.count { s.samples.removeLast(s.samples.count - sample) }
-            s.inputFinished = false
-            return true
-        }
-    }
-    func setVolume(_ volume: Double) {}
-    func setCorked(_ corked: Bool) { state.withLock { $0.corked = corked } }
-
-    func close() {
-        state.withLock {
-            $0.closed = true
-            $0.status = .closed
-        }
-    }
 }

@@ -17,6 +17,19 @@ public struct WordMark: Sendable, Hashable {
     /// model, as espeak-ng's `--ipa` writes them; for an espeak-ng voice its phoneme events,
     /// without stress marks. nil if the engine did not say.
     public var phonemes: String? = nil
+
+    /// A word heard from `startSample` to `endSample` (engines, and ParlaTesting's fake).
+    package init(
+        range: Range<Int>, word: String, startSample: Int, endSample: Int, segment: Int, isEstimated: Bool, phonemes: String? = nil
+    ) {
+        self.range = range
+        self.word = word
+        self.startSample = startSample
+        self.endSample = endSample
+        self.segment = segment
+        self.isEstimated = isEstimated
+        self.phonemes = phonemes
+    }
 }
 
 /// A sentence of the input with its audio span.
@@ -30,6 +43,14 @@ public struct SentenceMark: Sendable, Hashable {
     /// True when the engine's report of the sentence's start was repaired (its time lay
     /// outside the audio or went backwards, and was moved to the nearest possible time).
     public var isEstimated: Bool = false
+
+    /// A sentence heard from `startSample` to `endSample`.
+    package init(range: Range<Int>, startSample: Int, endSample: Int, isEstimated: Bool = false) {
+        self.range = range
+        self.startSample = startSample
+        self.endSample = endSample
+        self.isEstimated = isEstimated
+    }
 }
 
 /// A stretch of the input spoken in one language by one voice.
@@ -56,6 +77,13 @@ public struct PCMBuffer: Sendable, Hashable {
     public var startSample: Int
     /// Samples per second.
     public var sampleRate: Int
+
+    /// `samples` at `startSample` of the utterance's audio.
+    package init(samples: [Int16], startSample: Int, sampleRate: Int) {
+        self.samples = samples
+        self.startSample = startSample
+        self.sampleRate = sampleRate
+    }
 }
 
 /// What synthesis produces, in order: audio as it is made, and each mark once its timing is final.
