@@ -70,18 +70,25 @@ let package = Package(
         // MARK: Library
         // The system calls of helper processes (engine hosts, render workers) Swift does not import.
         .target(name: "CParlaProcess"),
-        .target(name: "CParlaWorker", dependencies: ["CParlaProcess", "CParlaEngineHost"]),
+        .target(name: "CParlaWorker", dependencies: ["CParlaProcess"]),
         // Piper's neural voices: ONNX Runtime loaded on first use, espeak-ng's phonemes and the
         // model's own phoneme durations (runs where espeak-ng runs: the engine host, render workers).
         .target(name: "CParlaPiper", dependencies: ["CESpeakNGLazy"], linkerSettings: [.linkedLibrary("m")]),
         // No unsafe flags in anything the Parla product uses: SwiftPM refuses them in a package
         // depended on by version (scripts/check-swift-client proves a tagged clone builds).
-        .target(name: "CParlaEngineHost", dependencies: ["CESpeakNGLazy", "CParlaPiper", "CParlaProcess"]),
+        // The one driver of both engines (espeak-ng's and Piper's runs, their events and audio),
+        // used in engine hosts and, in process, by render workers.
+        .target(name: "CParlaEngineDriver", dependencies: ["CESpeakNGLazy", "CParlaPiper"]),
+        // The engine host: the driver behind a pipe, in a process of its own (parla-engine).
+        .target(name: "CParlaEngineHost", dependencies: ["CParlaEngineDriver", "CParlaProcess"]),
+        // Everything Parla runs before main, in one constructor: the helper processes (engine
+        // host, render worker, ducking guard) and the parla programs' prestart.
+        .target(name: "CParlaBeforeMain", dependencies: ["CParlaEngineHost", "CParlaWorker", "CParlaDuckGuard", "CParlaProcess"]),
         // Restores the streams Parla ducked if Parla's process dies (a helper process; see Ducking.swift).
         .target(name: "CParlaDuckGuard", dependencies: ["CPulseAudioLazy"]),
         // The selection of the focused application over the AT-SPI accessibility bus (speak-selection).
         .target(name: "CParlaATSPI", dependencies: ["CDBusLazy"], cSettings: dbusHeaders),
-        // Only in the parla and speak-selection programs: starts the engine host before main.
+        // Only in the parla and speak-selection programs: what starts the engine host before main.
         .target(name: "CParlaPrestart", dependencies: ["CParlaEngineHost", "CParlaCommandLine"]),
         // The command-line table the prestart constructor and QuickStart share.
         .target(name: "CParlaCommandLine"),
@@ -92,15 +99,17 @@ let package = Package(
         .target(
             name: "ParlaIO", dependencies: ["ParlaCore", "CParlaProcess", .product(name: "SystemPackage", package: "swift-system")],
             swiftSettings: swiftSettings),
-        .target(name: "ParlaESpeak", dependencies: ["ParlaCore", "ParlaIO", "CParlaEngineHost", "CParlaPiper"], swiftSettings: swiftSettings),
+        .target(
+            name: "ParlaEngine", dependencies: ["ParlaCore", "ParlaIO", "CParlaEngineDriver", "CParlaEngineHost", "CParlaPiper", "CParlaBeforeMain"],
+            swiftSettings: swiftSettings),
         .target(name: "ParlaPulseAudio", dependencies: ["ParlaCore", "ParlaIO", "CPulseAudioLazy", "CParlaDuckGuard"], swiftSettings: swiftSettings),
         // What an app's tests need: SpeechTestRig (live speech on a fake engine, sink and clock)
         // and PulseAudioRecorder (proof that sound reached a real server).
         .target(name: "ParlaTesting", dependencies: ["Parla", "ParlaCore", "ParlaIO", "ParlaPulseAudio", "CPulseAudioLazy"], swiftSettings: swiftSettings),
         // Batch rendering: the renderer and its orchestration of worker processes, the worker
         // protocol and loop, the results log, and the batch input formats.
-        .target(name: "ParlaBatch", dependencies: ["ParlaCore", "ParlaIO", "ParlaESpeak", "CParlaWorker", "CParlaProcess"], swiftSettings: swiftSettings),
-        .target(name: "Parla", dependencies: ["ParlaCore", "ParlaIO", "ParlaBatch", "ParlaESpeak", "ParlaPulseAudio"], swiftSettings: swiftSettings),
+        .target(name: "ParlaBatch", dependencies: ["ParlaCore", "ParlaIO", "ParlaEngine", "CParlaWorker", "CParlaProcess"], swiftSettings: swiftSettings),
+        .target(name: "Parla", dependencies: ["ParlaCore", "ParlaIO", "ParlaBatch", "ParlaEngine", "ParlaPulseAudio"], swiftSettings: swiftSettings),
         // The C API: parla.h's types (CParlaAPI) and their Swift implementation (ParlaC). Only
         // parla_* symbols are exported (parla.map); nothing else in the package links ParlaC.
         .target(name: "CParlaAPI"),
@@ -118,7 +127,7 @@ let package = Package(
         .target(
             name: "ParlaCommands",
             dependencies: [
-                "Parla", "ParlaESpeak", "CParlaATSPI", "CParlaCommandLine", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "Parla", "ParlaEngine", "CParlaATSPI", "CParlaCommandLine", .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Subprocess", package: "swift-subprocess"),
             ],
             swiftSettings: swiftSettings

@@ -51,8 +51,10 @@ LIBRARIES = [
         "headers": ["espeak-ng/speak_lib.h"],
         "pkgconfig": "espeak-ng",
         "int_failure": "-1",
-        # Loads Parla's stand-in for libpcaudio first, when the program has one (engine_host_hook.c).
+        # Loads Parla's stand-in for libpcaudio first, when the program has one, and finds a
+        # bundled espeak-ng (espeak_locate.c, beside the generated file).
         "before_load": "parla_espeak_before_load",
+        "before_load_header": "parla_espeak_locate.h",
     },
     {
         "name": "dbus",
@@ -69,9 +71,10 @@ PREFIX = {"pulse": "pa_", "espeak": "espeak_", "dbus": "dbus_"}
 
 
 def used_functions(prefix):
-    """Every identifier prefix* called in Sources and Tests (Swift and C)."""
+    """Every identifier prefix* in Sources and Tests (Swift and C): called, or taken as a
+    function pointer (piper_espeak.c); the caller keeps those the library declares as functions."""
     found = set()
-    pattern = re.compile(r"\b(" + re.escape(prefix) + r"[A-Za-z0-9_]+)\s*\(")
+    pattern = re.compile(r"\b(" + re.escape(prefix) + r"[A-Za-z0-9_]+)\b")
     for top in ("Sources", "Tests"):
         for directory, _, files in os.walk(os.path.join(ROOT, top)):
             for f in files:
@@ -158,15 +161,15 @@ def generate(library):
     ]
     if library.get("before_load"):
         lines += [
-            f"// Defined by programs that prepare the library's loading; weak, so optional.",
-            f"void {library['before_load']}(void) __attribute__((weak));",
+            f"// Prepares the library's loading ({library['before_load_header']}).",
+            f'#include "{library["before_load_header"]}"',
             "",
         ]
     lines += [
         "static void load(void) {",
     ]
     if library.get("before_load"):
-        lines.append(f"    if ({library['before_load']}) {library['before_load']}();")
+        lines.append(f"    {library['before_load']}();")
     lines += [
         f'    void *library = dlopen("{library["soname"]}", RTLD_NOW | RTLD_LOCAL);',
         "    if (!library) {",

@@ -22,11 +22,11 @@ static int loaded;
 static char error[512];
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
-// Defined by programs that prepare the library's loading; weak, so optional.
-void parla_espeak_before_load(void) __attribute__((weak));
+// Prepares the library's loading (parla_espeak_locate.h).
+#include "parla_espeak_locate.h"
 
 static void load(void) {
-    if (parla_espeak_before_load) parla_espeak_before_load();
+    parla_espeak_before_load();
     void *library = dlopen("libespeak-ng.so.1", RTLD_NOW | RTLD_LOCAL);
     if (!library) {
         const char *why = dlerror();

@@ -4,7 +4,7 @@
 // that (SIGKILL, a crash), the socket to the helper closes, and the helper connects to the
 // sound server and sets every stream it still remembers back to its volume from before,
 // unless the user has changed that stream's volume since. The helper is this same program
-// started again with PARLA_DUCK_GUARD set: the constructor below runs it before main.
+// started again with PARLA_DUCK_GUARD set: CParlaBeforeMain's constructor runs it before main.
 #define _GNU_SOURCE
 #include "parla_duck_guard.h"
 #include <errno.h>
@@ -162,19 +162,20 @@ static int guard_main(void) {
     return 0;
 }
 
-__attribute__((constructor)) static void parla_duck_guard_hook(void) {
+int parla_duck_guard_role(void) {
     const char *value = getenv(PARLA_DUCK_GUARD_ENV);
-    if (value == NULL) return;
+    if (value == NULL) return 0;
     char *end = NULL;
     long pid = strtol(value, &end, 10);
     int valid = pid > 0 && end != NULL && *end == 0 && end != value;
     unsetenv(PARLA_DUCK_GUARD_ENV);
-    if (!valid) return;
+    if (!valid) return 0;
     // Started by `pid`, or by `pid` that has already died (then its socket is closed and what it
     // sent is still to be restored). Anything else inherited the variable: run as usual.
-    if (getppid() != (pid_t)pid && !(getppid() == 1 || (kill((pid_t)pid, 0) != 0 && errno == ESRCH))) return;
-    _exit(guard_main());
+    return getppid() == (pid_t)pid || getppid() == 1 || (kill((pid_t)pid, 0) != 0 && errno == ESRCH);
 }
+
+int parla_duck_guard_main(void) { return guard_main(); }
 
 int parla_duck_guard_start(const char *server) {
     int fds[2];

@@ -1,8 +1,10 @@
-// Every program that links Parla's engine can serve as its own engine host, for when the small
-// `parla-engine` program is not installed beside it: EngineHost starts /proc/self/exe with
-// PARLA_ENGINE_HOST=1, and this constructor runs the host's loop (engine_host.c) before
-// main(), so the program's own main never runs there. espeak-ng lives in that process
-// because it can crash on some texts; see EngineHost.swift.
+// Starting engine hosts: forked before main by `parla say` (parla_prestart_host, called from
+// CParlaBeforeMain's constructor) and handed to EngineHost. Every program that links Parla's
+// engine can also serve as its own engine host, for when the small `parla-engine` program is
+// not installed beside it: EngineHost starts /proc/self/exe with PARLA_ENGINE_HOST=1, and
+// CParlaBeforeMain's constructor runs the host's loop (engine_host.c) before main(), so the
+// program's own main never runs there. espeak-ng lives in that process because it can crash
+// on some texts; see EngineHost.swift.
 #define _GNU_SOURCE
 #include "parla_engine_host.h"
 #include "parla_process.h"
@@ -17,43 +19,6 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
-
-// The espeak-ng bundled with the program, if any: its directory (holding libespeak-ng.so.1
-// and espeak-ng-data), "" if the system's is used.
-static char bundled_espeak[4200];
-
-const char *parla_espeak_bundled_directory(void) { return bundled_espeak[0] ? bundled_espeak : NULL; }
-
-// Called before libespeak-ng is loaded (CESpeakNGLazy), in the engine host:
-// - Parla's stand-in for pcaudiolib (CParlaAudioNull, whose soname is libpcaudio.so.0) is
-//   loaded if it is installed with this program, so that the system's libespeak-ng's need for
-//   libpcaudio.so.0 is met by it and the loader maps neither the real library nor libpulse and
-//   the ~25 libraries behind it. Looked for in ../libexec/parla/ (installed), then beside the
-//   program (the installed engine host, the wheel, or a build directory). Without it, the real
-//   library is loaded, and never used.
-// - The Python wheel carries an espeak-ng (1.52, with its data) in espeak-ng/ beside the engine
-//   program, for machines that have none: where the system's libespeak-ng.so.1 cannot be
-//   loaded, that one is (RTLD_GLOBAL: the lazy binding then finds it by its soname), and
-//   engine_driver.c gives espeak-ng its data directory. Where the system has one, the system's
-//   speaks, as it does for the other programs.
-void parla_espeak_before_load(void) {
-    char directory[4096];
-    ssize_t n = readlink("/proc/self/exe", directory, sizeof directory - 1);
-    if (n <= 0) return;
-    directory[n] = 0;
-    char *slash = strrchr(directory, '/');
-    if (!slash) return;
-    *slash = 0;
-    char path[4200];
-    static const char *const places[] = {"/../libexec/parla/libpcaudio.so.0", "/libpcaudio.so.0", "/libpcaudio.so"};
-    for (size_t i = 0; i < sizeof places / sizeof places[0]; i++) {
-        snprintf(path, sizeof path, "%s%s", directory, places[i]);
-        if (access(path, R_OK) == 0 && dlopen(path, RTLD_NOW | RTLD_GLOBAL)) break;
-    }
-    snprintf(path, sizeof path, "%s/espeak-ng/libespeak-ng.so.1", directory);
-    if (access(path, R_OK) != 0 || dlopen("libespeak-ng.so.1", RTLD_NOW | RTLD_LOCAL)) return;
-    if (dlopen(path, RTLD_NOW | RTLD_GLOBAL)) snprintf(bundled_espeak, sizeof bundled_espeak, "%s/espeak-ng", directory);
-}
 
 static int prestarted_pid, prestarted_input = -1, prestarted_output = -1;
 
@@ -113,12 +78,4 @@ int parla_take_prestarted_host(int *pid, int *input, int *output) {
     *input = prestarted_input;
     *output = prestarted_output;
     return 1;
-}
-
-__attribute__((constructor)) static void parla_engine_host_hook(void) {
-    if (!parla_helper_role(PARLA_ENGINE_HOST_ENV)) return;
-    parla_die_with_parent();
-    // The parent may have exited between the check and the line above.
-    if (getppid() == 1) _exit(0);
-    _exit(parla_engine_host_main());
 }

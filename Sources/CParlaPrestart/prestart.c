@@ -1,6 +1,6 @@
-// Linked only into the `parla` and `speak-selection` programs: before main, and before the
-// Swift runtime and the command line parser get going, a command that is going to speak
-// forks its engine host, which loads espeak-ng and its first voice on the other core in the
+// Linked only into the `parla` and `speak-selection` programs: before main (called from
+// CParlaBeforeMain's constructor), and before the Swift runtime and the command line parser
+// get going, a command that is going to speak forks its engine host, which loads espeak-ng and its first voice on the other core in the
 // meantime. EngineHost takes the host over (parla_take_prestarted_host) instead of starting
 // one when it first needs it. Other commands, render workers and engine hosts start nothing.
 #include "parla_prestart.h"
@@ -20,7 +20,7 @@ static int wants_engine(int argc, char **argv) {
     return line.speaks;
 }
 
-__attribute__((constructor)) static void parla_prestart(int argc, char **argv) {
+void parla_prestart_if_speaking(int argc, char **argv) {
     if (!wants_engine(argc, argv)) return;
     parla_prestart_host();  // if it cannot, EngineHost starts one when it first needs it
 }

@@ -1,8 +1,8 @@
 import ParlaCore
-import ParlaESpeak
+import ParlaEngine
 import ParlaPulseAudio
 
-/// What live speech needs of a speech engine: espeak-ng (``ESpeakEngine``), or a test's fake
+/// What live speech needs of a speech engine: espeak-ng (``SynthesisEngine``), or a test's fake
 /// that produces scripted audio and marks.
 package protocol SpeechEngine: Sendable {
     /// Speaks `plan`, passing audio and timed marks to `emit` as they are produced; returns
@@ -29,7 +29,7 @@ extension SpeechEngine {
     package var preferredTaskExecutor: (any TaskExecutor)? { nil }
 }
 
-extension ESpeakEngine: SpeechEngine {
+extension SynthesisEngine: SpeechEngine {
     /// espeak-ng's own voices all speak at 22,050 Hz.
     package nonisolated var likelySampleRate: Int? { 22050 }
     package nonisolated var preferredTaskExecutor: (any TaskExecutor)? { taskExecutor }

@@ -1,7 +1,7 @@
 import Dispatch
 import FoundationEssentials
 import ParlaCore
-import ParlaESpeak
+import ParlaEngine
 import ParlaPulseAudio
 import Synchronization
 

@@ -1,6 +1,6 @@
 import FoundationEssentials
 import ParlaCore
-import ParlaESpeak
+import ParlaEngine
 import ParlaPulseAudio
 import Synchronization
 

@@ -3,7 +3,7 @@
 @_exported import ParlaIO
 @_exported import ParlaBatch
 import FoundationEssentials
-import ParlaESpeak
+import ParlaEngine
 import ParlaPulseAudio
 import Synchronization
 
@@ -35,8 +35,8 @@ public final class SpeechSynthesizer: Sendable {
     /// The output live speech plays through, when the creator made it (and may already be
     /// connecting it); otherwise live speech makes one on first use.
     let givenOutput: PulseAudioOutput?
-    /// The engine that speaks (``ESpeakEngine/shared`` unless a test gives it its own).
-    let engine: ESpeakEngine
+    /// The engine that speaks (``SynthesisEngine/shared`` unless a test gives it its own).
+    let engine: SynthesisEngine
 
     /// Creates a synthesizer using `catalog` (default: the catalog found next to the program,
     /// through `PARLA_VOICES`, or in the source checkout).
@@ -61,7 +61,7 @@ public final class SpeechSynthesizer: Sendable {
     /// ``warmUp(audioOutput:)`` began with the same options, if one waits.
     package init(
         catalog: VoiceCatalog? = nil, defaultLanguage: LanguageTag = "en", detectsLanguages: Bool = true,
-        detector: LanguageDetector? = nil, audioOutput: AudioOutputOptions = AudioOutputOptions(), engine: ESpeakEngine
+        detector: LanguageDetector? = nil, audioOutput: AudioOutputOptions = AudioOutputOptions(), engine: SynthesisEngine
     ) {
         self.engine = engine
         self.audioOutput = audioOutput
@@ -85,7 +85,7 @@ public final class SpeechSynthesizer: Sendable {
         // The engine's thread is made before the connection starts loading libpulse: a thread
         // made while the loader maps libpulse and its 28 libraries waits for it (glibc's TLS
         // lock), and perf sched traces showed the engine's first use waiting for it.
-        let engine = ESpeakEngine.shared
+        let engine = SynthesisEngine.shared
         Task { await engine.prepare() }
         guard let audioOutput else { return }
         // One waits already: calling this again changes nothing.

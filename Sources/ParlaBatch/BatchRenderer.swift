@@ -3,7 +3,7 @@ import Dispatch
 import FoundationEssentials
 import ParlaCore
 import ParlaIO
-import ParlaESpeak
+import ParlaEngine
 import Synchronization
 #if canImport(Glibc)
     import Glibc

@@ -2,7 +2,7 @@ internal import CParlaWorker
 import FoundationEssentials
 import ParlaCore
 import ParlaIO
-import ParlaESpeak
+import ParlaEngine
 #if canImport(Glibc)
     import Glibc
 #endif
@@ -24,7 +24,7 @@ final class ItemRenderer {
     /// pages at every fork.
     private var detector: LanguageDetector?
     private var detectorLoaded = false
-    let engine = ESpeakDirectEngine()
+    let engine = InProcessEngine()
     let sampleRate: Int
     let language: LanguageTag?
     let voice: SpeechVoice?

@@ -3,7 +3,7 @@ internal import CParlaWorker
 import FoundationEssentials
 import ParlaCore
 import ParlaIO
-import ParlaESpeak
+import ParlaEngine
 #if canImport(Glibc)
     import Glibc
 #endif

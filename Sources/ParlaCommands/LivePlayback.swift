@@ -2,7 +2,7 @@ import ArgumentParser
 import Dispatch
 import FoundationEssentials
 import Parla
-import ParlaESpeak
+import ParlaEngine
 import ParlaIO
 import ParlaPulseAudio
 #if canImport(Glibc)

@@ -1,7 +1,7 @@
 import ArgumentParser
 internal import CParlaCommandLine
 import FoundationEssentials
-import ParlaESpeak
+import ParlaEngine
 import Parla
 #if canImport(Glibc)
     import Glibc
@@ -98,7 +98,7 @@ public func runAsRoot<Command: AsyncParsableCommand>(_: Command.Type) async {
     do {
         if let quick = QuickStart(root: Command.self, arguments: CommandLine.arguments) {
             try await quick.run()
-            await ESpeakEngine.shutDownShared()
+            await SynthesisEngine.shutDownShared()
             return
         }
         var command = try Command.parseAsRoot()
@@ -108,15 +108,15 @@ public func runAsRoot<Command: AsyncParsableCommand>(_: Command.Type) async {
             try command.run()
         }
     } catch let error as ParlaError {
-        await ESpeakEngine.shutDownShared()
+        await SynthesisEngine.shutDownShared()
         Command.exit(withError: UserError(error.commandLineMessage))
     } catch {
-        await ESpeakEngine.shutDownShared()
+        await SynthesisEngine.shutDownShared()
         Command.exit(withError: error)
     }
     // The engine host exits and is waited for, so that its CPU time counts as this
     // command's (for `time` and the benchmarks) and nothing outlives the command.
-    await ESpeakEngine.shutDownShared()
+    await SynthesisEngine.shutDownShared()
 }
 
 /// The command lines whose start-up matters most, `parla say TEXT…` (with or without

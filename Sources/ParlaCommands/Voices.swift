@@ -1,6 +1,6 @@
 import ArgumentParser
 import Parla
-import ParlaESpeak
+import ParlaEngine
 import ParlaIO
 #if canImport(Glibc)
     import Glibc

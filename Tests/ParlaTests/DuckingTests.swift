@@ -1,7 +1,7 @@
 import Foundation
 import Parla
 import ParlaAudioTestSupport
-import ParlaESpeak
+import ParlaEngine
 import ParlaPulseAudio
 import Testing
 
@@ -33,7 +33,7 @@ struct DuckingTests {
     func synth(_ server: TestAudioServer, ducking: DuckingOptions?) -> SpeechSynthesizer {
         SpeechSynthesizer(
             audioOutput: AudioOutputOptions(device: server.sink, server: server.server, ducking: ducking),
-            engine: ESpeakEngine())
+            engine: SynthesisEngine())
     }
 
     @Test(arguments: SoundServer.allCases)

@@ -1,4 +1,4 @@
-import ParlaESpeak
+import ParlaEngine
 import ParlaTesting
 import Synchronization
 import Testing

@@ -1,7 +1,7 @@
 import Foundation
 import Parla
 import ParlaAudioTestSupport
-import ParlaESpeak
+import ParlaEngine
 import Testing
 
 /// Live rate, pitch and volume, through a private sound server: a change applies to the speech
@@ -23,7 +23,7 @@ extension LiveSpeechTests {
         SpeechSynthesizer(
             audioOutput: AudioOutputOptions(
                 device: server.sink, server: server.server, maxBufferedAhead: ahead ?? .seconds(30)),
-            engine: ESpeakEngine())
+            engine: SynthesisEngine())
     }
 
     @Test(arguments: [(SoundServer.pulseaudio, false), (.pulseaudio, true), (.pipewire, false), (.pipewire, true)])
@@ -72,7 +72,7 @@ extension LiveSpeechTests {
     /// synthesized to its end.
     @Test func liveSpeechFarAheadDoesNotHoldUpAFileRenderOnTheSameEngine() async throws {
         let server = try await TestAudioServer.start()
-        let engine = ESpeakEngine()
+        let engine = SynthesisEngine()
         let live = SpeechSynthesizer(
             audioOutput: AudioOutputOptions(device: server.sink, server: server.server, maxBufferedAhead: .milliseconds(100)),
             engine: engine)

@@ -1,6 +1,6 @@
 import Foundation
 import Parla
-import ParlaESpeak
+import ParlaEngine
 import ParlaAudioTestSupport
 import ParlaIO
 import ParlaPulseAudio
@@ -55,7 +55,7 @@ extension LiveSpeechTests {
     /// (Killing it in the middle of a run is tested in ``SynthesisTests``.)
     @Test func aCrashedEngineFailsOneUtteranceAndTheNextPlays() async throws {
         let server = try await TestAudioServer.start()
-        let engine = ESpeakEngine()  // not the shared engine other tests are using
+        let engine = SynthesisEngine()  // not the shared engine other tests are using
         let synth = SpeechSynthesizer(audioOutput: AudioOutputOptions(device: server.sink, server: server.server), engine: engine)
         let log = EventLog(synth)
         _ = try await engine.start()

@@ -1,7 +1,7 @@
 import Foundation
 import Synchronization
 import Parla
-import ParlaESpeak
+import ParlaEngine
 import ParlaAudioTestSupport
 import ParlaIO
 import ParlaPulseAudio
@@ -63,7 +63,7 @@ let silenceAfterStop: UInt64 = 80_000_000
 func liveSynth(_ server: TestAudioServer, device: String? = nil, serverTimeout: Duration = .seconds(3)) -> SpeechSynthesizer {
     SpeechSynthesizer(
         audioOutput: AudioOutputOptions(device: device ?? server.sink, server: server.server, serverTimeout: serverTimeout),
-        engine: ESpeakEngine())
+        engine: SynthesisEngine())
 }
 
 func isCancelled(_ e: SpeechEvent?, _ reason: CancellationReason) -> Bool {

@@ -1,7 +1,7 @@
 import Foundation
 import Parla
 import ParlaAudioTestSupport
-import ParlaESpeak
+import ParlaEngine
 import ParlaIO
 import Testing
 
@@ -12,7 +12,7 @@ extension LiveSpeechTests {
         let server = try await TestAudioServer.start()
         let catalog = try VoiceCatalog.default().adding(piperVoicesAt: [PiperFixture.voiceDirectory])
         let synth = SpeechSynthesizer(
-            catalog: catalog, audioOutput: AudioOutputOptions(device: server.sink, server: server.server), engine: ESpeakEngine())
+            catalog: catalog, audioOutput: AudioOutputOptions(device: server.sink, server: server.server), engine: SynthesisEngine())
         try await synth.prepareToSpeak()
         return (server, catalog, synth)
     }

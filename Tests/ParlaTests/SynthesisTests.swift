@@ -2,7 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 import Parla
-import ParlaESpeak
+import ParlaEngine
 import ParlaAudioTestSupport
 
 /// End-to-end tests against the real espeak-ng: no fakes.
@@ -287,7 +287,7 @@ struct SynthesisTests {
     /// texts it cannot handle): that synthesis fails with an error that says so, the engine
     /// host lives on, and the next utterance is spoken by a fresh copy of the engine.
     @Test func engineDyingMidRunFailsThatSynthesisOnly() async throws {
-        let engine = ESpeakEngine()
+        let engine = SynthesisEngine()
         let synth = SpeechSynthesizer(engine: engine)
         let killed = Mutex(false)
         let long = Utterance(string: Array(repeating: "One two three four five six seven eight nine ten.", count: 40).joined(separator: " "), language: "en")
@@ -348,7 +348,7 @@ struct SynthesisTests {
     ])
     func textsThatCrashTheEngineAreSpoken(language: String, text: String, times: Int) async throws {
         for _ in 0..<times {
-            let engine = ESpeakEngine()
+            let engine = SynthesisEngine()
             let synth = SpeechSynthesizer(engine: engine)
             let timeline = try await synth.write(Utterance(string: text, language: LanguageTag(language))) { _ in }
             #expect(timeline.sampleCount > 0)
@@ -358,12 +358,12 @@ struct SynthesisTests {
         // Spelled out, emoji are read by name, outside the spelling.
         var spelled = AttributedString("ab👍🏽👨‍💻cd")
         spelled.speechSpellOut = true
-        let timeline = try await SpeechSynthesizer(engine: ESpeakEngine()).write(Utterance(spelled, language: "hi")) { _ in }
+        let timeline = try await SpeechSynthesizer(engine: SynthesisEngine()).write(Utterance(spelled, language: "hi")) { _ in }
         #expect(timeline.sampleCount > 0)
     }
 
     @Test func catalogCoversEveryInstalledEngineVoice() async throws {
-        let installed = try await ESpeakEngine.shared.installedVoices()
+        let installed = try await SynthesisEngine.shared.installedVoices()
         let catalog = try VoiceCatalog.default()
         let known = Set(catalog.voices.map { $0.engineVoice.lowercased() })
         let missing = installed.filter { !known.contains($0.lowercased()) }
@@ -374,7 +374,7 @@ struct SynthesisTests {
     /// that the most common first utterance need not load another.
     @Test func engineHostLoadsTheEnglishVoiceFirst() throws {
         let catalog = try VoiceCatalog.default()
-        #expect(try catalog.voice(for: LanguageTag("en")).engineVoiceName == ESpeakEngine.firstVoice)
+        #expect(try catalog.voice(for: LanguageTag("en")).engineVoiceName == SynthesisEngine.firstVoice)
         // It loads the voice from its file (found by name, it reads every voice file first):
         // the file must be where espeak-ng's data has it.
         let libraries = (try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib")) ?? []
@@ -382,7 +382,7 @@ struct SynthesisTests {
             .filter { FileManager.default.fileExists(atPath: $0 + "/phontab") }
         #expect(!dataDirectories.isEmpty)
         for directory in dataDirectories {
-            #expect(FileManager.default.fileExists(atPath: "\(directory)/lang/\(ESpeakEngine.firstVoiceFile)"), "\(directory)")
+            #expect(FileManager.default.fileExists(atPath: "\(directory)/lang/\(SynthesisEngine.firstVoiceFile)"), "\(directory)")
         }
     }
 

@@ -1,5 +1,5 @@
 import ParlaAudioTestSupport
-import ParlaESpeak
+import ParlaEngine
 import Foundation
 import ParlaPulseAudio
 import Testing
@@ -17,12 +17,12 @@ extension LiveSpeechTests {
         SpeechSynthesizer.warmUp(audioOutput: options)
         SpeechSynthesizer.warmUp(audioOutput: options)  // a second call changes nothing
 
-        let other = SpeechSynthesizer(audioOutput: AudioOutputOptions(device: "elsewhere"), engine: ESpeakEngine())
+        let other = SpeechSynthesizer(audioOutput: AudioOutputOptions(device: "elsewhere"), engine: SynthesisEngine())
         #expect(other.givenOutput == nil)
-        let synth = SpeechSynthesizer(audioOutput: options, engine: ESpeakEngine())
+        let synth = SpeechSynthesizer(audioOutput: options, engine: SynthesisEngine())
         let adopted = try #require(synth.givenOutput)
         #expect(adopted.options == options)
-        #expect(SpeechSynthesizer(audioOutput: options, engine: ESpeakEngine()).givenOutput == nil)
+        #expect(SpeechSynthesizer(audioOutput: options, engine: SynthesisEngine()).givenOutput == nil)
 
         let end = await synth.speakAndWait(Utterance(string: "Warmed up."))
         guard case .finished = end.kind else { Issue.record("ended with \(end.kind)"); return }

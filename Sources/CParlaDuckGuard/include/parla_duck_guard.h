@@ -4,6 +4,12 @@
 /// The environment variable that turns a process linking Parla into its ducking guard (value:
 /// the pid of the process that started it; set only in that child's environment).
 #define PARLA_DUCK_GUARD_ENV "PARLA_DUCK_GUARD"
+/// Whether this process was started as a ducking guard (by parla_duck_guard_start; it removes
+/// the variable): then CParlaBeforeMain's constructor runs parla_duck_guard_main.
+int parla_duck_guard_role(void);
+/// The guard's loop: restores what the process that started it leaves ducked. Returns the exit
+/// status.
+int parla_duck_guard_main(void);
 /// Starts the ducking guard: this program again (/proc/self/exe), in a session of its own so
 /// that Ctrl-C at a terminal does not reach it, with a socket from this process as its
 /// standard input. `server` is the sound server to restore volumes on (NULL: the default).

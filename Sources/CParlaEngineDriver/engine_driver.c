@@ -2,7 +2,7 @@
 // calls libespeak-ng to speak is here, for the engine host and for render workers alike.
 #define _GNU_SOURCE
 #include "parla_engine_driver.h"
-#include "parla_engine_host.h"
+#include "parla_espeak_locate.h"
 #include <espeak-ng/speak_lib.h>
 #include <fcntl.h>
 #include <stdio.h>

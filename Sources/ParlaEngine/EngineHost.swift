@@ -1,5 +1,6 @@
 import FoundationEssentials
 import ParlaIO
+internal import CParlaEngineDriver
 internal import CParlaEngineHost
 import ParlaCore
 #if canImport(Glibc)
@@ -378,7 +379,7 @@ extension MessageWriter {
     }
 }
 
-extension ESpeakEngine {
+extension SynthesisEngine {
     /// The voice the engine host has loaded before its first utterance (a first run in it
     /// starts sooner): Parla's voice for English.
     package static var firstVoice: String { PARLA_ENGINE_FIRST_VOICE }

@@ -1,18 +1,20 @@
+internal import CParlaEngineDriver
 internal import CParlaEngineHost
 import ParlaCore
 import ParlaIO
 import Synchronization
 
-/// The espeak-ng engine of live speech and of ``SpeechSynthesizer``'s renderings.
+/// The speech engine of live speech and of ``SpeechSynthesizer``'s renderings: espeak-ng's
+/// voices and Piper's neural voices, both run by one C driver (CParlaEngineDriver).
 ///
-/// espeak-ng runs in an engine host: a process of its own (this program, started again),
-/// because espeak-ng 1.51 can crash on some texts (it overflows fixed buffers and reads
+/// The driver runs in an engine host: a process of its own (`parla-engine`, or this program
+/// started again), because espeak-ng 1.51 can crash on some texts (it overflows fixed buffers and reads
 /// uninitialised memory; see docs/DESIGN.md). A crash there fails the one utterance being
 /// spoken, with an error that says so, and the next utterance starts a new host: the program
 /// that uses Parla never dies of it. Every call runs on the engine's own thread.
-public actor ESpeakEngine {
+public actor SynthesisEngine {
     /// The engine synthesizers share.
-    public static let shared = ESpeakEngine(shared: true)
+    public static let shared = SynthesisEngine(shared: true)
     /// Whether the shared engine has been started (read without creating it).
     private static let sharedStarted = Atomic<Bool>(false)
 
@@ -34,7 +36,7 @@ public actor ESpeakEngine {
     }
 
     private init(shared: Bool) {
-        executor = ThreadExecutor(name: "parla.espeak-ng")
+        executor = ThreadExecutor(name: "parla.engine")
         isShared = shared
     }
 
@@ -106,13 +108,13 @@ public actor ESpeakEngine {
     }
 }
 
-/// espeak-ng driven directly from the calling thread, for a process that synthesizes on one
-/// thread only and never touches ``ESpeakEngine/shared``: Parla's render workers, which fork
+/// The engine driver (espeak-ng and Piper) run directly from the calling thread, for a process that synthesizes on one
+/// thread only and never touches ``SynthesisEngine/shared``: Parla's render workers, which fork
 /// a copy of themselves per chunk of items so every chunk starts from the same engine state (espeak-ng
 /// keeps hidden state, such as its pitch flutter phase, from one synthesis to the next). A
 /// crash of espeak-ng there ends only the chunk's process, and the worker reports the item.
-package final class ESpeakDirectEngine {
-    private let core = ESpeakCore()
+package final class InProcessEngine {
+    private let core = DriverCore()
 
     /// Creates the engine; call ``start()`` before forking so children share the loaded data.
     package init() {}
@@ -162,7 +164,7 @@ struct RunRequest {
     var text: String
 }
 
-/// An engine that speaks runs: espeak-ng in this process (``ESpeakCore``) or in an engine
+/// An engine that speaks runs: the driver in this process (``DriverCore``) or in an engine
 /// host (``EngineHost``).
 protocol RunEngine: AnyObject {
     /// Loads the engine; returns its sample rate.
@@ -259,7 +261,7 @@ func synthesizePlan(
 
 /// The engine driver (`engine_driver.c`, the one that also speaks in the engine host) in this
 /// process, confined by its owner to one thread at a time.
-final class ESpeakCore: RunEngine {
+final class DriverCore: RunEngine {
     private var sampleRate: Int?
 
     // In this process, an utterance is only the runs in a row.

@@ -4,10 +4,18 @@
 // loaded on first use by CESpeakNGLazy) and Piper's neural voices (CParlaPiper, which takes
 // its phonemes from the same espeak-ng). The engine host (engine_host.c) speaks through it
 // for live speech and SpeechSynthesizer's renderings; render workers call it directly
-// (ESpeakEngine.swift). Nothing else calls espeak-ng to speak.
+// (SynthesisEngine.swift). Nothing else calls espeak-ng to speak.
 #include <stddef.h>
 #include <stdint.h>
 #include "parla_piper.h"
+
+// The voice the driver selects when it starts, before its first utterance: Parla's voice for
+// English, the catalog's default for "en" (voices/defaults.json), spelled as Parla sends it:
+// the driver compares names exactly (a test checks they agree).
+#define PARLA_ENGINE_FIRST_VOICE "en-US"
+// The directory of its file under espeak-ng-data/lang (the driver loads the voice from the
+// file: engine_driver.c says why).
+#define PARLA_ENGINE_FIRST_VOICE_FAMILY "gmw"
 
 /// How a run ended (also sent on the engine host's wire, parla_engine_wire.h). From
 /// PARLA_RUN_FAILED on, the run failed and `error` says why: FAILED, the engine could not speak

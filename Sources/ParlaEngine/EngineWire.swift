@@ -1,3 +1,4 @@
+internal import CParlaEngineDriver
 internal import CParlaEngineHost
 import ParlaIO
 
