@@ -4,7 +4,7 @@
 // "libpcaudio.so.0" already there and maps neither the real one nor what that pulls in
 // (libpulse, libasound, libsndfile and its codecs, X11, libsystemd, libgcrypt, ...): about
 // 2.8 ms less before the host can speak (see parla_espeak_before_load in
-// engine_host_hook.c). Every device is absent, as with the replacement in engine_host.c.
+// espeak_locate.c). Every device is absent, as with the replacement in engine_host.c.
 #include "parla_audio_null.h"
 
 struct audio_object *create_audio_device_object(const char *device, const char *application_name, const char *description) {

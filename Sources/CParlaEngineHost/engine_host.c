@@ -4,7 +4,7 @@
 // on standard output, in the messages of parla_engine_wire.h (which EngineHost.swift reads
 // too). It speaks through the engine driver (engine_driver.c), as render workers do. It
 // repairs nothing: Parla treats what it reports as untrusted. It runs as the small `parla-engine` program, or inside any program that links
-// Parla, started again with PARLA_ENGINE_HOST=1 (engine_host_hook.c).
+// Parla, started again with PARLA_ENGINE_HOST=1 (CParlaBeforeMain's constructor).
 //
 // Every utterance is spoken by a child forked for it from the loaded engine (message
 // BEGIN), as render workers do for their chunks: espeak-ng 1.51 can corrupt its memory on one
