@@ -1,5 +1,5 @@
-// The command-line table the prestart constructor and QuickStart.swift share
-// (parla_command_line.h).
+// The few words of a command line the prestart constructor and QuickStart read before the
+// parser (parla_command_line.h).
 #include "parla_command_line.h"
 #include <stddef.h>
 #include <string.h>
@@ -8,8 +8,6 @@
 static const char *const speaking_commands[] = {"say", "selection"};
 // Options that make a speaking command print instead.
 static const char *const printing_options[] = {"-h", "--help", "--version", "--stop", "--generate-completion-script"};
-// `say`'s option for the output file, in both spellings.
-static const char *const output_options[] = {"-o", "--output"};
 
 #define COUNT(array) (sizeof(array) / sizeof *(array))
 
@@ -32,7 +30,6 @@ void parla_read_command_line(int program, int argc, const char *const *argv, par
     line->speaks = 0;
     line->quick = PARLA_QUICK_NONE;
     line->first_argument = 1;
-    line->output = -1;
     if (argc < 1 || !argv) return;
     int say = 0;
     if (program == PARLA_PROGRAM_PARLA) {
@@ -51,30 +48,10 @@ void parla_read_command_line(int program, int argc, const char *const *argv, par
         }
     }
     if (!line->speaks) return;
-    if (!say) {
+    if (say) {
+        line->quick = PARLA_QUICK_SAY;
+    } else if (argc == line->first_argument) {
         // `speak-selection` or `parla selection`, alone.
-        if (argc == line->first_argument) line->quick = PARLA_QUICK_SELECTION;
-        return;
+        line->quick = PARLA_QUICK_SELECTION;
     }
-    // `parla say`: words, and at most one output option followed by a name.
-    int words = 0;
-    for (int i = line->first_argument; i < argc; i++) {
-        const char *word = argv[i];
-        if (!word) return;
-        if (one_of(word, output_options, COUNT(output_options))) {
-            if (line->output >= 0 || i + 1 >= argc || !argv[i + 1] || argv[i + 1][0] == '-') {
-                line->output = -1;
-                return;
-            }
-            line->output = ++i;
-            continue;
-        }
-        if (word[0] == '-') {
-            line->output = -1;
-            return;
-        }
-        words++;
-    }
-    if (words > 0) line->quick = PARLA_QUICK_SAY;
-    else line->output = -1;
 }

@@ -141,19 +141,6 @@ struct Say: AsyncParsableCommand {
 
     @OptionGroup var catalogOptions: CatalogOptions
 
-    /// The arguments as a plain value (what `run` works from; see `SayArguments`).
-    var arguments: SayArguments {
-        SayArguments(
-            text: text, file: file, output: output, timings: timings, voice: voice, language: language, rate: rate, pitch: pitch,
-            volume: volume, punctuation: punctuation, ssml: ssml, noDetect: noDetect, prefer: prefer, device: device,
-            latency: latency, duck: duck, duckBy: duckBy, highlight: highlight, events: events, ipa: ipa,
-            voicesDirectory: catalogOptions.voicesDirectory, preferVoice: catalogOptions.preferVoice)
-    }
-
-    func validate() throws { try arguments.validate() }
-
-    func run() async throws { try await arguments.run() }
-
     /// One `--events json` line.
     static func json(_ event: SpeechEvent) -> String {
         var fields = [
@@ -178,35 +165,7 @@ struct Say: AsyncParsableCommand {
 
 }
 
-/// What `parla say` was asked for, as a plain value. `Say` (swift-argument-parser) fills it
-/// in; so does `QuickStart`, which recognises the commonest command line without the
-/// parser's reflection (see `runAsRoot`).
-struct SayArguments: Equatable, Sendable {
-    var text: [String] = []
-    var file: String? = nil
-    var output: String? = nil
-    var timings: String? = nil
-    var voice: String? = nil
-    var language: String? = nil
-    var rate: Double? = nil
-    var pitch: Double? = nil
-    var volume: Double? = nil
-    var punctuation: PunctuationMode = .none
-    var ssml = false
-    var noDetect = false
-    var prefer: String? = nil
-    var device: String? = nil
-    var latency = 30
-    var duck = false
-    var duckBy: Double? = nil
-    var highlight = false
-    var events: Say.EventFormat? = nil
-    var ipa = false
-    var voicesDirectory: String? = nil
-    var preferVoice: [String] = []
-
-    var catalogOptions: CatalogOptions.Plain { CatalogOptions.Plain(voicesDirectory: voicesDirectory, preferVoice: preferVoice) }
-
+extension Say {
     func validate() throws {
         if output != nil && (highlight || events != nil || device != nil || duck || duckBy != nil) {
             throw ValidationError(

@@ -65,13 +65,6 @@ struct SelectionOptions: ParsableArguments {
 
     @OptionGroup var catalogOptions: CatalogOptions
 
-    /// The options as a plain value (what `SelectionRun` works from).
-    var arguments: SelectionArguments {
-        SelectionArguments(
-            queue: queue, stopOnly: stopOnly, notify: notify, print: print, config: config, device: device, sources: sources,
-            timeout: timeout, source: source, catalogOptions: catalogOptions.plain)
-    }
-
     func validate() throws {
         if let timeout, !(1...10_000).contains(timeout) { throw ValidationError("--timeout \(timeout) ms is out of range: use 1–10000.") }
         if let sources { _ = try SelectionSettings.parseSources(sources).get() }
@@ -83,21 +76,6 @@ struct SelectionOptions: ParsableArguments {
     }
 }
 
-/// What `speak-selection` was asked for, as a plain value. `SelectionOptions` fills it in; so
-/// does `QuickStart` for the hotkey's command line, which has no arguments.
-struct SelectionArguments: Equatable, Sendable {
-    var queue = false
-    var stopOnly = false
-    var notify = false
-    var print = false
-    var config: String? = nil
-    var device: String? = nil
-    var sources: String? = nil
-    var timeout: Int? = nil
-    var source: String? = nil
-    var catalogOptions = CatalogOptions.Plain(voicesDirectory: nil)
-}
-
 /// `speak-selection`: the command people bind to a hotkey.
 public struct SpeakSelectionCommand: AsyncParsableCommand {
     public init() {}
@@ -107,7 +85,7 @@ public struct SpeakSelectionCommand: AsyncParsableCommand {
         discussion: SelectionRun.discussion,
         version: parlaVersion)
     @OptionGroup var options: SelectionOptions
-    public func run() async throws { try await SelectionRun(options: options.arguments).run() }
+    public func run() async throws { try await SelectionRun(options: options).run() }
 }
 
 /// `parla selection`: the same as `speak-selection`.
@@ -117,7 +95,7 @@ struct SelectionCommand: AsyncParsableCommand {
         abstract: "Speak the selected text; run it again to stop (the same as speak-selection).",
         discussion: SelectionRun.discussion)
     @OptionGroup var options: SelectionOptions
-    func run() async throws { try await SelectionRun(options: options.arguments).run() }
+    func run() async throws { try await SelectionRun(options: options).run() }
 }
 
 struct SelectionRun {
@@ -145,7 +123,7 @@ struct SelectionRun {
         (milliseconds each source may take).
         """
 
-    let options: SelectionArguments
+    let options: SelectionOptions
 
     func run() async throws {
         if options.print {

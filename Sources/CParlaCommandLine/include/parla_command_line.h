@@ -1,16 +1,15 @@
 #ifndef PARLA_COMMAND_LINE_H
 #define PARLA_COMMAND_LINE_H
 // What a command line of `parla` or `speak-selection` asks for, as far as the time before
-// the full parser needs it: whether the command will speak (the prestart constructor then
-// starts the engine host before main), and whether it is one of the command lines whose
-// start-up matters most (QuickStart.swift then runs it without swift-argument-parser).
-// Both read it from this one table; swift-argument-parser's commands are the grammar itself,
-// and a test checks that they read every quick line the same way.
+// the parser needs it: whether the command will speak (the prestart constructor then starts
+// the engine host before main), and which speaking command it is (QuickStart then parses it
+// with that command's own parser, not the whole tree's). It knows no option but those that
+// only print (help, version, --stop, completion scripts): every option is defined once, in
+// swift-argument-parser's commands.
 
 /// The program the line is for.
 enum { PARLA_PROGRAM_OTHER = 0, PARLA_PROGRAM_PARLA = 1, PARLA_PROGRAM_SPEAK_SELECTION = 2 };
-/// The quick forms: none; `parla say WORD…` with at most one `-o FILE` / `--output FILE`
-/// among the words (none of which starts with '-'); a bare `speak-selection` or
+/// The quick forms: none; `parla say …` that speaks; a bare `speak-selection` or
 /// `parla selection`.
 enum { PARLA_QUICK_NONE = 0, PARLA_QUICK_SAY = 1, PARLA_QUICK_SELECTION = 2 };
 
@@ -22,8 +21,6 @@ typedef struct {
     int quick;
     /// The index of the command's first argument (after `say`, or after the program).
     int first_argument;
-    /// For PARLA_QUICK_SAY: the index of the output file's name, or -1 for none.
-    int output;
 } parla_command_line;
 
 /// The program `argv0` names (its file name: "parla", "speak-selection"), as a PARLA_PROGRAM_.
