@@ -115,15 +115,31 @@ static int check_stop(void) {
     return stop_requested;
 }
 
-// What the engine reports for a run becomes messages: each audio block is written at once,
-// its events with the next block or at the run's end.
-static int run_should_stop(void *context) { (void)context; return check_stop() || out_lost; }
+// What the engine reports for a run becomes messages. A run's first audio block is written at
+// once (the first sound of live speech waits for nothing more); later ones, with the events
+// between them, are gathered into writes of OUT_BATCH bytes (0.37 s of audio at 22,050 Hz, a
+// few ms of espeak-ng's work) and the rest goes at the run's end: espeak-ng hands over ~4 KB
+// a block, and a write, a poll and the host's read and write for each block were most of
+// `parla say -f`'s system time. A stop asked for is looked for at each write (check_stop).
+enum { OUT_BATCH = 16384 };
+static int run_audio_sent, checked_since_write;
+
+static int run_should_stop(void *context) {
+    (void)context;
+    if (out_lost) return 1;
+    if (checked_since_write) return stop_requested;
+    checked_since_write = 1;
+    return check_stop();
+}
 
 static void run_audio(void *context, const int16_t *samples, int count) {
     (void)context;
     if (count <= 0) return;
     put_header(PARLA_MSG_AUDIO, (uint32_t)count * 2);
     put(samples, (size_t)count * 2);
+    if (run_audio_sent && out_len < OUT_BATCH) return;
+    run_audio_sent = 1;
+    checked_since_write = 0;
     flush_out();
 }
 
@@ -160,6 +176,8 @@ static int speak(const unsigned char *p, uint32_t n) {
     if (n < 26) return PARLA_RUN_FAILED;
     current_seq = get_u32(p);
     stop_requested = 0;
+    run_audio_sent = 0;
+    checked_since_write = 0;
     uint32_t voice_length = p[24] | (uint32_t)p[25] << 8;
     if (26 + (size_t)voice_length > n) return PARLA_RUN_FAILED;
     // The voice and the text, each NUL-terminated, in one block.
