@@ -209,10 +209,10 @@ final class LiveSpeech: Sendable {
                 guard let stream = s.playing[i].stream else {
                     // Its first pass, made with the old settings, has no stream yet: it is cut
                     // at its first word, whose audio is not written before the stream is there.
-                    s.playing[i].changeRequest = (monotonicNanoseconds(), 0)
+                    s.playing[i].changeRequest = (now().nanoseconds, 0)
                     continue
                 }
-                s.playing[i].changeRequest = (monotonicNanoseconds(), stream.playedSamples() ?? 0)
+                s.playing[i].changeRequest = (now().nanoseconds, stream.playedSamples() ?? 0)
                 // The earliest known word not yet handed to the server; else the next one made.
                 let machine = s.playing[i].machine
                 var restarted = false

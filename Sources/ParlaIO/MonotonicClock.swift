@@ -6,7 +6,7 @@ import ParlaCore
 #endif
 
 /// CLOCK_MONOTONIC in nanoseconds: the clock event times are given in.
-public func monotonicNanoseconds() -> UInt64 {
+package func monotonicNanoseconds() -> UInt64 {
     var ts = timespec()
     clock_gettime(CLOCK_MONOTONIC, &ts)
     return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)

@@ -126,6 +126,29 @@ struct LivePlaybackFakeTests {
         #expect(h.take(id) == ["word:three@240", "finished"])
     }
 
+    /// A rate change while a word is heard: the audio from the first word the listener is at
+    /// least the restart margin (60 ms) before is dropped and made again at the new rate; the
+    /// change is stamped with the injected clock, not the system's.
+    @Test func aRateChangeCutsAtTheFirstWordBeyondTheMarginOnTheInjectedClock() async throws {
+        let h = try Harness()
+        let id = h.live.submit(Utterance(string: "one two three four"), kind: .speech, announcement: nil)
+        let stream = await h.sink.finishedStream(0)
+        h.hear(185, on: stream)
+        _ = h.take(id)
+        let asked = h.clock.now
+        h.live.setProsody { $0.rate = 2 }
+        // 185 + 60 > 240: "three" is too close; "four", at 360, is the first word cut.
+        let change = try #require(h.live.recentChanges.last)
+        #expect(change.requestedAt == asked.nanoseconds && change.heardSample == 185)
+        #expect(change.sample == 360 && change.word == 14..<18)
+        await h.engine.waitForEndedPasses(2)
+        #expect(h.engine.passes == 2, "synthesis made the rest again")
+        _ = await h.sink.finishedStream(0)
+        #expect(stream.samples.count == 480, "four words of 120 samples, the last one made again")
+        h.hear(479, on: stream)
+        #expect(h.take(id) == ["word:three@240", "word:four@360", "finished"])
+    }
+
     @Test func anAnnouncementCutsSpeechOffAndReportsItsSuccess() async throws {
         let h = try Harness()
         let speech = h.live.submit(Utterance(string: "one two three"), kind: .speech, announcement: nil)
