@@ -84,7 +84,7 @@ extension LiveSpeech {
     /// (``PlaybackStateMachine/restart(droppingFrom:passSentenceStart:)``). State lock held.
     func dropAudio(of key: Int, from w: WordMark, in s: inout State) -> Restart? {
         guard let i = s.index(key) else { return nil }
-        let margin = Int(Double(s.playing[i].machine.sampleRate) * Self.restartMarginSeconds)
+        let margin = s.playing[i].machine.restartMargin
         guard let stream = s.playing[i].stream, stream.discard(from: w.startSample, margin: margin) else { return nil }
         let passSentenceStart = s.playing[i].pass?.sentences.sentenceStart
         return s.playing[i].machine.restart(droppingFrom: w, passSentenceStart: passSentenceStart)
@@ -197,11 +197,10 @@ extension LiveSpeech {
             let failure = error
             state.withLock { s in
                 guard let i = s.index(key, pass: pass.number) else { return }  // replaced by a new pass, or ended
-                // A stream failure that stopped synthesis is reported with the stream's own error.
-                if failure == .cancelled, case .failed(let e)? = s.playing[i].stream?.currentStatus {
-                    end(key, .failed(e), in: &s)
-                } else if failure != .cancelled {
-                    end(key, .failed(failure), in: &s)
+                var streamFailure: ParlaError?
+                if case .failed(let e)? = s.playing[i].stream?.currentStatus { streamFailure = e }
+                if let blamed = PlaybackStateMachine.failure(passEndedWith: failure, streamFailure: streamFailure) {
+                    end(key, .failed(blamed), in: &s)
                 }
             }
             wake.signal()

@@ -66,9 +66,6 @@ final class LiveSpeech: Sendable {
         }
     }
 
-    /// How much audio must stay ahead of what the server holds when synthesis restarts at a
-    /// new rate, so the server does not run dry while the engine starts again.
-    static let restartMarginSeconds = 0.06
 
     /// Where events come from in time: a playback clock thread of its own, or the caller, who
     /// calls ``tick()`` when it decides time has passed (tests, with a manual clock).

@@ -97,3 +97,23 @@ struct PlaybackRestartTests {
         #expect(reported.accept(next) == next)
     }
 }
+
+/// The decisions live speech takes from the machine: the restart margin and whose failure ends
+/// a playback.
+@Suite struct PlaybackDecisionTests {
+    @Test func aWordWithin60MsOfTheListenerIsNotCut() {
+        let m = PlaybackStateMachine(input: "x", marks: [], sampleRate: 22050, drainGrace: .milliseconds(100))
+        #expect(m.restartMargin == 1323)
+        let slow = PlaybackStateMachine(input: "x", marks: [], sampleRate: 1000, drainGrace: .milliseconds(100))
+        #expect(slow.restartMargin == 60)
+    }
+
+    @Test func theStreamsFailureIsTheUtterancesWhenItStoppedSynthesis() {
+        let lost = ParlaError.audioServerLost(reason: "Connection terminated")
+        let engine = ParlaError.engineCrashed("espeak-ng", reason: "espeak-ng crashed")
+        #expect(PlaybackStateMachine.failure(passEndedWith: .cancelled, streamFailure: lost) == lost)
+        #expect(PlaybackStateMachine.failure(passEndedWith: .cancelled, streamFailure: nil) == nil, "a stop ends nothing here")
+        #expect(PlaybackStateMachine.failure(passEndedWith: engine, streamFailure: nil) == engine)
+        #expect(PlaybackStateMachine.failure(passEndedWith: engine, streamFailure: lost) == engine, "the pass failed by itself first")
+    }
+}

@@ -57,6 +57,23 @@ package struct PlaybackStateMachine: Sendable {
     package let marks: [(name: String, inputOffset: Int)]
     /// Samples per second of the stream.
     package var sampleRate: Int
+
+    /// How much audio must stay ahead of what the server holds when synthesis restarts at a
+    /// new rate, so the server does not run dry while the engine starts again.
+    package static let restartMarginSeconds = 0.06
+
+    /// The same in samples of this stream: a word closer than this to what the listener hears
+    /// is not cut for a new rate or pitch (the next one is).
+    package var restartMargin: Int { Int(Double(sampleRate) * Self.restartMarginSeconds) }
+
+    /// Whose failure ends a playback whose synthesis pass stopped with `error`: when the stream
+    /// failed, synthesis stops and reports only a cancellation, and the stream's own error
+    /// (`streamFailure`, the server's words) is the utterance's; a pass that failed by itself
+    /// reports its error; a pass that was only cancelled (a stop, a restart, a park) ends
+    /// nothing (nil).
+    package static func failure(passEndedWith error: ParlaError, streamFailure: ParlaError?) -> ParlaError? {
+        error.code == .cancelled ? streamFailure : error
+    }
     /// Words and sentences synthesized so far, in stream samples, in order.
     package var words: [WordMark] = []
     package var sentences: [SentenceMark] = []
