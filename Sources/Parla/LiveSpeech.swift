@@ -66,7 +66,6 @@ final class LiveSpeech: Sendable {
         }
     }
 
-
     /// Where events come from in time: a playback clock thread of its own, or the caller, who
     /// calls ``tick()`` when it decides time has passed (tests, with a manual clock).
     enum Clock {
