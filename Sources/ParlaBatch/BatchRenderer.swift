@@ -30,6 +30,30 @@ public final class BatchRenderer: Sendable {
     /// The options this renderer uses.
     public let options: BatchRenderOptions
     private let stopping = StopFlag()
+    /// Runs under way, and who waits for them all to end.
+    private let runs = Mutex<(active: Int, waiters: [CheckedContinuation<Void, Never>])>((0, []))
+
+    /// Returns once every run this renderer started has ended: its workers have stopped and
+    /// its input is no longer read. A loop over a `render` stream that is left early returns
+    /// before that; this is how to know the batch is over (to reuse the output directory, or
+    /// to read what the input handed out).
+    public func waitForRunsToEnd() async {
+        await withCheckedContinuation { c in
+            runs.withLock { r in
+                if r.active == 0 { c.resume() } else { r.waiters.append(c) }
+            }
+        }
+    }
+
+    private func runEnded() {
+        let waiters = runs.withLock { r -> [CheckedContinuation<Void, Never>] in
+            r.active -= 1
+            guard r.active == 0 else { return [] }
+            defer { r.waiters = [] }
+            return r.waiters
+        }
+        waiters.forEach { $0.resume() }
+    }
 
     /// A renderer with `options`.
     public init(options: BatchRenderOptions) {
@@ -65,7 +89,9 @@ public final class BatchRenderer: Sendable {
         continuation.onTermination = { termination in
             if case .cancelled = termination { stopping.raise() }
         }
+        runs.withLock { $0.active += 1 }
         DispatchQueue.global().async {
+            defer { self.runEnded() }
             do {
                 let run = try BatchRun(options: options, next: next, stopping: stopping) { continuation.yield($0) }
                 let final = try run.run()

@@ -43,12 +43,14 @@ struct BatchRendererTests {
         }) where p.latest != nil {
             break
         }
-        // (Items are read ahead of the workers: up to about 1,300 here under a busy suite.)
-        try await Task.sleep(for: .seconds(3))
+        // The run ends (without the stop, only after rendering all 5,000 items), and no item
+        // is taken after it. (Items are read ahead of the workers: up to about 1,300 here
+        // under a busy suite.)
+        await renderer.waitForRunsToEnd()
         let taken = counter.withLock { $0 }
-        try await Task.sleep(for: .seconds(1))
-        #expect(counter.withLock { $0 } == taken, "items were still being taken")
-        #expect(taken < 5000)
+        #expect(taken < 5000, "the batch went on after the loop was left")
+        await renderer.waitForRunsToEnd()  // at once: nothing runs
+        #expect(counter.withLock { $0 } == taken)
     }
 
     @Test func stopFinishesTheItemsInFlight() async throws {
