@@ -338,40 +338,34 @@ public func parlaContinue(_ handle: OpaquePointer?) -> parla_status {
     return succeed()
 }
 
-@_cdecl("parla_set_rate")
-public func parlaSetRate(_ handle: OpaquePointer?, _ rate: Double) -> parla_status {
+/// A live setting of synthesizer `handle`: `value`, checked against `range`, given to `apply`.
+private func setLive(
+    _ handle: OpaquePointer?, _ value: Double, _ name: String, _ range: ClosedRange<Double>,
+    _ apply: (SpeechSynthesizer, Double) throws(ParlaError) -> Void
+) -> parla_status {
     guard let box = synthesizerBox(handle) else { return PARLA_ERROR_INVALID_HANDLE }
-    guard let rate = checked(rate, "rate", LiveProsody.rateRange) else { return PARLA_ERROR_OUT_OF_RANGE }
+    guard let value = checked(value, name, range) else { return PARLA_ERROR_OUT_OF_RANGE }
     do throws(ParlaError) {
-        try box.synthesizer.setRate(rate)
+        try apply(box.synthesizer, value)
         return succeed()
     } catch {
         return fail(error)
     }
+}
+
+@_cdecl("parla_set_rate")
+public func parlaSetRate(_ handle: OpaquePointer?, _ rate: Double) -> parla_status {
+    setLive(handle, rate, "rate", LiveProsody.rateRange) { (s, v) throws(ParlaError) in try s.setRate(v) }
 }
 
 @_cdecl("parla_set_pitch")
 public func parlaSetPitch(_ handle: OpaquePointer?, _ pitch: Double) -> parla_status {
-    guard let box = synthesizerBox(handle) else { return PARLA_ERROR_INVALID_HANDLE }
-    guard let pitch = checked(pitch, "pitch", LiveProsody.pitchRange) else { return PARLA_ERROR_OUT_OF_RANGE }
-    do throws(ParlaError) {
-        try box.synthesizer.setPitch(pitch)
-        return succeed()
-    } catch {
-        return fail(error)
-    }
+    setLive(handle, pitch, "pitch", LiveProsody.pitchRange) { (s, v) throws(ParlaError) in try s.setPitch(v) }
 }
 
 @_cdecl("parla_set_volume")
 public func parlaSetVolume(_ handle: OpaquePointer?, _ volume: Double) -> parla_status {
-    guard let box = synthesizerBox(handle) else { return PARLA_ERROR_INVALID_HANDLE }
-    guard let volume = checked(volume, "volume", LiveProsody.volumeRange) else { return PARLA_ERROR_OUT_OF_RANGE }
-    do throws(ParlaError) {
-        try box.synthesizer.setVolume(volume)
-        return succeed()
-    } catch {
-        return fail(error)
-    }
+    setLive(handle, volume, "volume", LiveProsody.volumeRange) { (s, v) throws(ParlaError) in try s.setVolume(v) }
 }
 
 @_cdecl("parla_is_speaking")
