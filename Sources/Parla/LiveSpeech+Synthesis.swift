@@ -40,7 +40,10 @@ extension LiveSpeech {
         } catch {
             let failure = error
             state.withLock { s in
-                if failure != .cancelled { end(key, .failed(failure), in: &s) }
+                // No stream yet: only the engine's own failure ends it.
+                if let blamed = PlaybackStateMachine.failure(passEndedWith: failure, streamFailure: nil) {
+                    end(key, .failed(blamed), in: &s)
+                }
             }
             wake.signal()
         }

@@ -379,8 +379,9 @@ extension ParlaError {
         case Int32(PARLA_RUN_UNAVAILABLE):
             return .engineUnavailable(voice.hasPrefix(piperVoicePrefix) ? "onnxruntime" : "espeak-ng", reason: reason)
         case Int32(PARLA_RUN_VOICE_UNUSABLE):
-            let name = voice.hasPrefix(piperVoicePrefix) ? "piper." + (voice.split(separator: "/").last.map(String.init) ?? voice) : voice
-            return .voiceUnavailable(name.hasSuffix(".onnx") ? String(name.dropLast(5)) : name, reason: reason)
+            let piper = voice.hasPrefix(piperVoicePrefix)
+            let name = piper ? SpeechVoice.piperIdentifier(modelPath: String(voice.dropFirst(piperVoicePrefix.count))) : voice
+            return .voiceUnavailable(name, reason: reason)
         default:
             return .engineFailure(reason, engine: engine(of: voice))
         }

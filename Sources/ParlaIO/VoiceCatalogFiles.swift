@@ -137,10 +137,10 @@ extension VoiceCatalog {
                     return nil
                 })
             for stem in stems.sorted() where !stem.isEmpty && !stem.hasPrefix(".") {
-                let identifier = "piper." + stem
+                let model = directory + "/" + stem + ".onnx", configPath = model + ".json"
+                let identifier = SpeechVoice.piperIdentifier(modelPath: model)
                 guard !seen.contains(identifier.lowercased()) else { continue }
                 seen.insert(identifier.lowercased())
-                let model = directory + "/" + stem + ".onnx", configPath = model + ".json"
                 func problem(_ path: String, _ reason: String) {
                     unusable.append(UnusableVoice(identifier: identifier, path: absolute(path), reason: reason))
                 }

@@ -267,9 +267,10 @@ public final class FakeAudioStream: AudioStream {
 /// A ``SpeechSynthesizer`` for an app's tests, whose live speech runs on fakes the test drives:
 /// the words are spoken by ``FakeSpeechEngine`` (each exactly 120 ms), played by
 /// ``FakeAudioSink``, and heard only when the test says so, on a ``ManualClock``. Every event
-/// is exact and nothing sleeps on a timer, so a test of an app's speech logic (what it says,
-/// what interrupts what, what it does when a word is heard or an announcement is cut off)
-/// gives the same events on any machine, with no sound server.
+/// is exact (its time is the manual clock's, its position the sample the test has reached),
+/// so a test of an app's speech logic (what it says, what interrupts what, what it does when a
+/// word is heard or an announcement is cut off) gives the same events on any machine, with no
+/// sound server.
 ///
 /// ```swift
 /// let rig = try SpeechTestRig()

@@ -90,6 +90,13 @@ public struct SpeechVoice: Sendable, Hashable, Codable, CustomStringConvertible 
     /// The engine name of Piper's neural voices.
     public static let piperEngine = "piper"
 
+    /// The identifier of the Piper voice whose model is at `path`: `piper.` and the model's file
+    /// name without `.onnx`, as the catalog names the voices it finds.
+    package static func piperIdentifier(modelPath path: String) -> String {
+        let file = path.split(separator: "/").last.map(String.init) ?? path
+        return "piper." + (file.hasSuffix(".onnx") ? String(file.dropLast(".onnx".count)) : file)
+    }
+
     /// The voice's main language (its first listed one).
     public var primaryLanguage: LanguageTag? { languages.first }
 
