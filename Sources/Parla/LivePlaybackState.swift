@@ -34,14 +34,6 @@ struct Playback: Sendable {
     var plan: SpeechPlan?
     /// The synthesis pass now writing its audio.
     var pass: SynthesisPass?
-    /// A change of rate or pitch waiting for a word to start at: when it was asked for, and the
-    /// sample heard then.
-    var changeRequest: (time: UInt64, heard: Int)?
-    /// Synthesis ran far enough ahead of the listener: it stops at the next sentence
-    /// (``parkRequested``), and where it starts again once the listener catches up (``parked``).
-    var parkRequested = false
-    var parked: Restart?
-
     static let keys = Atomic<Int>(0)
 
     init(id: UtteranceID, machine: PlaybackStateMachine) {

@@ -59,55 +59,46 @@ extension LiveSpeech {
         let pass = SynthesisPass(plan: plan.scaled(rate: s.prosody.rate, pitch: s.prosody.pitch), sentences: sentences)
         s.playing[i].pass?.stop.raise()
         s.playing[i].pass = pass
-        s.playing[i].parked = nil
-        s.playing[i].parkRequested = false
+        s.playing[i].machine.passStarted()
         return pass
     }
 
-    /// Restarts synthesis of playback `key` at word `w` (stream samples) for a change of rate
-    /// or pitch, if the server has not been given its audio yet: the audio from it on is
-    /// dropped, and a new pass speaks the rest. State lock held.
-    /// - Returns: false if it is too late to start there.
-    func cut(_ key: Int, at w: WordMark, in s: inout State) -> Bool {
-        guard let restart = dropAudio(of: key, from: w, in: &s), let i = s.index(key) else { return false }
-        if let (time, heard) = s.playing[i].changeRequest {
-            s.changes.append(
-                LiveProsodyChange(
-                    utterance: s.playing[i].id, requestedAt: time, heardSample: heard, sample: w.startSample, word: w.range,
-                    sampleRate: s.playing[i].machine.sampleRate
-                ))
-            if s.changes.count > 100 { s.changes.removeFirst() }
+    /// Carries out what playback `key`'s machine decided about its synthesis pass `pass`
+    /// (nil: whichever is current): a restart starts a new pass at once, and a park stops it.
+    /// State lock held.
+    func carryOut(_ step: PlaybackStateMachine.SynthesisStep, for key: Int, pass: SynthesisPass?, in s: inout State) {
+        switch step {
+        case .goOn:
+            break
+        case .restart(let restart, let change):
+            if let change, let i = s.index(key) {
+                let w = restart.word
+                s.changes.append(
+                    LiveProsodyChange(
+                        utterance: s.playing[i].id, requestedAt: change.requestedAt, heardSample: change.heardSample,
+                        sample: w.startSample, word: w.range, sampleRate: s.playing[i].machine.sampleRate))
+                if s.changes.count > 100 { s.changes.removeFirst() }
+            }
+            restartSynthesis(key, restart, in: &s)
+        case .park:
+            (pass ?? s.index(key).flatMap { s.playing[$0].pass })?.stop.raise()
         }
-        s.playing[i].changeRequest = nil
-        return restartSynthesis(key, restart, in: &s)
     }
 
-    /// Drops the audio and marks of playback `key` from word `w` on, if the server has not
-    /// been given that audio yet, and says where synthesis must start again to make it
-    /// (``PlaybackStateMachine/restart(droppingFrom:passSentenceStart:)``). State lock held.
-    func dropAudio(of key: Int, from w: WordMark, in s: inout State) -> Restart? {
-        guard let i = s.index(key) else { return nil }
-        let margin = s.playing[i].machine.restartMargin
-        guard let stream = s.playing[i].stream, stream.discard(from: w.startSample, margin: margin) else { return nil }
-        let passSentenceStart = s.playing[i].pass?.sentences.sentenceStart
-        return s.playing[i].machine.restart(droppingFrom: w, passSentenceStart: passSentenceStart)
+    /// The stream's drop for the machine's decisions (``PlaybackStateMachine/SynthesisStep``).
+    static func drop(_ stream: any AudioStream) -> (Int, Int) -> Bool {
+        { from, margin in stream.discard(from: from, margin: margin) }
     }
 
-    /// Starts a new synthesis pass of playback `key` where ``dropAudio(of:from:in:)`` left
-    /// off. State lock held.
-    func restartSynthesis(_ key: Int, _ restart: Restart, in s: inout State) -> Bool {
+    /// Starts a new synthesis pass of playback `key` where the machine's restart says (the
+    /// audio from its word on was dropped already). State lock held.
+    func restartSynthesis(_ key: Int, _ restart: Restart, in s: inout State) {
         let w = restart.word
         // With the sentence reported already, its first sentence mark would say part of it again.
         let sentences = PassSentences(
             base: w.startSample, input: w.range.lowerBound, sentenceStart: restart.sentenceStart, skipsFirst: restart.sentenceReported)
-        guard let i = s.index(key), s.playing[i].stream != nil, let pass = makePass(key, sentences, in: &s) else { return false }
+        guard let i = s.index(key), s.playing[i].stream != nil, let pass = makePass(key, sentences, in: &s) else { return }
         Task { await self.synthesize(key, pass, opening: nil) }
-        return true
-    }
-
-    /// How many samples synthesis may run ahead of the listener in a stream at `rate`.
-    func aheadLimit(rate: Int) -> Int {
-        max(rate, output.maxBufferedAhead.samples(atRate: rate))
     }
 
     /// Runs one synthesis pass of playback `key` into its stream, until its plan ends or it is
@@ -123,10 +114,9 @@ extension LiveSpeech {
                     let stream = try opening.stream(at: rate, stop: pass.stop)
                     let taken = self.state.withLock { s -> Bool in
                         guard let i = s.index(key) else { return false }
-                        s.playing[i].machine.sampleRate = rate
                         s.playing[i].stream = stream
                         stream.setVolume(s.prosody.volume)
-                        if s.playing[i].machine.isCorked { stream.setCorked(true) }
+                        self.carryOut(s.playing[i].machine.streamOpened(sampleRate: rate), for: key, in: &s)
                         return true
                     }
                     guard taken else {
@@ -147,33 +137,24 @@ extension LiveSpeech {
                         }
                         return stream
                     }
-                    // Far enough ahead: the pass stops at the next sentence (see `.word`).
-                    if let stream = written, stream.samplesAhead() > self.aheadLimit(rate: stream.sampleRate) {
+                    // Far enough ahead, the machine asks the pass to stop at its next sentence.
+                    if let stream = written {
+                        let ahead = stream.samplesAhead()
                         self.state.withLock { s in
-                            if let i = s.index(key, pass: pass.number) { s.playing[i].parkRequested = true }
+                            if let i = s.index(key, pass: pass.number) { s.playing[i].machine.audioWritten(samplesAhead: ahead) }
                         }
                     }
                 case .word(var w):
                     w.startSample += pass.base
                     w.endSample += pass.base
                     self.state.withLock { s in
-                        guard !pass.stop.isRaised, let i = s.index(key), let stream = s.playing[i].stream else { return }
-                        // A change of rate waits for a word whose audio the server has not had.
-                        if s.playing[i].changeRequest != nil, self.cut(key, at: w, in: &s) { return }
-                        // Far enough ahead, at the start of a sentence (or anywhere, twice as
-                        // far): the pass stops here and frees the engine, and the clock starts a
-                        // new one from this word when the listener has caught up.
-                        if let j = s.index(key, pass: pass.number), s.playing[j].parkRequested,
-                            s.playing[j].machine.parks(
-                                at: w, passBase: pass.base, samplesAhead: stream.samplesAhead(),
-                                aheadLimit: self.aheadLimit(rate: stream.sampleRate)),
-                            let restart = self.dropAudio(of: key, from: w, in: &s)
-                        {
-                            s.playing[j].parked = restart
-                            pass.stop.raise()
-                            return
-                        }
-                        s.playing[i].machine.words.append(w)
+                        guard !pass.stop.isRaised, let i = s.index(key, pass: pass.number), let stream = s.playing[i].stream else { return }
+                        // A change of rate waiting for a word, or a pass far enough ahead, may stop
+                        // here (the clock starts a parked pass again when the listener catches up).
+                        let step = s.playing[i].machine.synthesized(
+                            w, passBase: pass.base, passSentenceStart: pass.sentences.sentenceStart,
+                            samplesAhead: stream.samplesAhead(), drop: Self.drop(stream))
+                        self.carryOut(step, for: key, pass: pass, in: &s)
                     }
                 case .sentence(var m):
                     m.startSample += pass.base
@@ -182,7 +163,7 @@ extension LiveSpeech {
                         guard !pass.stop.isRaised, let i = s.index(key, pass: pass.number),
                             let fixed = s.playing[i].pass?.sentences.accept(m)
                         else { return }
-                        s.playing[i].machine.sentences.append(fixed)
+                        s.playing[i].machine.record(fixed)
                     }
                 case .segment:
                     break
@@ -191,7 +172,6 @@ extension LiveSpeech {
             state.withLock { s in
                 guard let i = s.index(key, pass: pass.number), !pass.stop.isRaised else { return }
                 s.playing[i].machine.synthesisFinished(totalSamples: pass.base + total)
-                s.playing[i].changeRequest = nil
                 s.playing[i].stream?.finishInput()
             }
             wake.signal()

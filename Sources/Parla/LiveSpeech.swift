@@ -159,11 +159,11 @@ final class LiveSpeech: Sendable {
 
     func pause(at boundary: SpeechBoundary) -> Bool {
         let done = state.withLock { s -> Bool in
-            guard !s.paused, !s.playing.isEmpty else { return false }
+            // What pauses is what the scheduler has speaking now.
+            guard !s.paused, let id = s.scheduler.current?.id, let i = s.playing.firstIndex(where: { $0.id == id }) else { return false }
             s.paused = true
-            let last = s.playing.count - 1
-            let actions = s.playing[last].machine.pause(at: boundary, played: s.playing[last].stream?.playedSamples())
-            carryOut(actions, for: s.playing[last].key, in: &s)
+            let actions = s.playing[i].machine.pause(at: boundary, played: s.playing[i].stream?.playedSamples())
+            carryOut(actions, for: s.playing[i].key, in: &s)
             return true
         }
         wake.signal()
@@ -201,24 +201,13 @@ final class LiveSpeech: Sendable {
             }
             guard s.prosody.rate != old.rate || s.prosody.pitch != old.pitch else { return }
             for key in s.playing.map(\.key) {
+                // Not planned yet: its first pass will be made with the new settings.
                 guard let i = s.index(key), s.playing[i].plan != nil else { continue }
-                guard let stream = s.playing[i].stream else {
-                    // Its first pass, made with the old settings, has no stream yet: it is cut
-                    // at its first word, whose audio is not written before the stream is there.
-                    s.playing[i].changeRequest = (now().nanoseconds, 0)
-                    continue
-                }
-                s.playing[i].changeRequest = (now().nanoseconds, stream.playedSamples() ?? 0)
-                // The earliest known word not yet handed to the server; else the next one made.
-                let machine = s.playing[i].machine
-                var restarted = false
-                for w in machine.words[machine.nextWord...] where cut(key, at: w, in: &s) {
-                    restarted = true
-                    break
-                }
-                if !restarted, machine.synthesisDone, let j = s.index(key) {
-                    s.playing[j].changeRequest = nil  // the rest is already at the server: nothing to change
-                }
+                let stream = s.playing[i].stream
+                let step = s.playing[i].machine.changeRequested(
+                    at: now().nanoseconds, heard: stream.map { $0.playedSamples() ?? 0 },
+                    passSentenceStart: s.playing[i].pass?.sentences.sentenceStart, drop: stream.map(Self.drop) ?? { _, _ in false })
+                carryOut(step, for: key, pass: nil, in: &s)
             }
         }
         wake.signal()
@@ -260,7 +249,7 @@ final class LiveSpeech: Sendable {
                     id: id,
                     machine: PlaybackStateMachine(
                         input: request.utterance.inputText, marks: request.utterance.markPositions, resumedFrom: resume,
-                        drainGrace: output.targetLatency + .milliseconds(100)))
+                        drainGrace: output.targetLatency + .milliseconds(100), maxBufferedAhead: output.maxBufferedAhead))
                 s.playing.append(pb)
                 s.paused = false
                 // Planned already, it starts on the engine's thread: nothing is left but to
@@ -364,11 +353,8 @@ final class LiveSpeech: Sendable {
             for key in s.playing.map(\.key) {
                 guard let i = s.index(key) else { continue }
                 // A parked synthesis carries on once the listener has heard half of what was ahead.
-                if let restart = s.playing[i].parked, let stream = s.playing[i].stream,
-                    stream.samplesAhead() <= aheadLimit(rate: stream.sampleRate) / 2
-                {
-                    s.playing[i].parked = nil
-                    _ = restartSynthesis(key, restart, in: &s)
+                if let stream = s.playing[i].stream, let restart = s.playing[i].machine.resumeParked(samplesAhead: stream.samplesAhead()) {
+                    restartSynthesis(key, restart, in: &s)
                 }
                 if let next = advance(key, in: &s) { sleep = min(sleep, next) }
             }

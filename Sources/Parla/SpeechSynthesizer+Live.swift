@@ -166,8 +166,10 @@ extension SpeechSynthesizer {
         live.setProsody { $0.pitch = multiplier }
     }
 
-    /// Changes the volume of live speech at once (linear amplitude, 0 to 1): every sample not
-    /// yet at the sound server is scaled, so the change is heard once the server's short buffer
+    /// Changes the volume of live speech at once, as a multiple of each utterance's volume (0
+    /// to 2, like ``setRate(_:)`` and ``setPitch(_:)``): every sample not yet at the sound
+    /// server is scaled (above 1, a soft limiter bends the loudest peaks so that nothing
+    /// clips), so the change is heard once the server's short buffer
     /// has played (`AudioOutputOptions.targetLatency`, 30 ms by default). The
     /// server's own stream volume is left alone: the server would remember it for every later
     /// stream of the same role, a screen reader's included.
@@ -234,7 +236,8 @@ public struct LiveProsody: Sendable, Hashable {
     public var rate: Double = 1
     /// Pitch, as a multiple of each utterance's pitch.
     public var pitch: Double = 1
-    /// Volume, linear amplitude (applied to the samples Parla sends).
+    /// Volume, as a multiple of each utterance's volume (applied to the samples Parla sends;
+    /// above 1 a soft limiter keeps the peaks below full scale).
     public var volume: Double = 1
 
     /// Accepted live rates.
@@ -242,7 +245,7 @@ public struct LiveProsody: Sendable, Hashable {
     /// Accepted live pitches.
     public static let pitchRange: ClosedRange<Double> = 0...2
     /// Accepted live volumes.
-    public static let volumeRange: ClosedRange<Double> = 0...1
+    public static let volumeRange: ClosedRange<Double> = 0...2
 
     /// Creates the prosody of speech as planned.
     public init() {}

@@ -79,7 +79,7 @@ final class KeyControl: @unchecked Sendable {
         case UInt8(ascii: "-"), UInt8(ascii: "_"):
             try? synth.setRate(max(now.rate / Self.rateStep, LiveProsody.rateRange.lowerBound))
         case UInt8(ascii: "]"):
-            try? synth.setVolume(min(now.volume / Self.volumeStep, 1))
+            try? synth.setVolume(min(now.volume / Self.volumeStep, LiveProsody.volumeRange.upperBound))
         case UInt8(ascii: "["):
             try? synth.setVolume(now.volume * Self.volumeStep)
         case UInt8(ascii: " "):

@@ -41,7 +41,8 @@ package final class PlaybackStream: @unchecked Sendable {
     private var timingOperation: OpaquePointer?
     private var status: Status = .active
     private var isCorked = false
-    /// The gain applied to samples as they are handed to the server (linear, 0 to 1).
+    /// The live volume applied to samples as they are handed to the server (0 to 2, see
+    /// ``SampleGain``).
     private var gain = 1.0
     /// Samples handed to the server so far.
     private var sentSamples = 0
@@ -168,8 +169,7 @@ package final class PlaybackStream: @unchecked Sendable {
                     return pa_stream_write(s, base + pendingOffset, count * 2, nil, 0, PA_SEEK_RELATIVE)
                 }
             } else {
-                let g = gain
-                let scaled = pending[pendingOffset..<(pendingOffset + count)].map { Int16((Double($0) * g).rounded()) }
+                let scaled = SampleGain.apply(gain, to: pending[pendingOffset..<(pendingOffset + count)])
                 rc = scaled.withUnsafeBufferPointer { buf -> Int32 in
                     guard let base = buf.baseAddress else { return -1 }
                     return pa_stream_write(s, base, count * 2, nil, 0, PA_SEEK_RELATIVE)
@@ -321,14 +321,15 @@ package final class PlaybackStream: @unchecked Sendable {
         return true
     }
 
-    /// Sets the stream's volume (linear amplitude, 0 to 1) for every sample not yet handed to
+    /// Sets the stream's volume (a multiple of its loudness, 0 to 2; above 1 with a soft limiter,
+    /// ``SampleGain``) for every sample not yet handed to
     /// the server: the change is heard once the server's buffer (``AudioOutputOptions/targetLatency``)
     /// has played. It is applied to the samples, not through the server's stream volume, which
     /// the server would remember for every later stream of the same role (a screen reader's too).
     package func setVolume(_ volume: Double) {
         output.lock()
         defer { output.unlock() }
-        gain = volume.isFinite ? min(max(volume, 0), 1) : 1
+        gain = volume.isFinite ? min(max(volume, 0), 2) : 1
     }
 
     /// Samples written so far.

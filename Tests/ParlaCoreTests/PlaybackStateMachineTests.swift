@@ -29,11 +29,15 @@ struct PlaybackStateMachineTests {
     static let grace = Duration.milliseconds(130)
     static let t0 = SpeechInstant(nanoseconds: 1_000_000_000)
 
-    static func machine(resumedFrom: PlaybackStateMachine.Resume? = nil, synthesized: Bool = true) -> PlaybackStateMachine {
+    static func machine(
+        resumedFrom: PlaybackStateMachine.Resume? = nil, synthesized: Bool = true, words: [WordMark] = words,
+        sentences: [SentenceMark] = sentences, maxBufferedAhead: Duration = .seconds(30)
+    ) -> PlaybackStateMachine {
         var m = PlaybackStateMachine(
-            input: text, marks: [("before-there", 6), ("after-all", 28)], sampleRate: 1000, resumedFrom: resumedFrom, drainGrace: grace)
-        m.words = words
-        m.sentences = sentences
+            input: text, marks: [("before-there", 6), ("after-all", 28)], sampleRate: 1000, resumedFrom: resumedFrom, drainGrace: grace,
+            maxBufferedAhead: maxBufferedAhead)
+        for w in words { m.record(w) }
+        for sentence in sentences { m.record(sentence) }
         if synthesized { m.synthesisFinished(totalSamples: 2000) }
         return m
     }
@@ -80,7 +84,7 @@ struct PlaybackStateMachineTests {
     @Test func rangesAreInTheCallersIndexSpace() {
         let text = "Καλή 😀 μέρα"
         var m = PlaybackStateMachine(input: text, marks: [], sampleRate: 1000, drainGrace: Self.grace)
-        m.words = [WordMark(range: 7..<11, word: "μέρα", startSample: 10, endSample: 20, segment: 0, isEstimated: false)]
+        m.record(WordMark(range: 7..<11, word: "μέρα", startSample: 10, endSample: 20, segment: 0, isEstimated: false))
         let step = m.advance(played: 10, stream: .playing, now: Self.t0)
         guard case .emit(.willSpeakWord(let r)) = step.actions.last else {
             Issue.record("no word in \(step.actions)")
@@ -194,9 +198,7 @@ struct PlaybackStateMachineTests {
     }
 
     @Test func aResumedPlaybackSaysWhereItCarriesOn() {
-        var m = Self.machine(resumedFrom: .init(input: 13, text: 13, word: 13..<20))
-        m.words = Array(Self.words[2...])
-        m.sentences = [Self.sentences[1]]
+        var m = Self.machine(resumedFrom: .init(input: 13, text: 13, word: 13..<20), words: Array(Self.words[2...]), sentences: [Self.sentences[1]])
         var step = m.advance(played: 1, stream: .playing, now: Self.t0)
         #expect(Self.names(step.actions) == ["resumed:General"], "no second started")
         step = m.advance(played: 1999, stream: .playing, now: Self.t0)
@@ -212,7 +214,7 @@ struct PlaybackStateMachineTests {
         #expect(m.words.map(\.word) == ["Hello"])
         #expect(m.sentences.count == 1)
         #expect(!m.synthesisDone, "the new pass has yet to finish")
-        m.words.append(Self.word(6..<11, 450, 700))
+        m.record(Self.word(6..<11, 450, 700))
         let step = m.advance(played: 450, stream: .playing, now: Self.t0)
         #expect(Self.names(step.actions) == ["mark:before-there", "word:there"])
     }
@@ -237,7 +239,7 @@ struct PlaybackStateMachineTests {
         for (i, r) in ranges.enumerated() {
             let w = WordMark(range: r, word: "", startSample: i * 100, endSample: i * 100 + 90, segment: 0, isEstimated: false)
             starts.append(m.startsSentence(w))
-            m.words.append(w)
+            m.record(w)
         }
         // Hi there | Ça va | Oui | 好 | Yes no: the first word has no word before it to tell.
         #expect(starts == [false, false, true, false, true, true, true, false])
@@ -261,7 +263,7 @@ struct PlaybackStateMachineTests {
             }
             let text = String(repeating: "x", count: words.count)
             var m = PlaybackStateMachine(input: text, marks: [], sampleRate: rate, drainGrace: Self.grace)
-            m.words = words
+            for w in words { m.record(w) }
             m.synthesisFinished(totalSamples: sample)
             var now = Self.t0
             var heard: [(word: Int, at: Int)] = []

@@ -1,6 +1,7 @@
 import Foundation
 import Parla
 import ParlaAudioTestSupport
+import ParlaCore
 import ParlaEngine
 import Testing
 
@@ -101,7 +102,7 @@ extension LiveSpeechTests {
         #expect(throws: ParlaError.self) { try synth.setRate(0) }
         #expect(throws: ParlaError.self) { try synth.setRate(.nan) }
         #expect(throws: ParlaError.self) { try synth.setPitch(3) }
-        #expect(throws: ParlaError.self) { try synth.setVolume(1.5) }
+        #expect(throws: ParlaError.self) { try synth.setVolume(2.5) }
         #expect(synth.liveProsody == LiveProsody())
 
         let log = EventLog(synth)
@@ -113,6 +114,10 @@ extension LiveSpeechTests {
         try synth.setVolume(0.25)
         try await Task.sleep(for: .milliseconds(900))
         let endAt = monotonicNanoseconds()
+        // Louder than the utterance: twice, through the limiter.
+        try synth.setVolume(2)
+        try await Task.sleep(for: .milliseconds(900))
+        let loudestAt = monotonicNanoseconds()
         _ = synth.stop()
         // Peak level in the 0.7 s before the change and from 0.2 s after it: 0.25 is −12 dB.
         func peak(_ from: UInt64, _ to: UInt64) -> Double {
@@ -123,5 +128,9 @@ extension LiveSpeechTests {
         #expect(loud > 3000)
         let dB = 20 * log10(max(quiet, 1) / max(loud, 1))
         #expect(dB < -8 && dB > -16, "level changed by \(dB) dB (peak \(loud) → \(quiet))")
+        let louder = peak(endAt + 200_000_000, loudestAt)
+        let up = 20 * log10(max(louder, 1) / max(loud, 1))
+        #expect(up > 1, "volume 2 changed the level by \(up) dB (peak \(loud) → \(louder))")
+        #expect(louder <= SampleGain.ceiling * 32768 + 1, "nothing at full scale: peak \(louder)")
     }
 }

@@ -98,7 +98,7 @@ static void test_errors(void) {
     expect_status(parla_speak(s, (parla_utterance *)s, NULL), PARLA_ERROR_INVALID_HANDLE, "a synthesizer passed as an utterance");
     expect_status(parla_set_rate(s, 99), PARLA_ERROR_OUT_OF_RANGE, "live rate 99");
     expect_status(parla_set_pitch(s, 2.5), PARLA_ERROR_OUT_OF_RANGE, "live pitch 2.5");
-    expect_status(parla_set_volume(s, 1.5), PARLA_ERROR_OUT_OF_RANGE, "live volume 1.5 (a gain)");
+    expect_status(parla_set_volume(s, 2.5), PARLA_ERROR_OUT_OF_RANGE, "live volume 2.5");
     expect_status(parla_stop(s, (parla_boundary)7, NULL), PARLA_ERROR_INVALID_ARGUMENT, "boundary 7");
     expect_status(parla_wait(s, 987654321, 10000000, NULL), PARLA_ERROR_INVALID_ARGUMENT, "wait for an id never given");
     parla_synthesizer_free(s);

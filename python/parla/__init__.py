@@ -671,7 +671,8 @@ class Synthesizer:
         _check(_c().parla_set_pitch(self._live(), float(pitch)))
 
     def set_volume(self, volume: float) -> None:
-        """Live volume: a gain of 0–1 on the samples played."""
+        """Live volume, 0–2: a multiple of each utterance's volume, from the next samples sent
+        (above 1 a soft limiter keeps the peaks below full scale)."""
         _check(_c().parla_set_volume(self._live(), float(volume)))
 
     @property

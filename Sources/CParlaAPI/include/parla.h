@@ -105,7 +105,7 @@ parla_status parla_utterance_set_rate(parla_utterance *utterance, double rate);
 /* Pitch: a multiplier, 0-2 (1 = normal). */
 parla_status parla_utterance_set_pitch(parla_utterance *utterance, double pitch);
 /* Volume: a multiple of the voice's normal loudness, 0-2 (1 = normal; above 1 is louder,
- * made by the engine without clipping). The live parla_set_volume is a gain of 0-1. */
+ * made by the engine without clipping). The live parla_set_volume multiplies it again. */
 parla_status parla_utterance_set_volume(parla_utterance *utterance, double volume);
 /* After an interruption by an announcement, speak again from the sentence that was cut off
  * (0: no, the default). */
@@ -203,9 +203,10 @@ parla_status parla_stop(parla_synthesizer *synthesizer, parla_boundary boundary,
 parla_status parla_pause(parla_synthesizer *synthesizer, parla_boundary boundary);
 /* Continues paused speech where it stopped. */
 parla_status parla_continue(parla_synthesizer *synthesizer);
-/* Live rate and pitch (multiples of each utterance's own: rate 0.25-4, pitch 0-2) and volume
- * (a gain of 0-1 on the samples played): what is speaking changes at once (rate and pitch
- * from the next word), and later utterances follow. */
+/* Live rate, pitch and volume, multiples of each utterance's own (rate 0.25-4, pitch 0-2,
+ * volume 0-2; a volume above 1 passes a soft limiter, so nothing clips): what is speaking
+ * changes at once (rate and pitch from the next word, volume from the next samples sent),
+ * and later utterances follow. */
 parla_status parla_set_rate(parla_synthesizer *synthesizer, double rate);
 parla_status parla_set_pitch(parla_synthesizer *synthesizer, double pitch);
 parla_status parla_set_volume(parla_synthesizer *synthesizer, double volume);

@@ -77,8 +77,8 @@ extension PlaybackStateMachine {
 
     /// Whether a pass asked to stop because it is far enough ahead of the listener stops at
     /// word `w`: at the start of a sentence, or anywhere once `samplesAhead` is twice
-    /// `aheadLimit`; never at the pass's first word (`passBase`).
-    package mutating func parks(at w: WordMark, passBase: Int, samplesAhead: Int, aheadLimit: Int) -> Bool {
+    /// ``aheadLimit``; never at the pass's first word (`passBase`).
+    package mutating func parks(at w: WordMark, passBase: Int, samplesAhead: Int) -> Bool {
         w.startSample > passBase && (startsSentence(w) || samplesAhead > 2 * aheadLimit)
     }
 }

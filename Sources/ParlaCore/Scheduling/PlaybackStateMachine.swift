@@ -55,8 +55,8 @@ package struct PlaybackStateMachine: Sendable {
     package let input: String
     /// Named points of the text, in text order, with their offsets in ``input``.
     package let marks: [(name: String, inputOffset: Int)]
-    /// Samples per second of the stream.
-    package var sampleRate: Int
+    /// Samples per second of the stream (``streamOpened(sampleRate:)`` sets the real one).
+    package private(set) var sampleRate: Int
 
     /// How much audio must stay ahead of what the server holds when synthesis restarts at a
     /// new rate, so the server does not run dry while the engine starts again.
@@ -75,8 +75,17 @@ package struct PlaybackStateMachine: Sendable {
         error.code == .cancelled ? streamFailure : error
     }
     /// Words and sentences synthesized so far, in stream samples, in order.
-    package var words: [WordMark] = []
-    package var sentences: [SentenceMark] = []
+    package private(set) var words: [WordMark] = []
+    package private(set) var sentences: [SentenceMark] = []
+    /// How far synthesis may run ahead of what the listener has heard (see ``aheadLimit``).
+    package let maxBufferedAhead: Duration
+    /// A change of rate or pitch waiting for a word whose audio the server has not had yet.
+    package private(set) var pendingChange: ChangeRequest?
+    /// Synthesis ran further ahead than ``aheadLimit``: the pass is to stop at the next
+    /// sentence (``synthesized(_:passBase:passSentenceStart:samplesAhead:drop:)``).
+    package private(set) var parkRequested = false
+    /// Where a pass that stopped for being far ahead starts again, once the listener catches up.
+    package private(set) var parked: Restart?
     /// The first word, sentence and mark not delivered yet.
     package private(set) var nextWord = 0
     package private(set) var nextSentence = 0
@@ -107,13 +116,14 @@ package struct PlaybackStateMachine: Sendable {
 
     package init(
         input: String, marks: [(name: String, inputOffset: Int)], sampleRate: Int = 22050, resumedFrom: Resume? = nil,
-        drainGrace: Duration
+        drainGrace: Duration, maxBufferedAhead: Duration = .seconds(30)
     ) {
         self.input = input
         self.marks = marks
         self.sampleRate = sampleRate
         self.resumedFrom = resumedFrom
         self.drainGrace = drainGrace
+        self.maxBufferedAhead = maxBufferedAhead
         if let resumedFrom {
             nextMark = marks.firstIndex { $0.inputOffset >= resumedFrom.input } ?? marks.count
         }
@@ -121,10 +131,30 @@ package struct PlaybackStateMachine: Sendable {
 
     // MARK: Inputs from synthesis
 
-    /// Synthesis of the whole utterance ended at stream sample `total`.
+    /// The stream opened at `rate` samples per second: a pause asked for before it opened
+    /// corks it.
+    package mutating func streamOpened(sampleRate rate: Int) -> [Action] {
+        sampleRate = rate
+        return isCorked ? [.cork(true)] : []
+    }
+
+    /// Records a word synthesized (``synthesized(_:passBase:passSentenceStart:samplesAhead:drop:)`` decides first
+    /// whether synthesis stops at it).
+    package mutating func record(_ word: WordMark) {
+        words.append(word)
+    }
+
+    /// Records a sentence synthesized.
+    package mutating func record(_ sentence: SentenceMark) {
+        sentences.append(sentence)
+    }
+
+    /// Synthesis of the whole utterance ended at stream sample `total`: a change of rate or
+    /// pitch still waiting for a word has none left to start at.
     package mutating func synthesisFinished(totalSamples total: Int) {
         synthesisDone = true
         totalSamples = total
+        pendingChange = nil
     }
 
     /// Synthesis starts again at stream sample `sample` (a change of rate or pitch): the words
@@ -291,6 +321,101 @@ package struct PlaybackStateMachine: Sendable {
             actions.append(.emit(.mark(marks[nextMark].name)))
             nextMark += 1
         }
+    }
+}
+
+/// The decisions about synthesis that runs ahead of the listener: how far it may run before
+/// it parks and when it goes on, and at which word a change of rate or pitch cuts in. The
+/// driver tells the machine what synthesis made and how far ahead the stream is, and offers
+/// it the stream's drop (`drop(from, margin)`: whether the audio from stream sample `from` on
+/// was dropped, which the server allows only while none of it, nor `margin` samples before
+/// it, has been handed over); it carries out the ``SynthesisStep`` it gets back.
+extension PlaybackStateMachine {
+    /// A change of rate or pitch waiting for a word to start at: when it was asked for
+    /// (nanoseconds of the live clock), and the sample the listener heard then.
+    package struct ChangeRequest: Sendable, Hashable {
+        package var requestedAt: UInt64
+        package var heardSample: Int
+
+        package init(requestedAt: UInt64, heardSample: Int) {
+            self.requestedAt = requestedAt
+            self.heardSample = heardSample
+        }
+    }
+
+    /// What the driver does after a word was synthesized, or a change of rate or pitch asked.
+    package enum SynthesisStep: Sendable, Equatable {
+        /// Nothing: the pass goes on.
+        case goOn
+        /// The audio from the restart's word on was dropped: the pass stops, and a new one
+        /// starts there now (with the new rate or pitch); `change` is the change taking effect.
+        case restart(Restart, change: ChangeRequest?)
+        /// The audio from the word on was dropped: the pass stops, and starts again there
+        /// when ``resumeParked(samplesAhead:)`` says.
+        case park
+    }
+
+    /// How many samples synthesis may run ahead of the listener: ``maxBufferedAhead``, and at
+    /// least a second.
+    package var aheadLimit: Int { max(sampleRate, maxBufferedAhead.samples(atRate: sampleRate)) }
+
+    /// The pass wrote audio, and the stream now holds `samplesAhead` samples the listener has
+    /// not heard: beyond ``aheadLimit``, the pass is to park at its next sentence.
+    package mutating func audioWritten(samplesAhead: Int) {
+        if samplesAhead > aheadLimit { parkRequested = true }
+    }
+
+    /// A new pass starts: nothing is parked.
+    package mutating func passStarted() {
+        parked = nil
+        parkRequested = false
+    }
+
+    /// Synthesis made word `w` (stream samples) in a pass whose audio starts at `passBase` and
+    /// whose first sentence began at `passSentenceStart`: a waiting change of rate or pitch
+    /// cuts in at it, a pass asked to park stops at it, if `drop` lets their audio go;
+    /// otherwise it is recorded, and the pass goes on.
+    package mutating func synthesized(
+        _ w: WordMark, passBase: Int, passSentenceStart: SentenceStart?, samplesAhead: Int, drop: (_ from: Int, _ margin: Int) -> Bool
+    ) -> SynthesisStep {
+        if let change = pendingChange, drop(w.startSample, restartMargin) {
+            pendingChange = nil
+            return .restart(restart(droppingFrom: w, passSentenceStart: passSentenceStart), change: change)
+        }
+        if parkRequested, parks(at: w, passBase: passBase, samplesAhead: samplesAhead), drop(w.startSample, restartMargin) {
+            parked = restart(droppingFrom: w, passSentenceStart: passSentenceStart)
+            return .park
+        }
+        record(w)
+        return .goOn
+    }
+
+    /// A change of rate or pitch is asked for at `time` (nanoseconds), the listener having
+    /// heard `heard` samples (nil: the stream is not open yet). It cuts in at the first word
+    /// not yet heard whose audio `drop` lets go; with none, it waits for the next word
+    /// synthesized (``synthesized(_:passBase:passSentenceStart:samplesAhead:drop:)``), or is
+    /// dropped if synthesis has finished: the rest is at the server already.
+    package mutating func changeRequested(
+        at time: UInt64, heard: Int?, passSentenceStart: SentenceStart?, drop: (_ from: Int, _ margin: Int) -> Bool
+    ) -> SynthesisStep {
+        let change = ChangeRequest(requestedAt: time, heardSample: heard ?? 0)
+        pendingChange = change
+        // (Before the stream opens no word is known and nothing can be dropped: the first word
+        // synthesized is cut.)
+        for w in words[nextWord...] where drop(w.startSample, restartMargin) {
+            pendingChange = nil
+            return .restart(restart(droppingFrom: w, passSentenceStart: passSentenceStart), change: change)
+        }
+        if synthesisDone { pendingChange = nil }
+        return .goOn
+    }
+
+    /// A parked pass starts again once the listener has heard half of what was ahead
+    /// (`samplesAhead` is what is left): where it starts, and the machine forgets it.
+    package mutating func resumeParked(samplesAhead: Int) -> Restart? {
+        guard let restart = parked, samplesAhead <= aheadLimit / 2 else { return nil }
+        parked = nil
+        return restart
     }
 }
 
