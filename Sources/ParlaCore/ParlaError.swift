@@ -279,4 +279,4 @@ func formatNumber(_ value: Double) -> String {
 }
 
 /// The version of Parla every program reports (`--version`).
-public let parlaVersion = "0.1.0"
+public let parlaVersion = "0.2.0"

@@ -48,9 +48,9 @@ extern "C" {
 
 /* The version of this header; parla_version() is the library's. */
 #define PARLA_VERSION_MAJOR 0
-#define PARLA_VERSION_MINOR 1
+#define PARLA_VERSION_MINOR 2
 #define PARLA_VERSION_PATCH 0
-#define PARLA_VERSION_STRING "0.1.0"
+#define PARLA_VERSION_STRING "0.2.0"
 
 /* The library's version, "MAJOR.MINOR.PATCH". */
 const char *parla_version(void);
