@@ -121,8 +121,11 @@ static int check_stop(void) {
 // few ms of espeak-ng's work) and the rest goes at the run's end: espeak-ng hands over ~4 KB
 // a block, and a write, a poll and the host's read and write for each block were most of
 // `parla say -f`'s system time. A stop asked for is looked for at each write (check_stop).
+// Piper's runs are not gathered: a voice hands out each decoded chunk in 4 KB blocks, and a
+// chunk's tail would wait for the next chunk's decoding (20-30 ms of the first sound), while
+// the writes cost nothing beside the model's work.
 enum { OUT_BATCH = 16384 };
-static int run_audio_sent, checked_since_write;
+static int run_audio_sent, checked_since_write, run_gathers;
 
 static int run_should_stop(void *context) {
     (void)context;
@@ -137,7 +140,7 @@ static void run_audio(void *context, const int16_t *samples, int count) {
     if (count <= 0) return;
     put_header(PARLA_MSG_AUDIO, (uint32_t)count * 2);
     put(samples, (size_t)count * 2);
-    if (run_audio_sent && out_len < OUT_BATCH) return;
+    if (run_gathers && run_audio_sent && out_len < OUT_BATCH) return;
     run_audio_sent = 1;
     checked_since_write = 0;
     flush_out();
@@ -188,6 +191,7 @@ static int speak(const unsigned char *p, uint32_t n) {
     strings[voice_length] = 0;
     memcpy(strings + voice_length + 1, p + 26 + voice_length, text_length);
     strings[voice_length + 1 + text_length] = 0;
+    run_gathers = strncmp(strings, PARLA_PIPER_PREFIX, strlen(PARLA_PIPER_PREFIX)) != 0;
     parla_run run = {
         .voice = strings, .text = strings + voice_length + 1, .text_length = text_length,
         .flags = get_u32(p + 4), .rate = (int32_t)get_u32(p + 8), .pitch = (int32_t)get_u32(p + 12),

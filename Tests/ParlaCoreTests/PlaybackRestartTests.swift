@@ -101,11 +101,8 @@ struct PlaybackRestartTests {
     typealias Fixture = PlaybackStateMachineTests
     typealias Restart = PlaybackStateMachine.Restart
     typealias Change = PlaybackStateMachine.ChangeRequest
-
-    static var hello: WordMark { Fixture.words[0] }
-    static var there: WordMark { Fixture.words[1] }
-    static var general: WordMark { Fixture.words[2] }
-    static var kenobi: WordMark { Fixture.words[3] }
+    /// The fixture's words by name.
+    typealias Words = PlaybackRestartTests
 
     /// A drop that lets the audio go from sample `from` on, and records what it was asked.
     final class Drop {
@@ -121,34 +118,34 @@ struct PlaybackRestartTests {
 
     @Test func synthesisFarAheadParksAtTheNextSentenceAndGoesOnAtHalfTheLimit() {
         var m = Fixture.machine(
-            synthesized: false, words: [Self.hello], sentences: [Fixture.sentences[0]], maxBufferedAhead: .milliseconds(500))
+            synthesized: false, words: [Words.hello], sentences: [Fixture.sentences[0]], maxBufferedAhead: .milliseconds(500))
         m.audioWritten(samplesAhead: 1000)
         #expect(!m.parkRequested, "at the limit, it runs on")
         m.audioWritten(samplesAhead: 1001)
         #expect(m.parkRequested, "beyond it, the pass is to park")
         let drop = Drop(from: 0)
-        var step = m.synthesized(Self.there, passBase: 0, passSentenceStart: nil, samplesAhead: 1001, drop: drop.callAsFunction)
+        var step = m.synthesized(Words.there, passBase: 0, passSentenceStart: nil, samplesAhead: 1001, drop: drop.callAsFunction)
         #expect(step == .goOn && drop.asked.isEmpty, "inside a sentence, not twice the limit ahead: it goes on")
-        #expect(m.words.last == Self.there)
-        step = m.synthesized(Self.general, passBase: 0, passSentenceStart: nil, samplesAhead: 1200, drop: drop.callAsFunction)
+        #expect(m.words.last == Words.there)
+        step = m.synthesized(Words.general, passBase: 0, passSentenceStart: nil, samplesAhead: 1200, drop: drop.callAsFunction)
         #expect(step == .park)
         #expect(drop.asked == [1000])
-        #expect(m.parked == Restart(word: Self.general, sentenceStart: nil, sentenceReported: false))
-        #expect(m.words.last == Self.there, "the word it parked at is made again later")
+        #expect(m.parked == Restart(word: Words.general, sentenceStart: nil, sentenceReported: false))
+        #expect(m.words.last == Words.there, "the word it parked at is made again later")
         #expect(m.resumeParked(samplesAhead: 501) == nil, "more than half the limit still ahead")
-        #expect(m.resumeParked(samplesAhead: 500) == Restart(word: Self.general, sentenceStart: nil, sentenceReported: false))
+        #expect(m.resumeParked(samplesAhead: 500) == Restart(word: Words.general, sentenceStart: nil, sentenceReported: false))
         #expect(m.parked == nil && m.resumeParked(samplesAhead: 0) == nil, "once")
         m.passStarted()
         #expect(!m.parkRequested, "the new pass runs until it is far ahead again")
     }
 
     @Test func aPassWhoseAudioTheServerHasHadDoesNotPark() {
-        var m = Fixture.machine(synthesized: false, words: [Self.hello, Self.there], sentences: [], maxBufferedAhead: .milliseconds(500))
+        var m = Fixture.machine(synthesized: false, words: [Words.hello, Words.there], sentences: [], maxBufferedAhead: .milliseconds(500))
         m.audioWritten(samplesAhead: 5000)
         let drop = Drop(from: .max)
-        let step = m.synthesized(Self.general, passBase: 0, passSentenceStart: nil, samplesAhead: 5000, drop: drop.callAsFunction)
+        let step = m.synthesized(Words.general, passBase: 0, passSentenceStart: nil, samplesAhead: 5000, drop: drop.callAsFunction)
         #expect(step == .goOn && drop.asked == [1000])
-        #expect(m.parked == nil && m.words.last == Self.general, "kept, and recorded")
+        #expect(m.parked == nil && m.words.last == Words.general, "kept, and recorded")
     }
 
     @Test func aChangeOfRateCutsAtTheFirstUnheardWordTheServerHasNotHad() {
@@ -160,27 +157,27 @@ struct PlaybackRestartTests {
         #expect(
             step
                 == .restart(
-                    Restart(word: Self.kenobi, sentenceStart: .init(input: 13, sample: 1000), sentenceReported: false),
+                    Restart(word: Words.kenobi, sentenceStart: .init(input: 13, sample: 1000), sentenceReported: false),
                     change: Change(requestedAt: 7, heardSample: 500)))
         #expect(m.pendingChange == nil)
         #expect(m.words.map(\.word) == ["Hello", "there", "General"])
     }
 
     @Test func aChangeWithNoWordToCutWaitsForTheNextWordMadeOrLapses() {
-        var m = Fixture.machine(synthesized: false, words: [Self.hello], sentences: [])
+        var m = Fixture.machine(synthesized: false, words: [Words.hello], sentences: [])
         _ = m.advance(played: 200, stream: .playing, now: Fixture.t0)
         let none = Drop(from: .max)
         #expect(m.changeRequested(at: 5, heard: 200, passSentenceStart: nil, drop: none.callAsFunction) == .goOn)
         #expect(m.pendingChange == Change(requestedAt: 5, heardSample: 200), "it waits")
-        #expect(m.synthesized(Self.there, passBase: 0, passSentenceStart: nil, samplesAhead: 0, drop: none.callAsFunction) == .goOn)
-        #expect(m.pendingChange != nil && m.words.last == Self.there, "still too late for that word")
+        #expect(m.synthesized(Words.there, passBase: 0, passSentenceStart: nil, samplesAhead: 0, drop: none.callAsFunction) == .goOn)
+        #expect(m.pendingChange != nil && m.words.last == Words.there, "still too late for that word")
         let later = Drop(from: 1000)
-        let step = m.synthesized(Self.general, passBase: 0, passSentenceStart: nil, samplesAhead: 0, drop: later.callAsFunction)
+        let step = m.synthesized(Words.general, passBase: 0, passSentenceStart: nil, samplesAhead: 0, drop: later.callAsFunction)
         guard case .restart(let r, let change) = step else {
             Issue.record("no restart: \(step)")
             return
         }
-        #expect(r.word == Self.general && change == Change(requestedAt: 5, heardSample: 200) && m.pendingChange == nil)
+        #expect(r.word == Words.general && change == Change(requestedAt: 5, heardSample: 200) && m.pendingChange == nil)
 
         // Before the stream opens nothing was written: the first word made is cut.
         var unopened = Fixture.machine(synthesized: false, words: [], sentences: [])

@@ -374,15 +374,17 @@ extension PlaybackStateMachine {
     /// Synthesis made word `w` (stream samples) in a pass whose audio starts at `passBase` and
     /// whose first sentence began at `passSentenceStart`: a waiting change of rate or pitch
     /// cuts in at it, a pass asked to park stops at it, if `drop` lets their audio go;
-    /// otherwise it is recorded, and the pass goes on.
+    /// otherwise it is recorded, and the pass goes on. (`samplesAhead` asks the stream, under
+    /// its lock: only when the pass is to park.)
     package mutating func synthesized(
-        _ w: WordMark, passBase: Int, passSentenceStart: SentenceStart?, samplesAhead: Int, drop: (_ from: Int, _ margin: Int) -> Bool
+        _ w: WordMark, passBase: Int, passSentenceStart: SentenceStart?, samplesAhead: @autoclosure () -> Int,
+        drop: (_ from: Int, _ margin: Int) -> Bool
     ) -> SynthesisStep {
         if let change = pendingChange, drop(w.startSample, restartMargin) {
             pendingChange = nil
             return .restart(restart(droppingFrom: w, passSentenceStart: passSentenceStart), change: change)
         }
-        if parkRequested, parks(at: w, passBase: passBase, samplesAhead: samplesAhead), drop(w.startSample, restartMargin) {
+        if parkRequested, parks(at: w, passBase: passBase, samplesAhead: samplesAhead()), drop(w.startSample, restartMargin) {
             parked = restart(droppingFrom: w, passSentenceStart: passSentenceStart)
             return .park
         }
