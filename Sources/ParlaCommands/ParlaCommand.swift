@@ -162,6 +162,9 @@ enum QuickStart {
             guard let options = try? SelectionOptions.parse([]) else { return nil }
             self = .selection(options)
         case PARLA_QUICK_SAY:
+            // The default voice catalog (which every `say` reads, and which is cached) loads on
+            // the other core while the command's parser runs.
+            startThread(name: "parla.catalog") { _ = try? VoiceCatalog.default() }
             guard let say = try? Say.parse(Array(arguments.dropFirst(Int(line.first_argument)))) else { return nil }
             self = .say(say)
         default:
