@@ -81,13 +81,8 @@ extension LiveSpeech {
             }
             restartSynthesis(key, restart, in: &s)
         case .park:
-            (pass ?? s.index(key).flatMap { s.playing[$0].pass })?.stop.raise()
+            pass?.stop.raise()  // only a word of `pass` parks it
         }
-    }
-
-    /// The stream's drop for the machine's decisions (``PlaybackStateMachine/SynthesisStep``).
-    static func drop(_ stream: any AudioStream) -> (Int, Int) -> Bool {
-        { from, margin in stream.discard(from: from, margin: margin) }
     }
 
     /// Starts a new synthesis pass of playback `key` where the machine's restart says (the
@@ -129,20 +124,14 @@ extension LiveSpeech {
                 switch event {
                 case .audio(let buffer):
                     // Written under the state lock, so nothing of a replaced pass follows a cut.
-                    let written = self.state.withLock { s -> (any AudioStream)? in
-                        guard !pass.stop.isRaised, let i = s.index(key), let stream = s.playing[i].stream else { return nil }
+                    self.state.withLock { s in
+                        guard !pass.stop.isRaised, let i = s.index(key), let stream = s.playing[i].stream else { return }
                         do { try stream.write(buffer.samples) } catch {
                             pass.stop.raise()
-                            return nil
+                            return
                         }
-                        return stream
-                    }
-                    // Far enough ahead, the machine asks the pass to stop at its next sentence.
-                    if let stream = written {
-                        let ahead = stream.samplesAhead()
-                        self.state.withLock { s in
-                            if let i = s.index(key, pass: pass.number) { s.playing[i].machine.audioWritten(samplesAhead: ahead) }
-                        }
+                        // Far enough ahead, the machine asks the pass to stop at its next sentence.
+                        s.playing[i].machine.audioWritten(samplesAhead: stream.samplesAhead())
                     }
                 case .word(var w):
                     w.startSample += pass.base
@@ -153,7 +142,7 @@ extension LiveSpeech {
                         // here (the clock starts a parked pass again when the listener catches up).
                         let step = s.playing[i].machine.synthesized(
                             w, passBase: pass.base, passSentenceStart: pass.sentences.sentenceStart,
-                            samplesAhead: stream.samplesAhead(), drop: Self.drop(stream))
+                            samplesAhead: stream.samplesAhead(), drop: { stream.discard(from: $0, margin: $1) })
                         self.carryOut(step, for: key, pass: pass, in: &s)
                     }
                 case .sentence(var m):

@@ -206,7 +206,8 @@ final class LiveSpeech: Sendable {
                 let stream = s.playing[i].stream
                 let step = s.playing[i].machine.changeRequested(
                     at: now().nanoseconds, heard: stream.map { $0.playedSamples() ?? 0 },
-                    passSentenceStart: s.playing[i].pass?.sentences.sentenceStart, drop: stream.map(Self.drop) ?? { _, _ in false })
+                    passSentenceStart: s.playing[i].pass?.sentences.sentenceStart,
+                    drop: { stream?.discard(from: $0, margin: $1) ?? false })
                 carryOut(step, for: key, pass: nil, in: &s)
             }
         }
