@@ -162,9 +162,12 @@ enum QuickStart {
             guard let options = try? SelectionOptions.parse([]) else { return nil }
             self = .selection(options)
         case PARLA_QUICK_SAY:
-            // The default voice catalog (which every `say` reads, and which is cached) loads on
-            // the other core while the command's parser runs.
-            startThread(name: "parla.catalog") { _ = try? VoiceCatalog.default() }
+            // The default voice catalog and the language model (which a `say` reads, and which
+            // are kept once loaded) load on the other core while the command's parser runs.
+            startThread(name: "parla.catalog") {
+                guard let catalog = try? VoiceCatalog.default() else { return }
+                _ = try? LanguageDetector.load(catalog: catalog)
+            }
             guard let say = try? Say.parse(Array(arguments.dropFirst(Int(line.first_argument)))) else { return nil }
             self = .say(say)
         default:

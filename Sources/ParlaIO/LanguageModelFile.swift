@@ -1,5 +1,6 @@
 import FoundationEssentials
 import ParlaCore
+import Synchronization
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Musl)
@@ -38,6 +39,27 @@ extension LanguageModel {
     }
 }
 
+extension LanguageModel {
+    /// The model at `path`, parsed once per process while the file stays the same (its
+    /// inode, size and modification time), and shared: each detector made (a `parla say`'s,
+    /// or the one loaded on another core while its command line is parsed) uses the same
+    /// tables. A second caller waits for a load in progress instead of repeating it.
+    package static func shared(at path: String) throws(ParlaError) -> LanguageModel {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return try LanguageModel(contentsOf: path) }
+        let file = [Int(truncatingIfNeeded: info.st_ino), Int(info.st_size), info.st_mtim.tv_sec, info.st_mtim.tv_nsec]
+        return try sharedModels.withLock { (models) throws(ParlaError) -> LanguageModel in
+            if let known = models[path], known.file == file { return known.model }
+            let model = try LanguageModel(contentsOf: path)
+            models[path] = (file, model)
+            return model
+        }
+    }
+}
+
+/// The models ``LanguageModel/shared(at:)`` has loaded, by path.
+private let sharedModels = Mutex<[String: (file: [Int], model: LanguageModel)]>([:])
+
 extension LanguageDetector {
     /// The model in `voices/langid.bin` of the catalog `directory`, with the catalog's script
     /// defaults and the preferences of the environment.
@@ -50,7 +72,7 @@ extension LanguageDetector {
             searched.append(path)
             if FileManager.default.fileExists(atPath: path) {
                 return LanguageDetector(
-                    model: try LanguageModel(contentsOf: path), scriptDefaults: catalog.scriptDefaults, preferences: preferences)
+                    model: try LanguageModel.shared(at: path), scriptDefaults: catalog.scriptDefaults, preferences: preferences)
             }
         }
         throw .languageModelNotFound(searched: searched)
