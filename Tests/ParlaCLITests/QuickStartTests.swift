@@ -48,7 +48,7 @@ struct QuickStartTests {
     @Test(arguments: [
         ["say", "Hi", "-o"], ["say", "-ox.wav", "Hi"], ["say", "Hi", "--no-such-option"], ["say", "-r", "fast", "Hi"],
         ["say", "--help"], ["say", "Hi", "--version"], ["voices"], ["detect", "Hello"], ["selection", "--stop"], ["selection", "-"],
-        ["Say", "Hello"], [],
+        ["Say", "Hello"], [], ["say", "Hi", "--generate-completion-script", "bash"], ["say", "--generate-completion-script"],
     ])
     func otherLinesGoToTheRootParser(line: [String]) {
         #expect(QuickStart(root: ParlaCommand.self, arguments: ["parla"] + line) == nil)

@@ -343,6 +343,32 @@ struct DetectionTests {
         }
     }
 
+    @Test func aSharedModelIsParsedOnceAndReloadedWhenTheFileChanges() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("parla-model-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let good = try Data(contentsOf: URL(fileURLWithPath: try VoiceCatalog.locateDirectory() + "/langid.bin"))
+        let path = dir.appendingPathComponent("langid.bin").path
+        try good.write(to: URL(fileURLWithPath: path))
+        let first = try LanguageModel.shared(at: path)
+        #expect(try LanguageModel.shared(at: path) === first)
+        // A new file at the same path is parsed again. (Its modification time is set apart: a
+        // freed inode number can be reused, and file times are coarser than a fast rewrite.)
+        try FileManager.default.removeItem(atPath: path)
+        try good.write(to: URL(fileURLWithPath: path))
+        try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSince1970: 1_000_000)], ofItemAtPath: path)
+        let second = try LanguageModel.shared(at: path)
+        #expect(second !== first)
+        #expect(try LanguageModel.shared(at: path) === second)
+        // A damaged replacement is an error, not the old tables.
+        try FileManager.default.removeItem(atPath: path)
+        try Data(good.prefix(good.count / 2)).write(to: URL(fileURLWithPath: path))
+        #expect(throws: ParlaError.self) { try LanguageModel.shared(at: path) }
+        // A missing file is an error too.
+        try FileManager.default.removeItem(atPath: path)
+        #expect(throws: ParlaError.self) { try LanguageModel.shared(at: path) }
+    }
+
     /// Where the first group's fit scales are in a model file of version 3 or later (right
     /// after its biases); nil before.
     private func firstFitScaleOffset(in d: Data) -> Int? {
