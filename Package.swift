@@ -100,7 +100,7 @@ let package = Package(
             name: "ParlaIO", dependencies: ["ParlaCore", "CParlaProcess", .product(name: "SystemPackage", package: "swift-system")],
             swiftSettings: swiftSettings),
         .target(
-            name: "ParlaEngine", dependencies: ["ParlaCore", "ParlaIO", "CParlaEngineDriver", "CParlaEngineHost", "CParlaPiper", "CParlaBeforeMain"],
+            name: "ParlaEngine", dependencies: ["ParlaCore", "ParlaIO", "CParlaEngineDriver", "CParlaEngineHost", "CParlaPiper", "CParlaBeforeMain", "CParlaProcess"],
             swiftSettings: swiftSettings),
         .target(name: "ParlaPulseAudio", dependencies: ["ParlaCore", "ParlaIO", "CPulseAudioLazy", "CParlaDuckGuard"], swiftSettings: swiftSettings),
         // What an app's tests need: SpeechTestRig (live speech on a fake engine, sink and clock)

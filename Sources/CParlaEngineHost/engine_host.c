@@ -18,6 +18,7 @@
 #include "parla_engine_wire.h"
 #include "parla_process.h"
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <poll.h>
 #include <signal.h>
@@ -322,6 +323,15 @@ static void fork_spare(void) {
         parla_die_with_parent();
         close(go[1]);
         close(output[0]);
+        // The spare writes to its own pipe (out_fd, below), never to Parla's: its copy of
+        // standard output goes, so that Parla's end reads its end as soon as the host exits,
+        // not when the spare, killed as the host dies, has been torn down too (`say -o`: about
+        // 0.4 ms more at every exit). It keeps standard input: the utterance comes on it.
+        int null_fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+        if (null_fd >= 0) {
+            dup2(null_fd, STDOUT_FILENO);
+            close(null_fd);
+        }
         // While it waits, the spare gives the Piper voices it inherited sessions with threads
         // of their own (those made before the fork have one: threads do not survive it):
         // "Hello there," is heard in 42 ms of inference on 2 threads instead of 67 on one.
@@ -462,17 +472,26 @@ int parla_engine_host_main(void) {
     flush_out();
     fork_spare();
     for (;;) {
+        // The next utterance's child is forked while nothing waits to be read: a message
+        // already there (the next utterance, which then forks its child at once, or the end
+        // of input as a one-shot `parla say` exits) is not kept waiting by a fork of no use
+        // (0.4 to 0.7 ms of `say -o`'s exit went to one).
+        if (spare_pid <= 0 && !out_lost && idle(0)) fork_spare();
         unsigned char *payload = NULL;
         uint32_t n = 0;
         int type = read_message(&payload, &n);
-        if (type < 0) break;
+        if (type < 0) {
+            // Parla has ended the host: the spare dies as the host exits, and its teardown
+            // may as well begin now, beside the host's.
+            if (spare_pid > 0) kill(spare_pid, SIGKILL);
+            break;
+        }
         if (type == PARLA_MSG_BEGIN) {
             run_utterance(n >= 4 ? get_u32(payload) : 0);
             if (!voices_listed && idle(100)) {
                 parla_engine_read_voice_list();
                 voices_listed = 1;
             }
-            if (!out_lost) fork_spare();
         } else if (type == PARLA_MSG_LIST_VOICES) {
             list_voices();
         } else if (type == PARLA_MSG_PRELOAD) {

@@ -3,11 +3,15 @@
 #include "parla_process.h"
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdlib.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 void parla_die_with_parent(void) { prctl(PR_SET_PDEATHSIG, SIGKILL); }
@@ -21,6 +25,40 @@ int parla_spawn_close_from(void *actions, int fd) {
 int parla_fork(void) { return fork(); }
 
 int parla_syncfs(int fd) { return syncfs(fd); }
+
+static long elapsed_ms(const struct timespec *since) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (now.tv_sec - since->tv_sec) * 1000 + (now.tv_nsec - since->tv_nsec) / 1000000;
+}
+
+int parla_reap_within(int pid, int milliseconds, int *status) {
+    struct timespec start;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    int pidfd = -1;
+#ifdef SYS_pidfd_open
+    pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+#endif
+    for (;;) {
+        int reaped = waitpid(pid, status, WNOHANG);
+        if (reaped == pid || (reaped < 0 && errno != EINTR)) {
+            int saved = errno;
+            if (pidfd >= 0) close(pidfd);
+            errno = saved;
+            return reaped == pid ? 1 : -1;
+        }
+        long left = milliseconds - elapsed_ms(&start);
+        if (left <= 0) break;
+        if (pidfd >= 0) {
+            struct pollfd exited = { .fd = pidfd, .events = POLLIN };
+            poll(&exited, 1, (int)left);  // readable once the child has exited; EINTR: look again
+        } else {
+            usleep(100);
+        }
+    }
+    if (pidfd >= 0) close(pidfd);
+    return 0;
+}
 
 int parla_allowed_cpus(void) {
     cpu_set_t set;

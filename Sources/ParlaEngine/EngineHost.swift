@@ -2,6 +2,7 @@ import FoundationEssentials
 import ParlaIO
 internal import CParlaEngineDriver
 internal import CParlaEngineHost
+internal import CParlaProcess
 import ParlaCore
 #if canImport(Glibc)
     import Glibc
@@ -340,16 +341,11 @@ final class EngineHost: RunEngine {
         sampleRate = nil
         queued = nil
         var status: Int32 = 0
-        var reaped = waitpid(pid, &status, WNOHANG)
-        for _ in 0..<100 where reaped == 0 {
-            usleep(100)
-            reaped = waitpid(pid, &status, WNOHANG)
-        }
+        let reaped = parla_reap_within(pid, 10, &status)
         if reaped == 0 {
             // Still alive: silent for too long, or asked to stop by closing its input.
             kill(pid, SIGKILL)
-            status = waitForExit(pid)
-            reaped = status == -1 ? -1 : pid
+            _ = waitForExit(pid)
             pid = 0
             return "stopped answering"
         }

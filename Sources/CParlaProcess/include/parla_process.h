@@ -27,6 +27,11 @@ int parla_spawn_close_from(void *actions, int fd);
 int parla_fork(void);
 /// syncfs(2): flush the file system holding fd.
 int parla_syncfs(int fd);
+/// Waits at most `milliseconds` for child `pid` to exit, and reaps it: 1 with its wait status in
+/// *status, 0 if it still runs (it is not reaped), -1 with errno on an error. It returns as the
+/// child exits (a pidfd's poll), not at the next step of a sleep; a kernel without pidfds (before
+/// Linux 5.3) is asked every 100 µs.
+int parla_reap_within(int pid, int milliseconds, int *status);
 /// The number of CPUs this process may run on (sched_getaffinity), at least 1.
 int parla_allowed_cpus(void);
 /// Restricts process `pid` (and the processes it forks later) to the `index`-th CPU this
