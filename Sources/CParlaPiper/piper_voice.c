@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -174,25 +175,51 @@ static void *map_file(const char *path, size_t *length) {
     return map;
 }
 
+// The parts `first` to `last` of a prepared model, mapped and made into sessions: one thread's
+// share of load_prepared.
+typedef struct {
+    parla_piper_voice *v;
+    const char *path;
+    int first, last, threads, made;
+    char error[1500];
+} part_loading;
+
+static void *load_parts(void *context) {
+    part_loading *l = context;
+    l->made = 1;
+    for (int p = l->first; p <= l->last; p++) {
+        voice_part *vp = &l->v->part[p];
+        char part_path[PATH_MAX + 310];
+        snprintf(part_path, sizeof part_path, "%s%s", l->path, part_suffix[p]);
+        if (!(vp->mapped = map_file(part_path, &vp->mapped_length))) continue;
+        vp->session = piper_session_create(vp->mapped, vp->mapped_length, l->threads, 1, NULL, l->error, sizeof l->error);
+        l->made &= vp->session != NULL;
+    }
+    return NULL;
+}
+
 // Maps the cached model at `path` (and its flow and decoder at PATH.flow and PATH.dec, if it
 // has them) and makes sessions of them; 0 if there is none or it fails (a damaged one is removed).
+// The flow's and the decoder's sessions are made on a thread of their own while this one makes
+// the encoder's, the slowest (joe: 53 ms against 6 and 5): the thread is joined before this
+// returns, so a process that forks afterwards (the engine host, a render worker) forks with one.
 static int load_prepared(parla_piper_voice *v, const char *path, int threads) {
-    char part_path[PARTS][PATH_MAX + 310], error[1500];
-    piper_session *sessions[PARTS] = { NULL, NULL, NULL };
-    error[0] = 0;
-    int made = 1;
-    for (int p = 0; p < PARTS; p++) {
-        voice_part *vp = &v->part[p];
-        snprintf(part_path[p], sizeof part_path[p], "%s%s", path, part_suffix[p]);
-        if (!(vp->mapped = map_file(part_path[p], &vp->mapped_length))) continue;
-        vp->session = piper_session_create(vp->mapped, vp->mapped_length, threads, 1, NULL, error, sizeof error);
-        sessions[p] = vp->session;
-        made &= vp->session != NULL;
-    }
+    part_loading encoder = { .v = v, .path = path, .first = ENCODER, .last = ENCODER, .threads = threads };
+    part_loading rest = { .v = v, .path = path, .first = FLOW, .last = DECODER, .threads = threads };
+    pthread_t thread;
+    int apart = pthread_create(&thread, NULL, load_parts, &rest) == 0;
+    load_parts(&encoder);
+    if (apart) pthread_join(thread, NULL);
+    else load_parts(&rest);
+    piper_session *sessions[PARTS] = { v->part[ENCODER].session, v->part[FLOW].session, v->part[DECODER].session };
     if (!v->part[ENCODER].mapped) { release_parts(v); return 0; }
-    if (!made || !parts_fit(sessions)) {
+    if (!encoder.made || !rest.made || !parts_fit(sessions)) {
         release_parts(v);
-        for (int p = 0; p < PARTS; p++) unlink(part_path[p]);
+        for (int p = 0; p < PARTS; p++) {
+            char part_path[PATH_MAX + 310];
+            snprintf(part_path, sizeof part_path, "%s%s", path, part_suffix[p]);
+            unlink(part_path);
+        }
         return 0;
     }
     v->exact_timing = piper_session_has_durations(v->part[ENCODER].session);
@@ -246,6 +273,14 @@ static int last_load_wanted_runtime;
 
 int parla_piper_load_wanted_runtime(void) { return last_load_wanted_runtime; }
 
+// Loads the espeak-ng that phonemizes for `context`, a voice, and selects its espeak-ng voice.
+static void *load_espeak(void *context) {
+    parla_piper_voice *v = context;
+    const piper_espeak *espeak = piper_espeak_get();
+    if (espeak->own) piper_espeak_select(espeak, v->espeak_voice);
+    return NULL;
+}
+
 parla_piper_voice *parla_piper_load(const char *model_path, char *error, size_t error_size) {
     error[0] = 0;
     last_load_wanted_runtime = 0;
@@ -292,17 +327,25 @@ parla_piper_voice *parla_piper_load(const char *model_path, char *error, size_t 
     // The espeak-ng that phonemizes, loaded and (its own: the system's is the engine's to
     // select) its voice selected here: a process that forks children to speak (the engine
     // host, render workers) gives them both.
-    const piper_espeak *espeak = piper_espeak_get();
-    if (espeak->own) piper_espeak_select(espeak, v->espeak_voice);
+    // The espeak-ng that phonemizes is loaded, and (its own: the system's is the engine's to
+    // select) its voice selected, on a thread of its own while this one loads ONNX Runtime
+    // (2–3 ms beside 17). A process that forks children to speak (the engine host, render
+    // workers) gives them both; the thread is joined before anything else touches espeak-ng.
+    pthread_t espeak_thread;
+    int espeak_apart = pthread_create(&espeak_thread, NULL, load_espeak, v) == 0;
+    if (!espeak_apart) load_espeak(v);
     const char *threads_text = getenv("PARLA_PIPER_THREADS");
     int threads = threads_text && atoi(threads_text) > 0 ? atoi(threads_text) : 1;
     struct stat model_stat;
-    if (stat(model_path, &model_stat) != 0) {
-        snprintf(error, error_size, "the voice's model %s cannot be read (%s)", model_path, strerror(errno));
+    int readable = stat(model_path, &model_stat) == 0;
+    if (!readable) snprintf(error, error_size, "the voice's model %s cannot be read (%s)", model_path, strerror(errno));
+    int ok_rt = readable && piper_runtime_load(error, error_size);
+    if (espeak_apart) pthread_join(espeak_thread, NULL);
+    if (!readable) {
         parla_piper_free(v);
         return NULL;
     }
-    if (!piper_runtime_load(error, error_size)) {
+    if (!ok_rt) {
         last_load_wanted_runtime = 1;
         parla_piper_free(v);
         return NULL;
