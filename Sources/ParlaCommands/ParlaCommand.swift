@@ -3,6 +3,7 @@ internal import CParlaCommandLine
 import FoundationEssentials
 import ParlaEngine
 import Parla
+import ParlaPulseAudio
 #if canImport(Glibc)
     import Glibc
 #endif
@@ -168,7 +169,11 @@ enum QuickStart {
                 guard let catalog = try? VoiceCatalog.default() else { return }
                 _ = try? LanguageDetector.load(catalog: catalog)
             }
-            guard let quick = try? QuickSay.parse(Array(arguments.dropFirst(Int(line.first_argument)))) else { return nil }
+            let words = Array(arguments.dropFirst(Int(line.first_argument)))
+            // A line that plays to the default output connects to the sound server now, while
+            // it is parsed (`Say.run` asks for the same connection, which is then under way).
+            if Say.playsWithDefaultOutput(words) { SpeechSynthesizer.warmUp(audioOutput: AudioOutputOptions()) }
+            guard let quick = try? QuickSay.parse(words) else { return nil }
             self = .say(quick.say)
         default:
             return nil

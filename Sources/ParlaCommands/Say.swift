@@ -47,7 +47,7 @@ struct Say: AsyncParsableCommand {
     var file: String?
 
     @Option(
-        name: [.customShort("o"), .customLong("output")],
+        name: [.customShort(OutputOption.short), .customLong(OutputOption.output)],
         help: ArgumentHelp("Write the audio to this WAV file (16-bit PCM, mono, the engine's rate).", valueName: "file.wav"))
     var output: String?
 
@@ -98,24 +98,24 @@ struct Say: AsyncParsableCommand {
     var prefer: String?
 
     @Option(
-        name: .customLong("device"),
+        name: .customLong(OutputOption.device),
         help: ArgumentHelp(
             "PulseAudio sink to play to (default: the server's default; list them with 'pactl list short sinks').", valueName: "sink"))
     var device: String?
 
     @Option(
-        name: .customLong("latency"),
+        name: .customLong(OutputOption.latency),
         help: ArgumentHelp(
             "Audio the server buffers ahead, in milliseconds (default 30; more if playback stutters on a busy machine).", valueName: "ms"))
     var latency: Int = 30
 
     @Flag(
-        name: .customLong("duck"),
+        name: .customLong(OutputOption.duck),
         help: "Lower other programs' audio (music, videos) while speaking, and restore it afterwards, even if parla is killed.")
     var duck = false
 
     @Option(
-        name: .customLong("duck-by"),
+        name: .customLong(OutputOption.duckBy),
         help: ArgumentHelp("How far --duck lowers other audio, in dB, 1–60 (default 15; implies --duck).", valueName: "dB"))
     var duckBy: Double?
 
@@ -189,9 +189,7 @@ extension Say {
     func run() async throws {
         // The engine loads in its own process while this one reads the catalog and the text,
         // and live speech connects to the sound server meanwhile (on a thread: it blocks).
-        let audioOutput = AudioOutputOptions(
-            device: device, targetLatency: .milliseconds(latency),
-            ducking: duck || duckBy != nil ? DuckingOptions(attenuation: duckBy ?? 15) : nil)
+        let audioOutput = self.audioOutput
         SpeechSynthesizer.warmUp(audioOutput: output == nil ? audioOutput : nil)
         let catalog = try catalogOptions.load()
         let input = try readInput()
@@ -243,6 +241,41 @@ extension Say {
         // either is the utterance's, reported as it fails.
         try await playToEnd(
             prepared, with: synth, highlight: highlight, eventsJSON: events == .json, ipa: ipa, keys: highlight)
+    }
+
+    /// Where and how live speech plays, from `--device`, `--latency`, `--duck` and `--duck-by`.
+    var audioOutput: AudioOutputOptions {
+        AudioOutputOptions(
+            device: device, targetLatency: .milliseconds(latency),
+            ducking: duck || duckBy != nil ? DuckingOptions(attenuation: duckBy ?? 15) : nil)
+    }
+
+    /// The names of the options that decide whether `say` plays and how (`-o`, `--device`,
+    /// `--latency`, `--duck`, `--duck-by`): its options use them, and the quick start reads a
+    /// line for them before the parser has run (``playsWithDefaultOutput(_:)``).
+    enum OutputOption {
+        static let short: Character = "o"
+        static let output = "output", device = "device", latency = "latency", duck = "duck", duckBy = "duck-by"
+    }
+
+    /// Whether the arguments after `say` certainly hold none of the ``OutputOption`` options,
+    /// so that the command, if its parser takes them, plays live with ``AudioOutputOptions``'
+    /// defaults: read before the parse (which takes a few ms), so that the connection to the
+    /// sound server starts at once, as the engine host did before `main`. Any word that might
+    /// be one of them (a long option of those names, or a cluster of short options holding
+    /// `o`, anywhere on the line, after `--` too) answers false: the connection then waits for
+    /// the parse, as any other line's does.
+    static func playsWithDefaultOutput(_ arguments: [String]) -> Bool {
+        let long = [OutputOption.output, OutputOption.device, OutputOption.latency, OutputOption.duck, OutputOption.duckBy]
+        for word in arguments where word.hasPrefix("-") {
+            if word.hasPrefix("--") {
+                let name = word.dropFirst(2).prefix { $0 != "=" }
+                if long.contains(where: { $0.hasPrefix(name) && !name.isEmpty }) { return false }
+            } else if word.contains(OutputOption.short) {
+                return false
+            }
+        }
+        return true
     }
 
     private func readInput() throws -> String {

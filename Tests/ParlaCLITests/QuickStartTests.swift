@@ -1,4 +1,5 @@
 import ArgumentParser
+import ParlaPulseAudio
 import Testing
 
 @testable import ParlaCommands
@@ -53,6 +54,35 @@ struct QuickStartTests {
     func otherLinesGoToTheRootParser(line: [String]) {
         #expect(QuickStart(root: ParlaCommand.self, arguments: ["parla"] + line) == nil)
         #expect(QuickStart(root: SpeakSelectionCommand.self, arguments: ["speak-selection"] + line + ["x"]) == nil)
+    }
+
+    @Test func linesWithoutAnOutputOptionPlayWithTheDefaults() {
+        #expect(Say.playsWithDefaultOutput(["Hello", "world."]))
+        #expect(Say.playsWithDefaultOutput(["-v", "en", "--highlight", "Hi", "--", "x"]))
+        for line in [
+            ["-o", "x.wav", "Hi"], ["Hi", "--output=x.wav"], ["Hi", "--device", "sink"], ["--latency", "50", "Hi"], ["--duck-by", "20", "Hi"],
+            ["--duck", "Hi"], ["-fo", "x"], ["Hi", "--", "-o"], ["--dev=x", "Hi"],
+        ] {
+            #expect(!Say.playsWithDefaultOutput(line), "\(line)")
+        }
+    }
+
+    /// Whatever line the quick start connects early for, and `say`'s parser takes, plays live
+    /// with the default output: the connection made early is the one the command asks for.
+    @Test func anEarlyConnectionIsTheOneTheCommandUses() {
+        let words = [
+            "Hello", "-o", "x.wav", "--output", "--output=y.wav", "--device", "sink", "--latency", "30", "50", "--duck", "--duck-by", "20",
+            "-v", "en", "--highlight", "-", "--", "-r", "200", "--ipa",
+        ]
+        var generator = SystemRandomNumberGenerator()
+        var early = 0
+        for _ in 0..<400 {
+            let line = (0..<Int.random(in: 1...6, using: &generator)).map { _ in words.randomElement(using: &generator)! }
+            guard Say.playsWithDefaultOutput(line), let say = try? Say.parse(line) else { continue }
+            early += 1
+            #expect(say.output == nil && say.audioOutput == AudioOutputOptions(), "\(line)")
+        }
+        #expect(early > 0)
     }
 
     /// Random command lines of words, some of them options: whatever is taken means what the
