@@ -161,10 +161,6 @@ int parla_engine_rethread_piper_slot(int slot, int threads, int (*interrupted)(v
     return parla_piper_rethread(piper_voices[slot].voice, threads, interrupted, context);
 }
 
-void parla_engine_warm_piper_slot(int slot) {
-    if (slot >= 0 && slot < PARLA_ENGINE_PIPER_SLOTS && piper_voices[slot].voice) parla_piper_warm_up(piper_voices[slot].voice);
-}
-
 // Piper's phonemizer drives espeak-ng with a callback and a voice of its own: put them back.
 static void reclaim_espeak(void) {
     espeak_SetSynthCallback(synth_callback);
@@ -172,14 +168,14 @@ static void reclaim_espeak(void) {
 }
 
 // The Piper voice at `path`, loaded once; NULL and why in `error`.
-static parla_piper_voice *piper_voice(const char *path, char *error, size_t error_size) {
+static parla_piper_voice *piper_voice(const char *path, int warm, char *error, size_t error_size) {
     int known = parla_engine_piper_slot(path);
     if (known >= 0) return piper_voices[known].voice;
     if (strlen(path) >= sizeof piper_voices[0].path) {
         snprintf(error, error_size, "the Piper voice's path is too long");
         return NULL;
     }
-    parla_piper_voice *voice = parla_piper_load(path, error, error_size);
+    parla_piper_voice *voice = warm ? parla_piper_load_warm(path, error, error_size) : parla_piper_load(path, error, error_size);
     reclaim_espeak();
     if (!voice) return NULL;
     // The oldest goes when all places are taken.
@@ -204,11 +200,18 @@ int parla_engine_preload(const char *voice, char *error, size_t error_size) {
     if (error_size) error[0] = 0;
     if (!voice || !is_piper(voice)) return 1;
     if (parla_engine_init(error, error_size) <= 0) return PARLA_RUN_UNAVAILABLE;
-    return piper_voice(piper_path(voice), error, error_size) ? 1 : piper_load_failure();
+    return piper_voice(piper_path(voice), 0, error, error_size) ? 1 : piper_load_failure();
+}
+
+int parla_engine_preload_warm(const char *voice, char *error, size_t error_size) {
+    if (error_size) error[0] = 0;
+    if (!voice || !is_piper(voice)) return 1;
+    if (parla_engine_init(error, error_size) <= 0) return PARLA_RUN_UNAVAILABLE;
+    return piper_voice(piper_path(voice), 1, error, error_size) ? 1 : piper_load_failure();
 }
 
 static int speak_piper(const parla_run *run, const parla_run_output *output, char *error, size_t error_size) {
-    parla_piper_voice *voice = piper_voice(piper_path(run->voice), error, error_size);
+    parla_piper_voice *voice = piper_voice(piper_path(run->voice), 0, error, error_size);
     if (!voice) return piper_load_failure();
     last_piper_slot = parla_engine_piper_slot(run->voice);
     // For measuring it, PARLA_PIPER_EARLY_CLAUSE=0 turns the early first clause off, and "all"

@@ -504,11 +504,11 @@ int parla_engine_host_main(void) {
             if (n < sizeof voice - strlen(PARLA_PIPER_PREFIX)) {
                 snprintf(voice, sizeof voice, "%s%.*s", PARLA_PIPER_PREFIX, (int)n, (const char *)payload);
                 int known = parla_engine_piper_slot(voice) >= 0;
-                status = known ? 1 : parla_engine_preload(voice, run_error, sizeof run_error);
+                status = known ? 1 : parla_engine_preload_warm(voice, run_error, sizeof run_error);
                 loaded = status == 1;
                 if (loaded) spare_threads_voice = parla_engine_piper_slot(voice);
-                // Its first run, made once here: every child starts warm (see fork_spare).
-                if (loaded && !known) parla_engine_warm_piper_slot(spare_threads_voice);
+                // Its first run was made as it loaded (parla_piper_load_warm): every child
+                // starts warm (see fork_spare).
                 if (loaded && (!known || spare_pid > 0)) {
                     drop_spare();
                     fork_spare();

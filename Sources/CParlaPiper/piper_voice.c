@@ -44,6 +44,14 @@ struct parla_piper_voice {
     char prepared_path[PATH_MAX + 300];  // where the encoder's prepared copy is ("" if none)
 };
 
+// What the encoder makes of the warm-up sentence: the flow's (or the decoder's) input.
+typedef struct warm_input {
+    float *first, *side;
+    size_t samples;  // floats in first
+    int64_t channels, side_channels;
+    int made;
+} warm_input;
+
 // Frees the voice's sessions and unmaps their copies.
 static void release_parts(parla_piper_voice *v) {
     for (int p = 0; p < PARTS; p++) {
@@ -153,6 +161,9 @@ static void remove_older_copies(const char *path) {
             part |= n >= 4 + k && memcmp(e->d_name + n - 4 - k, ".ort", 4) == 0 && strcmp(e->d_name + n - k, part_suffix[p]) == 0;
             its_own |= n == own + k && strncmp(e->d_name, name, own) == 0 && strcmp(e->d_name + own, part_suffix[p]) == 0;
         }
+        // And the warm-up's input kept beside a copy (NAME.ort.warm).
+        part |= n >= 9 && strcmp(e->d_name + n - 9, ".ort.warm") == 0;
+        its_own |= n == own + 5 && strncmp(e->d_name, name, own) == 0 && strcmp(e->d_name + own, ".warm") == 0;
         if (!part || its_own) continue;
         if (strncmp(e->d_name, name, stem) != 0) continue;
         char old[PATH_MAX + 256];
@@ -181,8 +192,13 @@ typedef struct {
     parla_piper_voice *v;
     const char *path;
     int first, last, threads, made;
+    const warm_input *warm;  // the warm-up's cached encoder output, to decode once made
+    float peak;                     // the peak of that decoding
+    int decoded;                    // whether it was made
     char error[1500];
 } part_loading;
+
+static float warm_up_decode_parts(parla_piper_voice *v, const warm_input *in);
 
 static void *load_parts(void *context) {
     part_loading *l = context;
@@ -195,6 +211,10 @@ static void *load_parts(void *context) {
         vp->session = piper_session_create(vp->mapped, vp->mapped_length, l->threads, 1, NULL, l->error, sizeof l->error);
         l->made &= vp->session != NULL;
     }
+    if (l->warm && l->made && l->v->part[DECODER].session) {
+        l->peak = warm_up_decode_parts(l->v, l->warm);
+        l->decoded = 1;
+    }
     return NULL;
 }
 
@@ -203,9 +223,9 @@ static void *load_parts(void *context) {
 // The flow's and the decoder's sessions are made on a thread of their own while this one makes
 // the encoder's, the slowest (joe: 53 ms against 6 and 5): the thread is joined before this
 // returns, so a process that forks afterwards (the engine host, a render worker) forks with one.
-static int load_prepared(parla_piper_voice *v, const char *path, int threads) {
+static int load_prepared(parla_piper_voice *v, const char *path, int threads, const warm_input *warm, float *warm_peak, int *warm_decoded) {
     part_loading encoder = { .v = v, .path = path, .first = ENCODER, .last = ENCODER, .threads = threads };
-    part_loading rest = { .v = v, .path = path, .first = FLOW, .last = DECODER, .threads = threads };
+    part_loading rest = { .v = v, .path = path, .first = FLOW, .last = DECODER, .threads = threads, .warm = warm };
     pthread_t thread;
     int apart = pthread_create(&thread, NULL, load_parts, &rest) == 0;
     load_parts(&encoder);
@@ -223,6 +243,8 @@ static int load_prepared(parla_piper_voice *v, const char *path, int threads) {
         return 0;
     }
     v->exact_timing = piper_session_has_durations(v->part[ENCODER].session);
+    *warm_peak = rest.peak;
+    *warm_decoded = rest.decoded;
     return 1;
 }
 
@@ -281,7 +303,11 @@ static void *load_espeak(void *context) {
     return NULL;
 }
 
-parla_piper_voice *parla_piper_load(const char *model_path, char *error, size_t error_size) {
+static void warm_up_loaded(parla_piper_voice *v, const warm_input *cached, float cached_peak);
+static warm_input warm_input_read(const parla_piper_voice *v);
+static void warm_input_free(warm_input *in);
+
+static parla_piper_voice *load_voice(const char *model_path, int warm, char *error, size_t error_size) {
     error[0] = 0;
     last_load_wanted_runtime = 0;
     char config_path[4200];
@@ -353,10 +379,16 @@ parla_piper_voice *parla_piper_load(const char *model_path, char *error, size_t 
     char prepared_path[PATH_MAX + 300];
     int cacheable = cache_path(model_path, &model_stat, prepared_path, sizeof prepared_path);
     if (cacheable) snprintf(v->prepared_path, sizeof v->prepared_path, "%s", prepared_path);
-    if (cacheable && load_prepared(v, prepared_path, threads)) {
+    warm_input cached = warm && cacheable ? warm_input_read(v) : (warm_input){ 0 };
+    float cached_peak = 0;
+    int decoded = 0;
+    if (cacheable && load_prepared(v, prepared_path, threads, cached.made ? &cached : NULL, &cached_peak, &decoded)) {
+        if (warm) warm_up_loaded(v, decoded ? &cached : NULL, cached_peak);
+        warm_input_free(&cached);
         malloc_trim(0);
         return v;
     }
+    warm_input_free(&cached);
     size_t model_length = 0;
     unsigned char *model = read_file(model_path, &model_length, 2u << 30, error, error_size, "the voice's model");
     if (!model) { parla_piper_free(v); return NULL; }
@@ -470,7 +502,14 @@ parla_piper_voice *parla_piper_load(const char *model_path, char *error, size_t 
         parla_piper_free(v);
         return NULL;
     }
+    if (warm) warm_up_loaded(v, NULL, 0);
     return v;
+}
+
+parla_piper_voice *parla_piper_load(const char *model_path, char *error, size_t error_size) { return load_voice(model_path, 0, error, error_size); }
+
+parla_piper_voice *parla_piper_load_warm(const char *model_path, char *error, size_t error_size) {
+    return load_voice(model_path, 1, error, error_size);
 }
 
 // How a sentence's latent is cut into chunks. Live speech starts with a short chunk (some 0.37 s
@@ -520,45 +559,79 @@ static float limit(float x) {
     return x < 0 ? -y : y;
 }
 
+static void warm_input_free(warm_input *in) {
+    free(in->first);
+    free(in->side);
+    *in = (warm_input){ 0 };
+}
+
+// Runs the warm-up sentence through the encoder `encoder`; made is 0 if it failed (the real
+// run meets the failure again, and reports it).
+static warm_input warm_up_encode(parla_piper_voice *v, piper_session *encoder) {
+    int64_t ids[64];
+    size_t count = piper_id_map_ids(v->map, warm_up_phonemes, ids, sizeof ids / sizeof ids[0]);
+    float scales[3] = { v->noise_scale, v->length_scale, v->noise_w };
+    float *durations = NULL;
+    char error[300];
+    warm_input in = { .channels = 1 };
+    in.made = piper_session_run(encoder, ids, count, scales, 0, &in.first, &in.samples, &in.channels, &durations, &in.side, &in.side_channels,
+                                error, sizeof error) == 0;
+    free(durations);
+    if (!in.made) warm_input_free(&in);
+    return in;
+}
+
+// Runs the encoder's output `in` through the flow and the decoder of `sessions`; returns the
+// peak of the audio (0 if a part failed). Neither part draws noise: the same input gives the
+// same audio, whenever it is run.
+static float warm_up_decode(piper_session *const sessions[PARTS], const warm_input *in) {
+    if (!in->made || in->channels <= 0) return 0;
+    float *latent = NULL, *audio = NULL;
+    size_t samples = in->samples;
+    int64_t channels = in->channels;
+    const float *input = in->first;
+    char error[300];
+    if (sessions[FLOW]) {
+        size_t n = 0;
+        if (piper_session_frames(sessions[FLOW], in->first, in->channels, in->side, in->side_channels, (int64_t)in->samples / in->channels, 0,
+                                 &latent, &n, &channels, error, sizeof error) != 0)
+            return 0;
+        input = latent, samples = n;
+    }
+    if (sessions[DECODER] && samples && channels > 0) {
+        size_t decoded = 0;
+        if (piper_session_frames(sessions[DECODER], input, channels, NULL, 0, (int64_t)samples / channels, 0, &audio, &decoded, NULL, error,
+                                 sizeof error) != 0)
+            decoded = 0;
+        input = audio, samples = decoded;
+    }
+    float peak = 0;
+    for (size_t i = 0; input && i < samples; i++)
+        if (fabsf(input[i]) > peak && isfinite(input[i])) peak = fabsf(input[i]);
+    free(latent);
+    free(audio);
+    return peak;
+}
+
+static float warm_up_decode_parts(parla_piper_voice *v, const warm_input *in) {
+    piper_session *sessions[PARTS] = { NULL, v->part[FLOW].session, v->part[DECODER].session };
+    return warm_up_decode(sessions, in);
+}
+
 // Runs the warm-up sentence through `sessions` (the voice's parts, or new sessions of them);
 // returns the peak of its audio (0 if a part failed: the real run meets the failure again,
 // and reports it).
 static float warm_up_run(parla_piper_voice *v, piper_session *const sessions[PARTS]) {
-    int64_t ids[64];
-    size_t count = piper_id_map_ids(v->map, warm_up_phonemes, ids, sizeof ids / sizeof ids[0]);
-    float scales[3] = { v->noise_scale, v->length_scale, v->noise_w };
-    float *first = NULL, *durations = NULL, *audio = NULL, *side = NULL;
-    size_t samples = 0;
-    int64_t channels = 1, side_channels = 0;
-    char error[300];
-    if (piper_session_run(sessions[ENCODER], ids, count, scales, 0, &first, &samples, &channels, &durations, &side, &side_channels, error,
-                          sizeof error) == 0) {
-        if (sessions[FLOW]) {
-            float *latent = NULL;
-            size_t n = 0;
-            if (piper_session_frames(sessions[FLOW], first, channels, side, side_channels, (int64_t)samples / channels, 0, &latent, &n, &channels,
-                                     error, sizeof error) == 0)
-                free(first), first = latent, samples = n;
-            else samples = 0;
-        }
-        if (sessions[DECODER] && samples) {
-            size_t decoded = 0;
-            if (piper_session_frames(sessions[DECODER], first, channels, NULL, 0, (int64_t)samples / channels, 0, &audio, &decoded, NULL, error,
-                                     sizeof error) == 0)
-                samples = decoded;
-            else samples = 0;
-        } else if (!sessions[DECODER]) {
-            audio = first;
-            first = NULL;
-        }
-    }
+    warm_input in = warm_up_encode(v, sessions[ENCODER]);
     float peak = 0;
-    for (size_t i = 0; audio && i < samples; i++)
-        if (fabsf(audio[i]) > peak && isfinite(audio[i])) peak = fabsf(audio[i]);
-    free(first);
-    free(audio);
-    free(durations);
-    free(side);
+    if (in.made && !sessions[DECODER] && !sessions[FLOW]) {
+        // The whole voice: the encoder's output is the audio.
+        for (size_t i = 0; i < in.samples; i++)
+            if (fabsf(in.first[i]) > peak && isfinite(in.first[i])) peak = fabsf(in.first[i]);
+    } else {
+        peak = warm_up_decode(sessions, &in);
+    }
+    warm_input_free(&in);
     return peak;
 }
 
@@ -568,6 +641,95 @@ static void warm_up(parla_piper_voice *v) {
     piper_session *sessions[PARTS] = { v->part[ENCODER].session, v->part[FLOW].session, v->part[DECODER].session };
     float peak = warm_up_run(v, sessions);
     v->reference = peak > 0.01f ? peak : 1;
+}
+
+// The encoder's output for the warm-up sentence, kept beside the prepared copy (PATH.warm) so
+// that a later load can run the warm-up's flow and decoder (which draw no noise) on the second
+// thread while the encoder's session is made (joe: their runs took 13 and 40 ms of the
+// warm-up's 64, beside the encoder session's 51). The encoder's own run still comes first of
+// the voice's runs, as its noise must, and its output is checked against the file: the level
+// taken from the file's run is used only where they are the same to the bit.
+static const char warm_magic[8] = { 'P', 'A', 'R', 'L', 'A', 'W', 'U', '1' };
+
+static int warm_path(const parla_piper_voice *v, char *out, size_t size) {
+    return v->prepared_path[0] && snprintf(out, size, "%s.warm", v->prepared_path) < (int)size;
+}
+
+static size_t side_floats(const warm_input *in) {
+    return in->channels > 0 && in->side ? (size_t)(in->samples / (size_t)in->channels) * (size_t)(in->side_channels > 0 ? in->side_channels : 0) : 0;
+}
+
+static warm_input warm_input_read(const parla_piper_voice *v) {
+    warm_input in = { 0 };
+    char path[PATH_MAX + 320];
+    if (!warm_path(v, path, sizeof path)) return in;
+    size_t length = 0;
+    unsigned char *bytes = map_file(path, &length);
+    if (!bytes) return in;
+    int64_t header[4];  // channels, samples, side channels, side floats
+    if (length >= sizeof warm_magic + sizeof header && memcmp(bytes, warm_magic, sizeof warm_magic) == 0) {
+        memcpy(header, bytes + sizeof warm_magic, sizeof header);
+        size_t first_bytes = (size_t)header[1] * sizeof(float), side_bytes = (size_t)header[3] * sizeof(float);
+        if (header[0] > 0 && header[0] < 4096 && header[1] > 0 && header[1] < (1 << 24) && header[2] >= 0 && header[2] < 4096 && header[3] >= 0 &&
+            header[3] < (1 << 24) && length == sizeof warm_magic + sizeof header + first_bytes + side_bytes) {
+            in.channels = header[0], in.samples = (size_t)header[1], in.side_channels = header[2];
+            in.first = malloc(first_bytes);
+            in.side = side_bytes ? malloc(side_bytes) : NULL;
+            if (in.first && (in.side || !side_bytes)) {
+                memcpy(in.first, bytes + sizeof warm_magic + sizeof header, first_bytes);
+                if (side_bytes) memcpy(in.side, bytes + sizeof warm_magic + sizeof header + first_bytes, side_bytes);
+                in.made = side_floats(&in) == (size_t)header[3];
+            }
+            if (!in.made) warm_input_free(&in);
+        }
+    }
+    munmap(bytes, length);
+    return in;
+}
+
+static void warm_input_write(const parla_piper_voice *v, const warm_input *in) {
+    char path[PATH_MAX + 320], temporary[PATH_MAX + 340];
+    if (!in->made || !warm_path(v, path, sizeof path)) return;
+    snprintf(temporary, sizeof temporary, "%s.%d.tmp", path, (int)getpid());
+    FILE *f = fopen(temporary, "wb");
+    if (!f) return;
+    int64_t header[4] = { in->channels, (int64_t)in->samples, in->side_channels, (int64_t)side_floats(in) };
+    int ok = fwrite(warm_magic, 1, sizeof warm_magic, f) == sizeof warm_magic && fwrite(header, sizeof header, 1, f) == 1 &&
+             fwrite(in->first, sizeof(float), in->samples, f) == in->samples &&
+             (!header[3] || fwrite(in->side, sizeof(float), (size_t)header[3], f) == (size_t)header[3]);
+    ok &= fclose(f) == 0;
+    if (!ok || rename(temporary, path) != 0) unlink(temporary);
+}
+
+static int warm_input_same(const warm_input *a, const warm_input *b) {
+    return a->made && b->made && a->channels == b->channels && a->samples == b->samples && a->side_channels == b->side_channels &&
+           memcmp(a->first, b->first, a->samples * sizeof(float)) == 0 &&
+           (side_floats(a) == 0 || memcmp(a->side, b->side, side_floats(a) * sizeof(float)) == 0);
+}
+
+// Warms a voice just loaded: the encoder's run here; the flow's and decoder's, where
+// load_prepared ran them on `cached` beside the encoder's session (`cached_peak`), are taken
+// from there if the encoder gives `cached` again, else run now. The file is written when
+// there was none or it differs.
+static void warm_up_loaded(parla_piper_voice *v, const warm_input *cached, float cached_peak) {
+    if (v->warmed) return;
+    v->warmed = 1;
+    piper_session *sessions[PARTS] = { v->part[ENCODER].session, v->part[FLOW].session, v->part[DECODER].session };
+    if (!sessions[FLOW] && !sessions[DECODER]) {
+        float peak = warm_up_run(v, sessions);
+        v->reference = peak > 0.01f ? peak : 1;
+        return;
+    }
+    warm_input in = warm_up_encode(v, sessions[ENCODER]);
+    int same = cached && warm_input_same(&in, cached);
+    float peak = same ? cached_peak : warm_up_decode(sessions, &in);
+    v->reference = peak > 0.01f ? peak : 1;
+    if (!same) warm_input_write(v, &in);
+    warm_input_free(&in);
+}
+
+void parla_piper_warm_up(parla_piper_voice *v) {
+    if (v) warm_up(v);
 }
 
 int parla_piper_rethread(parla_piper_voice *v, int threads, int (*interrupted)(void *context), void *context) {
@@ -603,10 +765,6 @@ int parla_piper_rethread(parla_piper_voice *v, int threads, int (*interrupted)(v
         v->part[p].session = sessions[p];
     }
     return 1;
-}
-
-void parla_piper_warm_up(parla_piper_voice *v) {
-    if (v) warm_up(v);
 }
 
 void parla_piper_free(parla_piper_voice *v) {

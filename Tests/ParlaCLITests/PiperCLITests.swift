@@ -293,6 +293,41 @@ struct PiperCLITests {
 
     /// A voice whose graph does not split at its decoder (its first decoder node renamed) is
     /// still spoken, a whole sentence at a time, with the same audio; `parla voices` says which.
+    /// The warm-up's encoder output is kept beside the prepared copy, and a later load runs
+    /// the warm-up's flow and decoder on it while the encoder's session is made: the bytes are
+    /// those of a load without it, and a kept output that is damaged or another run's is
+    /// replaced, not trusted.
+    @Test func aWarmUpKeptFromAnEarlierLoadGivesTheSameBytes() async throws {
+        if let missing = PiperFixture.missing { Issue.record(Comment(rawValue: missing)) }
+        let dir = try makeTemporaryDirectory()
+        let cache = dir.appendingPathComponent("cache")
+        let env = piperEnvironment(["PARLA_PIPER_CACHE": cache.path])
+        func say(_ name: String) async throws -> Data {
+            let out = dir.appendingPathComponent(name + ".wav")
+            let r = try await parla(["say", "-v", PiperFixture.voice, "-o", out.path, "Hello world. The warm-up is kept."], env)
+            #expect(r.status == 0, "\(name): \(r.error)")
+            return try Data(contentsOf: out)
+        }
+        func kept() throws -> URL? {
+            try FileManager.default.contentsOfDirectory(atPath: cache.path).first { $0.hasSuffix(".ort.warm") }.map { cache.appendingPathComponent($0) }
+        }
+        let first = try await say("first")  // prepares the copy and keeps the warm-up
+        let warm = try #require(try kept())
+        let original = try Data(contentsOf: warm)
+        #expect(original.count > 1000)
+        #expect(try await say("kept") == first)
+        // Another run's output (the same size, other floats): run again, and replaced.
+        var other = original
+        for i in stride(from: other.count - 400, to: other.count, by: 4) { other[i] ^= 0x55 }
+        try other.write(to: warm)
+        #expect(try await say("other") == first)
+        #expect(try Data(contentsOf: warm) == original)
+        // A damaged one: ignored and replaced.
+        try original.prefix(original.count / 2).write(to: warm)
+        #expect(try await say("damaged") == first)
+        #expect(try Data(contentsOf: warm) == original)
+    }
+
     @Test func aVoiceThatCannotBeSplitIsSpokenWhole() async throws {
         if let missing = PiperFixture.missing { Issue.record(Comment(rawValue: missing)) }
         let dir = try PiperFixture.alteredVoice(

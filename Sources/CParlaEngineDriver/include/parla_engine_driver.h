@@ -77,6 +77,9 @@ int parla_engine_voice_names(void (*each)(void *context, const char *name), void
 /// voices need nothing); else a PARLA_RUN_ failure status (UNAVAILABLE, VOICE_UNUSABLE) and
 /// why in `error`.
 int parla_engine_preload(const char *voice, char *error, size_t error_size);
+/// parla_engine_preload, with the voice's first run made too (parla_piper_load_warm): for a
+/// process that forks its children after it (the engine host), so each starts warm.
+int parla_engine_preload_warm(const char *voice, char *error, size_t error_size);
 /// Speaks one run, reporting to `output`. Returns a PARLA_RUN_ status; on failure, `error`
 /// says why (empty for an unknown espeak-ng voice).
 int parla_engine_speak(const parla_run *run, const parla_run_output *output, char *error, size_t error_size);
@@ -89,7 +92,4 @@ int parla_engine_last_piper_slot(void);
 /// a process forked after it was loaded, unless `interrupted(context)` says there is work
 /// waiting before they are made. Returns 1 if it did.
 int parla_engine_rethread_piper_slot(int slot, int threads, int (*interrupted)(void *context), void *context);
-/// Makes the first run of the Piper voice in `slot` (parla_piper_warm_up), so that the
-/// children forked after it start warm.
-void parla_engine_warm_piper_slot(int slot);
 #endif

@@ -17,6 +17,10 @@ typedef struct parla_piper_voice parla_piper_voice;
 /// Loads ONNX Runtime (once) and the voice at `model_path` (its config is MODEL.json beside
 /// it). Returns NULL and writes why into `error` (with what to do) if either cannot be loaded.
 parla_piper_voice *parla_piper_load(const char *model_path, char *error, size_t error_size);
+/// parla_piper_load, then the voice's first run (parla_piper_warm_up), made sooner: the
+/// warm-up's flow and decoder run on the second thread while the encoder's session is made,
+/// on the encoder's output kept from an earlier load (checked against this load's own).
+parla_piper_voice *parla_piper_load_warm(const char *model_path, char *error, size_t error_size);
 /// 1 if the last parla_piper_load failed because ONNX Runtime could not be loaded (the voice
 /// itself may be fine), else 0.
 int parla_piper_load_wanted_runtime(void);
