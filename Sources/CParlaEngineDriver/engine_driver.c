@@ -196,19 +196,16 @@ static parla_piper_voice *piper_voice(const char *path, int warm, char *error, s
 // Why a Piper voice did not load: ONNX Runtime is missing, or the voice itself cannot be used.
 static int piper_load_failure(void) { return parla_piper_load_wanted_runtime() ? PARLA_RUN_UNAVAILABLE : PARLA_RUN_VOICE_UNUSABLE; }
 
-int parla_engine_preload(const char *voice, char *error, size_t error_size) {
+static int preload(const char *voice, int warm, char *error, size_t error_size) {
     if (error_size) error[0] = 0;
     if (!voice || !is_piper(voice)) return 1;
     if (parla_engine_init(error, error_size) <= 0) return PARLA_RUN_UNAVAILABLE;
-    return piper_voice(piper_path(voice), 0, error, error_size) ? 1 : piper_load_failure();
+    return piper_voice(piper_path(voice), warm, error, error_size) ? 1 : piper_load_failure();
 }
 
-int parla_engine_preload_warm(const char *voice, char *error, size_t error_size) {
-    if (error_size) error[0] = 0;
-    if (!voice || !is_piper(voice)) return 1;
-    if (parla_engine_init(error, error_size) <= 0) return PARLA_RUN_UNAVAILABLE;
-    return piper_voice(piper_path(voice), 1, error, error_size) ? 1 : piper_load_failure();
-}
+int parla_engine_preload(const char *voice, char *error, size_t error_size) { return preload(voice, 0, error, error_size); }
+
+int parla_engine_preload_warm(const char *voice, char *error, size_t error_size) { return preload(voice, 1, error, error_size); }
 
 static int speak_piper(const parla_run *run, const parla_run_output *output, char *error, size_t error_size) {
     parla_piper_voice *voice = piper_voice(piper_path(run->voice), 0, error, error_size);

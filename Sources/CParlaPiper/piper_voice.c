@@ -193,12 +193,12 @@ typedef struct {
     const char *path;
     int first, last, threads, made;
     const warm_input *warm;  // the warm-up's cached encoder output, to decode once made
-    float peak;                     // the peak of that decoding
-    int decoded;                    // whether it was made
+    float peak;              // the peak of that decoding
+    int decoded;             // whether it was made
     char error[1500];
 } part_loading;
 
-static float warm_up_decode_parts(parla_piper_voice *v, const warm_input *in);
+static float warm_up_decode(piper_session *const sessions[PARTS], const warm_input *in);
 
 static void *load_parts(void *context) {
     part_loading *l = context;
@@ -212,7 +212,8 @@ static void *load_parts(void *context) {
         l->made &= vp->session != NULL;
     }
     if (l->warm && l->made && l->v->part[DECODER].session) {
-        l->peak = warm_up_decode_parts(l->v, l->warm);
+        piper_session *sessions[PARTS] = { NULL, l->v->part[FLOW].session, l->v->part[DECODER].session };
+        l->peak = warm_up_decode(sessions, l->warm);
         l->decoded = 1;
     }
     return NULL;
@@ -581,11 +582,12 @@ static warm_input warm_up_encode(parla_piper_voice *v, piper_session *encoder) {
     return in;
 }
 
-// Runs the encoder's output `in` through the flow and the decoder of `sessions`; returns the
-// peak of the audio (0 if a part failed). Neither part draws noise: the same input gives the
-// same audio, whenever it is run.
+// Runs the encoder's output `in` through the flow and the decoder of `sessions`, where it has
+// them (a whole voice has neither: its encoder's output is the audio); returns the peak of the
+// audio (0 if a part failed). Neither part draws noise: the same input gives the same audio,
+// whenever it is run.
 static float warm_up_decode(piper_session *const sessions[PARTS], const warm_input *in) {
-    if (!in->made || in->channels <= 0) return 0;
+    if (!in->made) return 0;
     float *latent = NULL, *audio = NULL;
     size_t samples = in->samples;
     int64_t channels = in->channels;
@@ -593,7 +595,8 @@ static float warm_up_decode(piper_session *const sessions[PARTS], const warm_inp
     char error[300];
     if (sessions[FLOW]) {
         size_t n = 0;
-        if (piper_session_frames(sessions[FLOW], in->first, in->channels, in->side, in->side_channels, (int64_t)in->samples / in->channels, 0,
+        if (in->channels <= 0 ||
+            piper_session_frames(sessions[FLOW], in->first, in->channels, in->side, in->side_channels, (int64_t)in->samples / in->channels, 0,
                                  &latent, &n, &channels, error, sizeof error) != 0)
             return 0;
         input = latent, samples = n;
@@ -613,24 +616,12 @@ static float warm_up_decode(piper_session *const sessions[PARTS], const warm_inp
     return peak;
 }
 
-static float warm_up_decode_parts(parla_piper_voice *v, const warm_input *in) {
-    piper_session *sessions[PARTS] = { NULL, v->part[FLOW].session, v->part[DECODER].session };
-    return warm_up_decode(sessions, in);
-}
-
 // Runs the warm-up sentence through `sessions` (the voice's parts, or new sessions of them);
 // returns the peak of its audio (0 if a part failed: the real run meets the failure again,
 // and reports it).
 static float warm_up_run(parla_piper_voice *v, piper_session *const sessions[PARTS]) {
     warm_input in = warm_up_encode(v, sessions[ENCODER]);
-    float peak = 0;
-    if (in.made && !sessions[DECODER] && !sessions[FLOW]) {
-        // The whole voice: the encoder's output is the audio.
-        for (size_t i = 0; i < in.samples; i++)
-            if (fabsf(in.first[i]) > peak && isfinite(in.first[i])) peak = fabsf(in.first[i]);
-    } else {
-        peak = warm_up_decode(sessions, &in);
-    }
+    float peak = warm_up_decode(sessions, &in);
     warm_input_free(&in);
     return peak;
 }
@@ -709,22 +700,17 @@ static int warm_input_same(const warm_input *a, const warm_input *b) {
 
 // Warms a voice just loaded: the encoder's run here; the flow's and decoder's, where
 // load_prepared ran them on `cached` beside the encoder's session (`cached_peak`), are taken
-// from there if the encoder gives `cached` again, else run now. The file is written when
-// there was none or it differs.
+// from there if the encoder gives `cached` again, else run now. The file is written, for a
+// voice with a decoder, when there was none or it differs.
 static void warm_up_loaded(parla_piper_voice *v, const warm_input *cached, float cached_peak) {
     if (v->warmed) return;
     v->warmed = 1;
     piper_session *sessions[PARTS] = { v->part[ENCODER].session, v->part[FLOW].session, v->part[DECODER].session };
-    if (!sessions[FLOW] && !sessions[DECODER]) {
-        float peak = warm_up_run(v, sessions);
-        v->reference = peak > 0.01f ? peak : 1;
-        return;
-    }
     warm_input in = warm_up_encode(v, sessions[ENCODER]);
     int same = cached && warm_input_same(&in, cached);
     float peak = same ? cached_peak : warm_up_decode(sessions, &in);
     v->reference = peak > 0.01f ? peak : 1;
-    if (!same) warm_input_write(v, &in);
+    if (!same && sessions[DECODER]) warm_input_write(v, &in);
     warm_input_free(&in);
 }
 

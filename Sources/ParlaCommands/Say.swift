@@ -256,6 +256,7 @@ extension Say {
     enum OutputOption {
         static let short: Character = "o"
         static let output = "output", device = "device", latency = "latency", duck = "duck", duckBy = "duck-by"
+        static let long = [output, device, latency, duck, duckBy]
     }
 
     /// Whether the arguments after `say` certainly hold none of the ``OutputOption`` options,
@@ -266,11 +267,10 @@ extension Say {
     /// `o`, anywhere on the line, after `--` too) answers false: the connection then waits for
     /// the parse, as any other line's does.
     static func playsWithDefaultOutput(_ arguments: [String]) -> Bool {
-        let long = [OutputOption.output, OutputOption.device, OutputOption.latency, OutputOption.duck, OutputOption.duckBy]
         for word in arguments where word.hasPrefix("-") {
             if word.hasPrefix("--") {
                 let name = word.dropFirst(2).prefix { $0 != "=" }
-                if long.contains(where: { $0.hasPrefix(name) && !name.isEmpty }) { return false }
+                if OutputOption.long.contains(where: { $0.hasPrefix(name) && !name.isEmpty }) { return false }
             } else if word.contains(OutputOption.short) {
                 return false
             }

@@ -45,9 +45,8 @@ extension LanguageModel {
     /// or the one loaded on another core while its command line is parsed) uses the same
     /// tables. A second caller waits for a load in progress instead of repeating it.
     package static func shared(at path: String) throws(ParlaError) -> LanguageModel {
-        var info = stat()
-        guard stat(path, &info) == 0 else { return try LanguageModel(contentsOf: path) }
-        let file = [Int(truncatingIfNeeded: info.st_ino), Int(info.st_size), info.st_mtim.tv_sec, info.st_mtim.tv_nsec]
+        let file = FileStamp(path: path)
+        guard file.state != nil else { return try LanguageModel(contentsOf: path) }
         return try sharedModels.withLock { (models) throws(ParlaError) -> LanguageModel in
             if let known = models[path], known.file == file { return known.model }
             let model = try LanguageModel(contentsOf: path)
@@ -58,7 +57,24 @@ extension LanguageModel {
 }
 
 /// The models ``LanguageModel/shared(at:)`` has loaded, by path.
-private let sharedModels = Mutex<[String: (file: [Int], model: LanguageModel)]>([:])
+private let sharedModels = Mutex<[String: (file: FileStamp, model: LanguageModel)]>([:])
+
+/// What changes when a file is replaced or rewritten, or an entry is added to or removed from a
+/// directory: its device, inode, size and modification time (nil: nothing at the path).
+struct FileStamp: Equatable {
+    var state: [UInt64]?
+    init(path: String) {
+        var info = stat()
+        guard stat(path, &info) == 0 else {
+            state = nil
+            return
+        }
+        state = [
+            UInt64(truncatingIfNeeded: info.st_dev), UInt64(truncatingIfNeeded: info.st_ino), UInt64(truncatingIfNeeded: info.st_size),
+            UInt64(truncatingIfNeeded: info.st_mtim.tv_sec), UInt64(truncatingIfNeeded: info.st_mtim.tv_nsec),
+        ]
+    }
+}
 
 extension LanguageDetector {
     /// The model in `voices/langid.bin` of the catalog `directory`, with the catalog's script

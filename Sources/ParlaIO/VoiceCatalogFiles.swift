@@ -227,7 +227,7 @@ extension VoiceCatalog {
         let base = try baseCatalog.get()
         let directories = piperVoiceDirectories
         // Taken before the directories are read: a change during the read is seen next time.
-        let stamps = directories.map(DirectoryStamp.init(path:))
+        let stamps = directories.map(FileStamp.init(path:))
         return withPiper.withLock { cached in
             if let cached, cached.directories == directories, cached.stamps == stamps { return cached.catalog }
             let catalog = base.adding(piperVoicesAt: directories)
@@ -242,26 +242,10 @@ extension VoiceCatalog {
 
     private struct PiperScan {
         var directories: [String]
-        var stamps: [DirectoryStamp]
+        var stamps: [FileStamp]
         var catalog: VoiceCatalog
     }
     private static let withPiper = Mutex<PiperScan?>(nil)
-
-    /// What changes when an entry is added to or removed from a directory (nil: no directory).
-    private struct DirectoryStamp: Equatable {
-        var state: [UInt64]?
-        init(path: String) {
-            var info = stat()
-            guard stat(path, &info) == 0 else {
-                state = nil
-                return
-            }
-            state = [
-                UInt64(truncatingIfNeeded: info.st_dev), UInt64(truncatingIfNeeded: info.st_ino),
-                UInt64(truncatingIfNeeded: info.st_mtim.tv_sec), UInt64(truncatingIfNeeded: info.st_mtim.tv_nsec),
-            ]
-        }
-    }
 
     /// The user's own preset directory: `$XDG_CONFIG_HOME/parla/voices` or `~/.config/parla/voices`.
     package static var userPresetDirectory: String? {
