@@ -7,6 +7,7 @@
 #include <stdio.h>
 
 static struct {
+    __typeof__(espeak_GetParameter) *espeak_GetParameter;
     __typeof__(espeak_Info) *espeak_Info;
     __typeof__(espeak_Initialize) *espeak_Initialize;
     __typeof__(espeak_ListVoices) *espeak_ListVoices;
@@ -34,6 +35,7 @@ static void load(void) {
         return;
     }
     const char *absent = NULL;
+    if (!(real.espeak_GetParameter = (__typeof__(espeak_GetParameter) *)dlsym(library, "espeak_GetParameter")) && !absent) absent = "espeak_GetParameter";
     if (!(real.espeak_Info = (__typeof__(espeak_Info) *)dlsym(library, "espeak_Info")) && !absent) absent = "espeak_Info";
     if (!(real.espeak_Initialize = (__typeof__(espeak_Initialize) *)dlsym(library, "espeak_Initialize")) && !absent) absent = "espeak_Initialize";
     if (!(real.espeak_ListVoices = (__typeof__(espeak_ListVoices) *)dlsym(library, "espeak_ListVoices")) && !absent) absent = "espeak_ListVoices";
@@ -61,6 +63,10 @@ const char *parla_espeak_load_error(void) {
 }
 
 #pragma GCC visibility push(hidden)
+int espeak_GetParameter(espeak_PARAMETER a0, int a1) {
+    if (!parla_espeak_load()) return -1;
+    return real.espeak_GetParameter(a0, a1);
+}
 const char *espeak_Info(const char **a0) {
     if (!parla_espeak_load()) return NULL;
     return real.espeak_Info(a0);

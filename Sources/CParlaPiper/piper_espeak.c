@@ -32,9 +32,11 @@ static int load_from(const char *dir) {
         .synth = (espeak_ERROR (*)(const void *, size_t, unsigned int, espeak_POSITION_TYPE, unsigned int, unsigned int, unsigned int *, void *))dlsym(
             h, "espeak_Synth"),
         .text_to_phonemes = (const char *(*)(const void **, int, int))dlsym(h, "espeak_TextToPhonemes"),
+        .set_parameter = (espeak_ERROR (*)(espeak_PARAMETER, int, int))dlsym(h, "espeak_SetParameter"),
+        .get_parameter = (int (*)(espeak_PARAMETER, int))dlsym(h, "espeak_GetParameter"),
     };
     // 0x8000: espeakINITIALIZE_DONT_EXIT (a missing file is an error, not an exit).
-    if (!initialize || !e.set_voice || !e.set_callback || !e.synth || !e.text_to_phonemes ||
+    if (!initialize || !e.set_voice || !e.set_callback || !e.synth || !e.text_to_phonemes || !e.set_parameter || !e.get_parameter ||
         initialize(AUDIO_OUTPUT_SYNCHRONOUS, 100, data, 0x8000 | espeakINITIALIZE_PHONEME_EVENTS | espeakINITIALIZE_PHONEME_IPA) <= 0) {
         dlclose(h);
         return 0;
@@ -68,7 +70,7 @@ const piper_espeak *piper_espeak_get(void) {
         }
         if (!found && piper_cache_directory(base, sizeof base)) snprintf(dir, sizeof dir, "%s/espeak-ng", base), found = load_from(dir);
     }
-    if (!found) chosen = (piper_espeak){ espeak_SetVoiceByName, espeak_SetSynthCallback, system_synth, espeak_TextToPhonemes, 0 };
+    if (!found) chosen = (piper_espeak){ espeak_SetVoiceByName, espeak_SetSynthCallback, system_synth, espeak_TextToPhonemes, espeak_SetParameter, espeak_GetParameter, 0 };
     return &chosen;
 }
 

@@ -73,6 +73,8 @@ typedef struct {
     espeak_ERROR (*synth)(const void *text, size_t size, unsigned int position, espeak_POSITION_TYPE type, unsigned int end,
                           unsigned int flags, unsigned int *identifier, void *user_data);
     const char *(*text_to_phonemes)(const void **text, int mode, int phonemes);
+    espeak_ERROR (*set_parameter)(espeak_PARAMETER parameter, int value, int relative);
+    int (*get_parameter)(espeak_PARAMETER parameter, int current);
     int own;  // loaded for Piper alone: nothing else selects its voice
 } piper_espeak;
 /// Chosen (and loaded) on first use.

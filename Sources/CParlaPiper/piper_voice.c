@@ -513,9 +513,14 @@ parla_piper_voice *parla_piper_load_warm(const char *model_path, char *error, si
     return load_voice(model_path, 1, error, error_size);
 }
 
-// How a sentence's latent is cut into chunks. Live speech starts with a short chunk (some 0.37 s
-// of audio) so that the first sound comes soon, then doubles each chunk up to LIVE_MOST, which
-// keeps the work per chunk ahead of the audio it gives; rendering decodes RENDER_CHUNK frames
+// How a sentence's latent is cut into chunks. Live speech starts with two short chunks (some 93
+// ms of audio each) so that the first sound comes soon, then doubles each chunk up to LIVE_MOST,
+// which keeps the work per chunk ahead of the audio it gives: on 2 cores, joe's flow and
+// decoder make the second chunk in some 24 ms on one thread while the first one's 93 ms play,
+// the third (16 frames) in 29 ms against 186 ms. The first chunk's size is most of the first
+// sound's wait: an Orca focus message ("Bravo push button.") through speech-dispatcher was
+// first heard 67.0 ms after SPEAK with 32 frames, 55.8 with 8 (the encoder's 14 ms and 22 ms of
+// the voice's own quiet lead-in stay). Rendering decodes RENDER_CHUNK frames
 // at a time, which bounds a render worker's memory whatever the sentences' length. Render CPU
 // and worker peak for 30 quotations with joe (63 MB; planar decoder, padding 12, no memory
 // pattern): 256 frames 68.3 ms per second of audio, 196 MB; 128 frames 68.9, 161 MB; 96
@@ -528,7 +533,7 @@ parla_piper_voice *parla_piper_load_warm(const char *model_path, char *error, si
 // FLOW_PADDING frames of context either side: its four coupling layers of four convolutions of
 // width 5 see 32 frames either side (joe: the same floats as the whole sentence's flow at 32,
 // 2e-4 apart at 24); rendering runs it on the whole sentence at once.
-enum { LIVE_FIRST = 32, LIVE_MOST = 256, RENDER_CHUNK = 96, PADDING = 14, SMALLEST_TAIL = 24, FLOW_PADDING = 32 };
+enum { LIVE_FIRST = 8, LIVE_MOST = 256, RENDER_CHUNK = 96, PADDING = 14, SMALLEST_TAIL = 24, FLOW_PADDING = 32 };
 
 // ONNX Runtime's first run of a session is slow: "Hello there," (27 ids) took 80 to 100 ms of
 // inference as a session's first run and 45 to 60 ms after one run of a 45-id sentence (joe,
@@ -960,7 +965,7 @@ static int speak_sentence(void *context, piper_sentence *s) {
         if (!flow) latent = first, first = NULL, latent_channels = channels;
         float *part = NULL;
         for (size_t a = 0, chunk = 0; a < frames && status == 0; chunk++) {
-            size_t size = sp->live ? sp->first_chunk << (chunk < 12 ? chunk : 12) : sp->most_chunk;
+            size_t size = sp->live ? sp->first_chunk << (chunk < 2 ? 0 : chunk < 13 ? chunk - 1 : 12) : sp->most_chunk;
             if (size > sp->most_chunk) size = sp->most_chunk;
             size_t b = a + size < frames ? a + size : frames;
             if (frames - b < SMALLEST_TAIL) b = frames;

@@ -57,6 +57,11 @@ struct BenchLive: AsyncParsableCommand {
     var cHelper: String?
     @Option(help: "speech-dispatcher's log directory (sd_parla logs when it reads STOP there, at LogLevel 5).")
     var speechdLog: String = "."
+    @Option(
+        help:
+            "With --speechd: only these figures, comma-separated, of echo, messages, say-all, cancel, switch, drift (default: all)."
+    )
+    var speechdFigures: String = "echo,messages,say-all,cancel,switch,drift"
 
     static let mixed = "Hello there, how are you today. Καλημέρα σας, τι κάνετε;"
     static let english = "Hello there, how are you today."

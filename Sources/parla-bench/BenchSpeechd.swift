@@ -1,3 +1,4 @@
+import ArgumentParser
 import FoundationEssentials
 import Parla
 import ParlaCommands
@@ -39,6 +40,13 @@ extension BenchLive {
     }
 
     func benchSpeechd(_ recorder: PulseAudioRecorder, address: String, logDirectory: String) async throws {
+        let figures = Set(speechdFigures.split(separator: ",").map { $0.trimmingASCIIWhitespace() })
+        let known: Set = ["echo", "messages", "say-all", "cancel", "switch", "drift"]
+        guard figures.isSubset(of: known) else {
+            throw ValidationError(
+                "--speechd-figures: unknown \(figures.subtracting(known).sorted().joined(separator: ", ")); known: \(known.sorted().joined(separator: ", "))"
+            )
+        }
         let client = try SSIPClient(address: address)
         var rows: [(String, ModuleFigures)] = []
         for (module, rate) in [("parla", 175.0), ("espeak-ng", 170.0)] {
@@ -49,12 +57,14 @@ extension BenchLive {
             let warm = try client.speak("Warm up.")
             _ = await client.wait(for: 702, id: warm.id)
             var f = ModuleFigures()
-            try await echo(recorder, client, module: module, into: &f)
-            try await messages(recorder, client, module: module, into: &f)
-            try await sayAll(recorder, client, module: module, into: &f)
-            try await cancel(recorder, client, module: module, log: logDirectory + "/\(module).log", into: &f)
-            try await switchGap(recorder, client, module: module, rate: rate, into: &f)
-            try await drift(recorder, client, module: module, rate: rate, into: &f)
+            if figures.contains("echo") { try await echo(recorder, client, module: module, into: &f) }
+            if figures.contains("messages") { try await messages(recorder, client, module: module, into: &f) }
+            if figures.contains("say-all") { try await sayAll(recorder, client, module: module, into: &f) }
+            if figures.contains("cancel") {
+                try await cancel(recorder, client, module: module, log: logDirectory + "/\(module).log", into: &f)
+            }
+            if figures.contains("switch") { try await switchGap(recorder, client, module: module, rate: rate, into: &f) }
+            if figures.contains("drift") { try await drift(recorder, client, module: module, rate: rate, into: &f) }
             rows.append(("sd_" + module, f))
         }
         print("")

@@ -58,6 +58,17 @@ struct PiperTests {
         #expect(abs(firstSound - starts[0]) < 22050 / 10, "sound at \(firstSound), first word at \(starts[0])")
     }
 
+    /// espeak-ng speaks the text once, fast, for the phoneme events that give each phoneme its
+    /// word (piper_phonemes.c): its events must still match its phonemes one for one, where
+    /// its spoken words are not the written ones too (numbers, a title, a currency, a time).
+    @Test func spokenWordsThatAreNotTheWrittenOnesAreMatchedExactly() async throws {
+        let text = "In 1984, Dr. Smith paid $3.50 for 12 eggs at 5:30, and 2,000 people saw it."
+        let (_, timeline) = try await render(try joe(text))
+        #expect(!timeline.words.isEmpty)
+        #expect(timeline.words.allSatisfy { !$0.isEstimated }, "\(timeline.words.filter(\.isEstimated))")
+        #expect(timeline.invariantViolation(input: text) == nil, "\(timeline.invariantViolation(input: text) ?? "")")
+    }
+
     @Test func theSameTextGivesTheSameSamples() async throws {
         let u = try joe("The same noise, every time.")
         let (a, _) = try await render(u)
@@ -82,7 +93,9 @@ struct PiperTests {
         var generator = TextCaseGenerator(seed: 20261126)
         for n in 0..<24 {
             let c = generator.next()
-            guard let u = try? (c.isSSML ? Utterance(ssml: c.text) : Utterance(string: c.text, language: c.language.flatMap(LanguageTag.init)))
+            guard
+                let u = try?
+                    (c.isSSML ? Utterance(ssml: c.text) : Utterance(string: c.text, language: c.language.flatMap(LanguageTag.init)))
             else { continue }
             // (Written without `catch ParlaError.emptyText`: with the typed throw, Swift 6.3.1's
             // SILGen crashes on that pattern here.)
