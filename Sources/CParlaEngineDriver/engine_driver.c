@@ -161,6 +161,8 @@ int parla_engine_rethread_piper_slot(int slot, int threads, int (*interrupted)(v
     return parla_piper_rethread(piper_voices[slot].voice, threads, interrupted, context);
 }
 
+void parla_engine_rethread_settle(void) { parla_piper_rethread_settle(); }
+
 // Piper's phonemizer drives espeak-ng with a callback and a voice of its own: put them back.
 static void reclaim_espeak(void) {
     espeak_SetSynthCallback(synth_callback);

@@ -21,6 +21,8 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <stdint.h>
 #include <sys/wait.h>
@@ -305,9 +307,22 @@ static int spare_go = -1, spare_out = -1;
 // How long a spare waits for an utterance before it gives the Piper voice threaded sessions.
 enum { RETHREAD_QUIET_MS = 100 };
 
+// The spare's rethreading runs beside its wait for an utterance, which sets `utterance_came`
+// when it comes: the rethreading then stops (at the next session or run) and keeps the
+// sessions it replaced, unless it was swapping its own in, which parla_engine_rethread_settle
+// waits for.
+static atomic_int utterance_came;
+typedef struct { int slot, threads; } rethreading;
+
 static int utterance_waiting(void *context) {
-    struct pollfd p = { .fd = *(int *)context, .events = POLLIN };
-    return poll(&p, 1, 0) > 0;
+    (void)context;
+    return atomic_load(&utterance_came);
+}
+
+static void *rethread_beside(void *context) {
+    const rethreading *r = context;
+    parla_engine_rethread_piper_slot(r->slot, r->threads, utterance_waiting, NULL);
+    return NULL;
 }
 
 static void fork_spare(void) {
@@ -340,7 +355,12 @@ static void fork_spare(void) {
         // (spare_threads_voice); an utterance that comes while the sessions are being made
         // stops it, and is spoken with the sessions inherited, which are warm (the host made
         // their first run when it loaded the voice): a 48-frame first chunk in 36 ms on one
-        // thread, against 18 on two, and some 100 ms for a session's first run.
+        // thread, against 18 on two, and some 100 ms for a session's first run. The
+        // rethreading runs on a thread of its own, so that an utterance that comes meanwhile
+        // starts at once: on the spare's main thread, it waited for the session being made
+        // (the encoder's takes 51 ms), and an Orca focus message through speech-dispatcher
+        // that came then was heard 23 ms later (median of 15; the spare never forks, so its
+        // threads are safe).
         // It starts after RETHREAD_QUIET_MS with no utterance: one that comes at once (a
         // one-shot `parla say` right after loading its voice) would otherwise share the CPU
         // with the rethreading until it could stop it (`say -o "Hello world."` with joe: 0.29
@@ -350,13 +370,18 @@ static void fork_spare(void) {
         int threads = asked && atoi(asked) > 0 ? atoi(asked) : cores > 4 ? 4 : cores > 1 ? (int)cores : 1;
         const char *quiet_asked = getenv("PARLA_PIPER_RETHREAD_QUIET_MS");  // for measuring
         struct pollfd quiet = { .fd = go[0], .events = POLLIN };
-        if (threads > 1 && spare_threads_voice >= 0 && poll(&quiet, 1, quiet_asked ? atoi(quiet_asked) : RETHREAD_QUIET_MS) == 0)
-            parla_engine_rethread_piper_slot(spare_threads_voice, threads, utterance_waiting, &go[0]);
+        rethreading rethread = { spare_threads_voice, threads };
+        pthread_t rethreader;
+        int rethreading_started = threads > 1 && spare_threads_voice >= 0 &&
+                                  poll(&quiet, 1, quiet_asked ? atoi(quiet_asked) : RETHREAD_QUIET_MS) == 0 &&
+                                  pthread_create(&rethreader, NULL, rethread_beside, &rethread) == 0;
         unsigned char start;
         ssize_t r;
         do r = read(go[0], &start, 1);
         while (r < 0 && errno == EINTR);
         if (r != 1) _exit(0);  // the host has ended
+        atomic_store(&utterance_came, 1);
+        if (rethreading_started) parla_engine_rethread_settle();
         close(go[0]);
         out_fd = output[1];
         int status = speak_utterance();

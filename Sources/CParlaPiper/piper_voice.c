@@ -513,15 +513,18 @@ parla_piper_voice *parla_piper_load_warm(const char *model_path, char *error, si
     return load_voice(model_path, 1, error, error_size);
 }
 
-// How a sentence's latent is cut into chunks. Live speech starts with two short chunks (some 93
-// ms of audio each) so that the first sound comes soon, then doubles each chunk up to LIVE_MOST,
-// which keeps the work per chunk ahead of the audio it gives: on 2 cores, joe's flow and
-// decoder make the second chunk in some 24 ms on one thread while the first one's 93 ms play,
-// the third (16 frames) in 29 ms against 186 ms. The first chunk's size is most of the first
-// sound's wait: an Orca focus message ("Bravo push button.") through speech-dispatcher was
-// first heard 67.0 ms after SPEAK with 32 frames, 55.8 with 8 (the encoder's 14 ms and 22 ms of
-// the voice's own quiet lead-in stay). Rendering decodes RENDER_CHUNK frames
-// at a time, which bounds a render worker's memory whatever the sentences' length. Render CPU
+// How a sentence's latent is cut into chunks. Live speech starts with a short chunk (some 0.19
+// s of audio) so that the first sound comes soon, then doubles each chunk up to LIVE_MOST,
+// which keeps the work per chunk ahead of the audio it gives (joe, 2 cores, one thread: the
+// second chunk's flow and decoder take some 37 ms while the first one's 186 ms play). The
+// first chunk is most of the first sound's wait: an Orca focus message ("Bravo push button.")
+// through speech-dispatcher was first heard 67.0 ms after SPEAK with 32 frames, 60.6 with 16
+// (medians; the encoder's 14 ms and the voice's own 22 ms of quiet lead-in stay). Smaller
+// first chunks make the first word's mark late: a word is timed once the next one starts, and
+// that takes more chunks (8 frames, then 8, 16, ...: first heard at 56.2 ms, but the first
+// mark 78 ms after its word against 32 ms with 32 frames and 2.3 ms for the others; with 16,
+// the marks' p95 is 34.9 ms). Rendering decodes RENDER_CHUNK frames at a time, which bounds a
+// render worker's memory whatever the sentences' length. Render CPU
 // and worker peak for 30 quotations with joe (63 MB; planar decoder, padding 12, no memory
 // pattern): 256 frames 68.3 ms per second of audio, 196 MB; 128 frames 68.9, 161 MB; 96
 // frames 71.9, 152 MB; 64 frames 74.9, 144 MB. PARLA_PIPER_RENDER_CHUNK=N trades the one for
@@ -533,7 +536,7 @@ parla_piper_voice *parla_piper_load_warm(const char *model_path, char *error, si
 // FLOW_PADDING frames of context either side: its four coupling layers of four convolutions of
 // width 5 see 32 frames either side (joe: the same floats as the whole sentence's flow at 32,
 // 2e-4 apart at 24); rendering runs it on the whole sentence at once.
-enum { LIVE_FIRST = 8, LIVE_MOST = 256, RENDER_CHUNK = 96, PADDING = 14, SMALLEST_TAIL = 24, FLOW_PADDING = 32 };
+enum { LIVE_FIRST = 16, LIVE_MOST = 256, RENDER_CHUNK = 96, PADDING = 14, SMALLEST_TAIL = 24, FLOW_PADDING = 32 };
 
 // ONNX Runtime's first run of a session is slow: "Hello there," (27 ids) took 80 to 100 ms of
 // inference as a session's first run and 45 to 60 ms after one run of a 45-id sentence (joe,
@@ -723,6 +726,14 @@ void parla_piper_warm_up(parla_piper_voice *v) {
     if (v) warm_up(v);
 }
 
+// Held while a rethreaded voice's sessions are swapped in (parla_piper_rethread_settle).
+static pthread_mutex_t swap_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void parla_piper_rethread_settle(void) {
+    pthread_mutex_lock(&swap_lock);
+    pthread_mutex_unlock(&swap_lock);
+}
+
 int parla_piper_rethread(parla_piper_voice *v, int threads, int (*interrupted)(void *context), void *context) {
     if (!v || threads < 1 || !v->prepared_path[0]) return 0;
     piper_session *sessions[PARTS] = { NULL, NULL, NULL };
@@ -749,13 +760,20 @@ int parla_piper_rethread(parla_piper_voice *v, int threads, int (*interrupted)(v
         return 0;
     }
     float peak = warm_up_run(v, sessions);
-    if (!v->warmed) v->reference = peak > 0.01f ? peak : 1;
-    v->warmed = 1;
-    for (int p = 0; p < PARTS; p++) {
-        piper_session_free(v->part[p].session);
-        v->part[p].session = sessions[p];
+    pthread_mutex_lock(&swap_lock);
+    int swap = !(interrupted && interrupted(context));
+    if (swap) {
+        if (!v->warmed) v->reference = peak > 0.01f ? peak : 1;
+        v->warmed = 1;
+        for (int p = 0; p < PARTS; p++) {
+            piper_session *old = v->part[p].session;
+            v->part[p].session = sessions[p];
+            sessions[p] = old;
+        }
     }
-    return 1;
+    pthread_mutex_unlock(&swap_lock);
+    for (int p = 0; p < PARTS; p++) piper_session_free(sessions[p]);
+    return swap;
 }
 
 void parla_piper_free(parla_piper_voice *v) {
@@ -965,7 +983,7 @@ static int speak_sentence(void *context, piper_sentence *s) {
         if (!flow) latent = first, first = NULL, latent_channels = channels;
         float *part = NULL;
         for (size_t a = 0, chunk = 0; a < frames && status == 0; chunk++) {
-            size_t size = sp->live ? sp->first_chunk << (chunk < 2 ? 0 : chunk < 13 ? chunk - 1 : 12) : sp->most_chunk;
+            size_t size = sp->live ? sp->first_chunk << (chunk < 12 ? chunk : 12) : sp->most_chunk;
             if (size > sp->most_chunk) size = sp->most_chunk;
             size_t b = a + size < frames ? a + size : frames;
             if (frames - b < SMALLEST_TAIL) b = frames;

@@ -92,4 +92,7 @@ int parla_engine_last_piper_slot(void);
 /// a process forked after it was loaded, unless `interrupted(context)` says there is work
 /// waiting before they are made. Returns 1 if it did.
 int parla_engine_rethread_piper_slot(int slot, int threads, int (*interrupted)(void *context), void *context);
+/// Waits for parla_engine_rethread_piper_slot on another thread to finish swapping sessions
+/// in, if it is (parla_piper_rethread_settle).
+void parla_engine_rethread_settle(void);
 #endif
