@@ -170,6 +170,12 @@ static void reclaim_espeak(void) {
 }
 
 // The Piper voice at `path`, loaded once; NULL and why in `error`.
+// Set in a spare child whose rethreading thread may still hold a loaded voice: a voice evicted
+// to make room is then left to the child's exit, not freed under that thread.
+static int keep_evicted;
+
+void parla_engine_keep_evicted_voices(void) { keep_evicted = 1; }
+
 static parla_piper_voice *piper_voice(const char *path, int warm, char *error, size_t error_size) {
     int known = parla_engine_piper_slot(path);
     if (known >= 0) return piper_voices[known].voice;
@@ -185,7 +191,7 @@ static parla_piper_voice *piper_voice(const char *path, int warm, char *error, s
     for (int i = 0; i < PARLA_ENGINE_PIPER_SLOTS; i++)
         if (!piper_voices[i].voice) { slot = i; break; }
     if (piper_voices[slot].voice) {
-        parla_piper_free(piper_voices[slot].voice);
+        if (!keep_evicted) parla_piper_free(piper_voices[slot].voice);
         memmove(&piper_voices[1], &piper_voices[0], (size_t)slot * sizeof *piper_voices);
         if (last_piper_slot >= 0) last_piper_slot = last_piper_slot < slot ? last_piper_slot + 1 : -1;
         slot = 0;

@@ -381,7 +381,10 @@ static void fork_spare(void) {
         while (r < 0 && errno == EINTR);
         if (r != 1) _exit(0);  // the host has ended
         atomic_store(&utterance_came, 1);
-        if (rethreading_started) parla_engine_rethread_settle();
+        if (rethreading_started) {
+            parla_engine_keep_evicted_voices();
+            parla_engine_rethread_settle();
+        }
         close(go[0]);
         out_fd = output[1];
         int status = speak_utterance();

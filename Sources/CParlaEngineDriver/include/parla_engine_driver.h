@@ -95,4 +95,7 @@ int parla_engine_rethread_piper_slot(int slot, int threads, int (*interrupted)(v
 /// Waits for parla_engine_rethread_piper_slot on another thread to finish swapping sessions
 /// in, if it is (parla_piper_rethread_settle).
 void parla_engine_rethread_settle(void);
+/// From now on, a Piper voice evicted to load another is not freed (a spare child that speaks
+/// one utterance and exits, while its rethreading thread may still use the voice).
+void parla_engine_keep_evicted_voices(void);
 #endif
