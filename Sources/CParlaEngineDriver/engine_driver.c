@@ -169,13 +169,13 @@ static void reclaim_espeak(void) {
     current_voice[0] = 0;
 }
 
-// The Piper voice at `path`, loaded once; NULL and why in `error`.
 // Set in a spare child whose rethreading thread may still hold a loaded voice: a voice evicted
 // to make room is then left to the child's exit, not freed under that thread.
 static int keep_evicted;
 
 void parla_engine_keep_evicted_voices(void) { keep_evicted = 1; }
 
+// The Piper voice at `path`, loaded once; NULL and why in `error`.
 static parla_piper_voice *piper_voice(const char *path, int warm, char *error, size_t error_size) {
     int known = parla_engine_piper_slot(path);
     if (known >= 0) return piper_voices[known].voice;

@@ -31,6 +31,7 @@ struct CLITests {
 
     @Test func sayWritesWAVAndTimings() throws {
         let dir = try makeTemporaryDirectory()
+        defer { removeTemporaryDirectory(dir) }
         let wav = dir.appendingPathComponent("hello.wav").path
         let json = dir.appendingPathComponent("hello.json").path
         let r = try parla(["say", "Hello world", "-o", wav, "--timings", json, "-r", "200", "-p", "60", "-a", "80"])
@@ -47,6 +48,7 @@ struct CLITests {
 
     @Test func textFromFileAndStandardInput() throws {
         let dir = try makeTemporaryDirectory()
+        defer { removeTemporaryDirectory(dir) }
         let input = dir.appendingPathComponent("in.txt")
         try Data("Bonjour à tous".utf8).write(to: input)
         let a = try parla(["say", "-f", input.path, "-l", "fr", "-o", dir.appendingPathComponent("a.wav").path, "--timings", "-"])
@@ -87,6 +89,7 @@ struct CLITests {
     ])
     func badInputFailsClearlyAndWritesNothing(args: [String], message: String) throws {
         let dir = try makeTemporaryDirectory()
+        defer { removeTemporaryDirectory(dir) }
         var full = args
         if args.first == "say" { full += ["-o", dir.appendingPathComponent("out.wav").path] }
         let r = try parla(full)
@@ -97,6 +100,7 @@ struct CLITests {
 
     @Test func invalidUTF8IsReportedWithItsByteOffset() throws {
         let dir = try makeTemporaryDirectory()
+        defer { removeTemporaryDirectory(dir) }
         let input = dir.appendingPathComponent("bad.txt")
         try Data([0x48, 0x69, 0x20, 0xC3, 0x28, 0x21]).write(to: input)
         let r = try parla(["say", "-f", input.path, "-o", dir.appendingPathComponent("out.wav").path])
@@ -107,6 +111,7 @@ struct CLITests {
 
     @Test func unwritableOutputFailsWithoutLeftovers() throws {
         let dir = try makeTemporaryDirectory()
+        defer { removeTemporaryDirectory(dir) }
         let r = try parla(["say", "hi", "-o", dir.appendingPathComponent("missing/out.wav").path])
         #expect(r.status != 0)
         #expect(r.error.contains("Cannot write"), "stderr was: \(r.error)")
@@ -133,6 +138,7 @@ struct CLITests {
 
     @Test func interruptLeavesNoPartialFile() throws {
         let dir = try makeTemporaryDirectory()
+        defer { removeTemporaryDirectory(dir) }
         let p = try startLongRender(in: dir)
         // Once its Ctrl-C handling is in place (before that, SIGINT simply ends it, with no file
         // begun), and a moment into the rendering.
@@ -149,6 +155,7 @@ struct CLITests {
     @Test(arguments: [false, true])
     func sayStartsItsEngineHostBeforeMain(disabled: Bool) throws {
         let dir = try makeTemporaryDirectory()
+        defer { removeTemporaryDirectory(dir) }
         let p = try startLongRender(in: dir, environment: ["PARLA_ENGINE": nil, "PARLA_NO_PRESTART": disabled ? "1" : nil])
         defer { p.interrupt(); _ = waitForExit(p) }
         // The child processes and their programs, once two reads 100 ms apart agree (a child
@@ -190,6 +197,7 @@ struct CLITests {
     /// engine host, and speaks the same.
     @Test func theProgramCanBeItsOwnEngineHost() throws {
         let dir = try makeTemporaryDirectory()
+        defer { removeTemporaryDirectory(dir) }
         let own = dir.appendingPathComponent("own.wav"), helper = dir.appendingPathComponent("helper.wav")
         let a = try parla(["say", "-o", own.path, "Hello there."], environment: ["PARLA_ENGINE": "self"])
         let b = try parla(["say", "-o", helper.path, "Hello there."], environment: ["PARLA_NO_PRESTART": "1"])
@@ -209,6 +217,7 @@ struct CLITests {
     /// PULSE_SERVER points at a socket of the test's: any connection would wait in its backlog.
     @Test func fileCommandsNeverConnectToTheSoundServer() async throws {
         let dir = try makeTemporaryDirectory()
+        defer { removeTemporaryDirectory(dir) }
         let path = dir.appendingPathComponent("native").path
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
         #expect(fd >= 0)
@@ -251,6 +260,7 @@ struct CLITests {
             return
         }
         let dir = try makeTemporaryDirectory()
+        defer { removeTemporaryDirectory(dir) }
         let wav = dir.appendingPathComponent("h.wav").path
         let parla = URL(fileURLWithPath: Self.binary).resolvingSymlinksInPath().path
         let script = "mount --bind /dev/null '\(library)' && '\(parla)' say -o '\(wav)' Hello && exec '\(parla)' say Hello"
@@ -268,6 +278,7 @@ struct CLITests {
     /// the render workers (`render`) never connect to the server the user's environment names.
     @Test func helpersNeverConnectToTheSoundServer() throws {
         let dir = try makeTemporaryDirectory()
+        defer { removeTemporaryDirectory(dir) }
         let copy = dir.appendingPathComponent("parla").path
         try FileManager.default.copyItem(atPath: URL(fileURLWithPath: Self.binary).resolvingSymlinksInPath().path, toPath: copy)
         // A socket that only counts who connects to it: a sound server that never answers.
@@ -305,6 +316,7 @@ struct CLITests {
     /// file maps no sound library at all, in this process, its engine host or its workers.
     @Test func fileCommandsLoadNoSoundLibrary() throws {
         let dir = try makeTemporaryDirectory()
+        defer { removeTemporaryDirectory(dir) }
         let tsv = dir.appendingPathComponent("in.tsv")
         try "a\tHello world\nb\tfr\tBonjour\n".write(to: tsv, atomically: true, encoding: .utf8)
         // LD_DEBUG=files has the dynamic loader of every process report what it maps, on

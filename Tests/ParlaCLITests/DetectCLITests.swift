@@ -149,6 +149,7 @@ struct DetectCLITests {
 
     @Test func saySegmentsByLanguageUnlessToldNotTo() throws {
         let dir = try makeTemporaryDirectory()
+        defer { removeTemporaryDirectory(dir) }
         let wav = dir.appendingPathComponent("a.wav").path
         let text = "Good morning everyone. Καλημέρα σε όλους. Bonjour à tous, mes amis."
         let r = try cli.parla(["say", text, "-o", wav, "--timings", "-"])

@@ -58,6 +58,7 @@ struct PiperCLITests {
 
     @Test func withoutTheRuntimeTheErrorSaysHowToInstallIt() async throws {
         let dir = try makeTemporaryDirectory()
+        defer { removeTemporaryDirectory(dir) }
         let out = dir.appendingPathComponent("hello.wav").path
         let r = try await parla(
             ["say", "-v", PiperFixture.voice, "Hello.", "-o", out],
@@ -71,6 +72,7 @@ struct PiperCLITests {
 
     @Test func renderGivesTheSameBytesForAnyJobs() async throws {
         let dir = try makeTemporaryDirectory()
+        defer { removeTemporaryDirectory(dir) }
         let input = dir.appendingPathComponent("items.tsv")
         try """
             a\ten\tThe first line is spoken by Joe.
@@ -129,6 +131,7 @@ struct PiperCLITests {
     @Test func chunkSeamsMatchWholeSentenceDecoding() async throws {
         if let missing = PiperFixture.missing { Issue.record(Comment(rawValue: missing)) }
         let dir = try makeTemporaryDirectory()
+        defer { removeTemporaryDirectory(dir) }
         let quotations = try String(contentsOfFile: #filePath.replacingOccurrences(of: "Tests/ParlaCLITests/PiperCLITests.swift", with: "bench/piper-quotations.tsv"), encoding: .utf8)
         let items = quotations.split(separator: "\n").enumerated().filter { $0.offset % 20 == 3 }.map(\.element)
         let input = dir.appendingPathComponent("items.tsv")
@@ -163,6 +166,7 @@ struct PiperCLITests {
     @Test func theDecoderOnPlanesGivesTheSameSamples() async throws {
         if let missing = PiperFixture.missing { Issue.record(Comment(rawValue: missing)) }
         let dir = try makeTemporaryDirectory()
+        defer { removeTemporaryDirectory(dir) }
         let quotations = try String(contentsOfFile: #filePath.replacingOccurrences(of: "Tests/ParlaCLITests/PiperCLITests.swift", with: "bench/piper-quotations.tsv"), encoding: .utf8)
         let items = quotations.split(separator: "\n").enumerated().filter { $0.offset % 25 == 7 }.map(\.element)
         let input = dir.appendingPathComponent("items.tsv")
@@ -200,6 +204,7 @@ struct PiperCLITests {
     @Test func aLongFirstSentenceIsCutForLiveSpeech() async throws {
         if let missing = PiperFixture.missing { Issue.record(Comment(rawValue: missing)) }
         let dir = try makeTemporaryDirectory()
+        defer { removeTemporaryDirectory(dir) }
         let long =
             "Screen reader users choose a voice by how fast it answers so the natural voice now makes its audio a little at a time and plays the first part while it is still working on the rest of this sentence."
         let short = "A short sentence is spoken whole."
@@ -245,6 +250,7 @@ struct PiperCLITests {
     @Test func ipaGivesThePhonemesFedToTheVoice() async throws {
         if let missing = PiperFixture.missing { Issue.record(Comment(rawValue: missing)) }
         let dir = try makeTemporaryDirectory()
+        defer { removeTemporaryDirectory(dir) }
         let out = dir.appendingPathComponent("ipa.wav"), timings = dir.appendingPathComponent("ipa.json")
         let r = try await parla([
             "say", "-v", PiperFixture.voice, "Hello world. A test of the phonemes.", "-o", out.path, "--timings", timings.path, "--ipa",
@@ -263,6 +269,7 @@ struct PiperCLITests {
     @Test func piperVoicesArePhonemizedByEspeak152() async throws {
         if let missing = PiperFixture.missing { Issue.record(Comment(rawValue: missing)) }
         let dir = try makeTemporaryDirectory()
+        defer { removeTemporaryDirectory(dir) }
         let text = "Four or more."
         let joe = try await parla(["say", "-v", PiperFixture.voice, text, "-o", dir.appendingPathComponent("joe.wav").path, "--ipa"])
         #expect(joe.status == 0, "\(joe.error)")
@@ -278,6 +285,7 @@ struct PiperCLITests {
     @Test func aChunkThatFailsEndsItsUtteranceWithTheReason() async throws {
         if let missing = PiperFixture.missing { Issue.record(Comment(rawValue: missing)) }
         let dir = try makeTemporaryDirectory()
+        defer { removeTemporaryDirectory(dir) }
         let out = dir.appendingPathComponent("failed.wav")
         let text = "A sentence long enough to be decoded in more than one chunk when rendering a file, with small chunks."
         let failed = try await parla(
@@ -300,6 +308,7 @@ struct PiperCLITests {
     @Test func aWarmUpKeptFromAnEarlierLoadGivesTheSameBytes() async throws {
         if let missing = PiperFixture.missing { Issue.record(Comment(rawValue: missing)) }
         let dir = try makeTemporaryDirectory()
+        defer { removeTemporaryDirectory(dir) }
         let cache = dir.appendingPathComponent("cache")
         let env = piperEnvironment(["PARLA_PIPER_CACHE": cache.path])
         func say(_ name: String) async throws -> Data {
@@ -342,6 +351,7 @@ struct PiperCLITests {
                 }
                 return Data(bytes)
             })
+        defer { PiperFixture.removeAlteredVoice(dir) }
         let env = piperEnvironment(["PARLA_PIPER_VOICES": PiperFixture.voiceDirectory + ":" + dir.path])
         let list = try await parla(["voices", "-l", "en"], env)
         #expect(list.status == 0, "\(list.error)")

@@ -7,6 +7,7 @@ import Testing
 extension RenderCLITests {
     @Test func directoryOfTextFilesIsSpokenParagraphByParagraph() async throws {
         let dir = try makeTemporaryDirectory()
+        defer { removeTemporaryDirectory(dir) }
         let texts = dir.appendingPathComponent("texts")
         try FileManager.default.createDirectory(at: texts, withIntermediateDirectories: true)
         // A long file: 300 paragraphs (about 40 KB) in two languages.
@@ -44,6 +45,7 @@ extension RenderCLITests {
 
     @Test func fiveMegabyteInputIsStreamedWithBoundedMemory() async throws {
         let dir = try makeTemporaryDirectory()
+        defer { removeTemporaryDirectory(dir) }
         let input = dir.appendingPathComponent("big.txt")
         var text = ""
         var n = 0
@@ -70,6 +72,7 @@ extension RenderCLITests {
 
     @Test func shardsCoverEveryItemExactlyOnce() async throws {
         let dir = try makeTemporaryDirectory()
+        defer { removeTemporaryDirectory(dir) }
         let input = dir.appendingPathComponent("in.tsv")
         try (1...24).map { "item-\($0)\tHi \($0)" }.joined(separator: "\n").write(to: input, atomically: true, encoding: .utf8)
         var seen: [String] = []
@@ -90,6 +93,7 @@ extension RenderCLITests {
     /// within a chunk, and the shards' files differ from the whole run's.
     @Test func isolatedItemsAreTheSameInAnyShardOrOrder() async throws {
         let dir = try makeTemporaryDirectory()
+        defer { removeTemporaryDirectory(dir) }
         let lines = (1...24).map { n in
             ["item-\(n)\ten\tNumber \(n), with a pause, then more words.", "item-\(n)\tfr\tLe numéro \(n), puis une phrase.",
              "item-\(n)\tel\tΑριθμός \(n), και άλλες λέξεις."][n % 3]
@@ -123,6 +127,7 @@ extension RenderCLITests {
 
     @Test func invalidUTF8AndHugeLinesFailAloneWithClearErrors() async throws {
         let dir = try makeTemporaryDirectory()
+        defer { removeTemporaryDirectory(dir) }
         let input = dir.appendingPathComponent("in.txt")
         var bytes = Data("Good line one.\n".utf8)
         bytes += Data([0x42, 0x61, 0x64, 0xC3, 0x28, 0x0A])  // "Bad" + an invalid sequence

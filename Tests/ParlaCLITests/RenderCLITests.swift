@@ -24,6 +24,7 @@ struct RenderCLITests {
     /// sentence a line, and in the timings JSON.
     @Test func ipaWithAnEspeakVoice() async throws {
         let dir = try makeTemporaryDirectory()
+        defer { removeTemporaryDirectory(dir) }
         let out = dir.appendingPathComponent("ipa.wav"), timings = dir.appendingPathComponent("ipa.json")
         let r = try await offPool {
             try runProcess(
@@ -51,6 +52,7 @@ struct RenderCLITests {
             }
         }
         let dir = try makeTemporaryDirectory()
+        defer { removeTemporaryDirectory(dir) }
         let tsv = dir.appendingPathComponent("real.tsv")
         try (lines.joined(separator: "\n") + "\n").write(to: tsv, atomically: true, encoding: .utf8)
         let out = dir.appendingPathComponent("out")
@@ -63,6 +65,7 @@ struct RenderCLITests {
 
     @Test func mixedFormatsOverridesAndBadItems() async throws {
         let dir = try makeTemporaryDirectory()
+        defer { removeTemporaryDirectory(dir) }
         let tsv = dir.appendingPathComponent("in.tsv")
         try "a1\tHello world\nb2\tfr\tBonjour à tous\n../bad\tNope\nc3\tΚαλημέρα κόσμε\n".write(to: tsv, atomically: true, encoding: .utf8)
         let jsonl = dir.appendingPathComponent("in.jsonl")
@@ -158,6 +161,7 @@ struct RenderCLITests {
 
     @Test func interruptedAndKilledRunsResumeToTheSameFilesAsACleanRun() async throws {
         let dir = try makeTemporaryDirectory()
+        defer { removeTemporaryDirectory(dir) }
         let input = dir.appendingPathComponent("lines.txt")
         let lines = (1...360).map { n in
             ["Line number \(n) of the batch, with a few more words to say.",
@@ -199,6 +203,7 @@ struct RenderCLITests {
 
     @Test func aKilledWorkerCostsOneItemAndIsReplaced() async throws {
         let dir = try makeTemporaryDirectory()
+        defer { removeTemporaryDirectory(dir) }
         let input = dir.appendingPathComponent("lines.txt")
         try (1...40).map { "Line \($0) of a batch whose worker is killed, with more words to say." }
             .joined(separator: "\n").write(to: input, atomically: true, encoding: .utf8)
@@ -267,6 +272,7 @@ struct RenderCLITests {
 
     @Test func twoJobsWriteTheSameBytesAsOne() async throws {
         let dir = try makeTemporaryDirectory()
+        defer { removeTemporaryDirectory(dir) }
         let input = dir.appendingPathComponent("in.jsonl")
         var items: [String] = []
         for n in 1...120 {  // several chunks, so both workers take some
@@ -310,6 +316,7 @@ struct RenderCLITests {
     /// is rendered after a replay of the items before it, so it comes out as in a whole run.
     @Test func aMissingItemIsRenderedAsInAWholeRun() async throws {
         let dir = try makeTemporaryDirectory()
+        defer { removeTemporaryDirectory(dir) }
         let input = dir.appendingPathComponent("lines.tsv")
         let lines = (1...40).map { n in
             ["l\(n)\ten\tSentence \(n), spoken in English.", "l\(n)\tel\tΠρόταση \(n), στα ελληνικά.", "l\(n)\tar\tالجملة رقم \(n) بالعربية."][n % 3]

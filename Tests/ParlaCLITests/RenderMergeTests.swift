@@ -17,6 +17,7 @@ extension RenderCLITests {
     /// bytes as one whole run's (--isolate), with the same audio. Merging again changes nothing.
     @Test func shardsInOneDirectoryMergeIntoTheWholeRun() async throws {
         let dir = try makeTemporaryDirectory()
+        defer { removeTemporaryDirectory(dir) }
         let input = dir.appendingPathComponent("in.tsv")
         try mixedLines(24).joined(separator: "\n").write(to: input, atomically: true, encoding: .utf8)
         let whole = dir.appendingPathComponent("whole"), shared = dir.appendingPathComponent("shared")
@@ -57,6 +58,7 @@ extension RenderCLITests {
     /// a killed shard's items are missing until it runs again.
     @Test func aShardWithOtherSettingsIsRefusedBeforeWriting() async throws {
         let dir = try makeTemporaryDirectory()
+        defer { removeTemporaryDirectory(dir) }
         let input = dir.appendingPathComponent("in.tsv")
         try mixedLines(9).joined(separator: "\n").write(to: input, atomically: true, encoding: .utf8)
         let out = dir.appendingPathComponent("out")
@@ -77,6 +79,7 @@ extension RenderCLITests {
     /// (character offsets, as Python counts them) and in the audio.
     @Test func aDataSetsRowsMatchTheirAudio() async throws {
         let dir = try makeTemporaryDirectory()
+        defer { removeTemporaryDirectory(dir) }
         let input = dir.appendingPathComponent("in.tsv")
         var lines = mixedLines(5)
         lines.append("emoji\ten\tHello 👋🏽 world, café au lait.")

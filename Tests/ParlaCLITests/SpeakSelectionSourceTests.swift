@@ -114,6 +114,7 @@ extension SpeakSelectionTests {
         let s = try await Session.start()
         try s.display!.select("Hello there, from X.")
         let dir = try makeTemporaryDirectory()
+        defer { removeTemporaryDirectory(dir) }
         let path = dir.appendingPathComponent("hung-bus").path
         let listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(listener) }

@@ -69,6 +69,7 @@ struct SpeechdTests {
         #expect(marks.map(\.mark) == words.indices.map { "w\($0)" })
         // Where each word starts in the audio: the same text rendered by Parla with the same settings.
         let dir = try makeTemporaryDirectory()
+        defer { removeTemporaryDirectory(dir) }
         let wav = dir.appendingPathComponent("w.wav").path, timings = dir.appendingPathComponent("t.json").path
         let render = try runProcess(CLITests.binary, ["say", "--ssml", "-v", "espeak-ng.en-us", "-r", "175", "-o", wav, "--timings", timings, ssml])
         #expect(render.status == 0, "\(render.error)")

@@ -15,6 +15,8 @@ final class VoiceMirror: @unchecked Sendable {
     let port: Int
     private let server: Process
     private let log: URL
+    /// The small voice's files, which the mirror's entries link to.
+    private let originals: URL
 
     /// A small voice (a model of random bytes, a real config): installs fast.
     static let tiny = "xx_XX-tiny-low"
@@ -41,6 +43,7 @@ final class VoiceMirror: @unchecked Sendable {
             ]
         }
         let originals = try makeTemporaryDirectory()
+        self.originals = originals
         let model = originals.appendingPathComponent("tiny.onnx")
         try Data((0..<(3 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 2_654_435_761 >> 7) }).write(to: model)
         let config = originals.appendingPathComponent("tiny.onnx.json")
@@ -89,6 +92,8 @@ final class VoiceMirror: @unchecked Sendable {
     deinit {
         kill(server.processIdentifier, SIGKILL)
         server.waitUntilExit()
+        removeTemporaryDirectory(directory)
+        removeTemporaryDirectory(originals)
     }
 
     /// The catalog's URL in `mode`.
@@ -101,7 +106,7 @@ final class VoiceMirror: @unchecked Sendable {
 /// `parla voices install / remove / --available` against the mirror, each test with a data
 /// directory of its own (XDG_DATA_HOME), so that nothing of the user's is touched.
 @Suite("Installing voices by name", .serialized)
-struct VoiceInstallCLITests {
+final class VoiceInstallCLITests: Sendable {
     let mirror: VoiceMirror
     let data: URL
 
@@ -110,6 +115,9 @@ struct VoiceInstallCLITests {
         mirror = try VoiceMirror()
         data = try makeTemporaryDirectory()
     }
+
+    /// The voices a test installed (joe is 63 MB) go with its data directory.
+    deinit { removeTemporaryDirectory(data) }
 
     var voices: URL { data.appendingPathComponent("parla/voices") }
 
@@ -269,6 +277,7 @@ struct VoiceInstallCLITests {
     /// --system: the installed prefix's share/parla/voices (here a copy of parla in PREFIX/bin).
     @Test func systemInstallsBesideTheProgram() throws {
         let prefix = try makeTemporaryDirectory()
+        defer { removeTemporaryDirectory(prefix) }
         let bin = prefix.appendingPathComponent("bin")
         try FileManager.default.createDirectory(at: bin, withIntermediateDirectories: true)
         let copy = bin.appendingPathComponent("parla").path

@@ -9,6 +9,7 @@ struct LineReaderTests {
     /// Every line `LineReader` returns for `bytes` with `limit`, and whether each was cut.
     func lines(_ bytes: [UInt8], limit: Int = .max) throws -> [(String, Bool)] {
         let dir = try makeTemporaryDirectory()
+        defer { removeTemporaryDirectory(dir) }
         let url = dir.appendingPathComponent("in.txt")
         try Data(bytes).write(to: url)
         let fd = open(url.path, O_RDONLY)

@@ -40,4 +40,19 @@ public enum PiperFixture {
         try alterConfig(config).write(to: dir.appendingPathComponent(name + ".onnx.json"), atomically: true, encoding: .utf8)
         return dir
     }
+
+    /// Removes a voice `alteredVoice` made, and the prepared copies of it that loading it left
+    /// in the Piper cache ($PARLA_PIPER_CACHE, else the cache's piper-models): each is a copy of
+    /// the 63 MB model, named after the voice.
+    public static func removeAlteredVoice(_ dir: URL) {
+        let fm = FileManager.default
+        let names = ((try? fm.contentsOfDirectory(atPath: dir.path)) ?? []).filter { $0.hasSuffix(".onnx") }.map { String($0.dropLast(5)) }
+        removeTemporaryDirectory(dir)
+        let explicit = ProcessInfo.processInfo.environment["PARLA_PIPER_CACHE"]
+        if explicit == "0" { return }
+        let prepared = explicit.flatMap { $0.isEmpty ? nil : $0 } ?? cache + "/piper-models"
+        for file in (try? fm.contentsOfDirectory(atPath: prepared)) ?? [] where names.contains(where: { file.hasPrefix($0 + "-") }) {
+            try? fm.removeItem(atPath: prepared + "/" + file)
+        }
+    }
 }

@@ -67,6 +67,12 @@ public func makeTemporaryDirectory() throws -> URL {
     return url
 }
 
+/// Removes a directory `makeTemporaryDirectory()` made, with what is in it: a test's files
+/// (rendered audio, copies of a 63 MB voice) would otherwise fill the disk over a run.
+public func removeTemporaryDirectory(_ dir: URL) {
+    try? FileManager.default.removeItem(at: dir)
+}
+
 /// Every file in `dir`, hidden temporaries included, sorted.
 public func leftovers(in dir: URL) throws -> [String] {
     try FileManager.default.contentsOfDirectory(atPath: dir.path).sorted()

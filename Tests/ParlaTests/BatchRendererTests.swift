@@ -9,6 +9,7 @@ import Testing
 struct BatchRendererTests {
     @Test func rendersASequenceWithProgressAndSkipsWhatIsDone() async throws {
         let dir = try makeTemporaryDirectory()
+        defer { removeTemporaryDirectory(dir) }
         var options = BatchRenderOptions(outputDirectory: dir, jobs: 2)
         options.timings = true
         let items = (1...6).map { BatchItem(id: "item\($0)", text: "Item \($0). Καλημέρα.") }
@@ -35,6 +36,7 @@ struct BatchRendererTests {
     /// items for a stream nobody reads.
     @Test func leavingTheLoopStopsTheBatch() async throws {
         let dir = try makeTemporaryDirectory()
+        defer { removeTemporaryDirectory(dir) }
         let renderer = BatchRenderer(options: BatchRenderOptions(outputDirectory: dir, jobs: 1))
         let counter = Mutex(0)
         for try await p in renderer.render({
@@ -55,6 +57,7 @@ struct BatchRendererTests {
 
     @Test func stopFinishesTheItemsInFlight() async throws {
         let dir = try makeTemporaryDirectory()
+        defer { removeTemporaryDirectory(dir) }
         let renderer = BatchRenderer(options: BatchRenderOptions(outputDirectory: dir, jobs: 1))
         // The input asks to stop as it hands out its third item, as Ctrl-C at that moment would.
         let counter = Mutex(0)

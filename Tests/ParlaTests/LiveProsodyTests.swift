@@ -83,6 +83,7 @@ extension LiveSpeechTests {
         #expect(await log.wait(timeout: 30) { log.words(id).count >= 2 })
         let renderer = SpeechSynthesizer(engine: engine)
         let dir = try makeTemporaryDirectory()
+        defer { removeTemporaryDirectory(dir) }
         let timeline = try await renderer.write(Utterance(string: "Rendered meanwhile."), to: dir.appendingPathComponent("r.wav"))
         let heard = log.words(id).count
         let total = text.split(separator: " ").count

@@ -113,6 +113,7 @@ struct PiperTests {
 
     @Test func aDamagedModelFailsOnlyItsUtterance() async throws {
         let dir = try PiperFixture.alteredVoice(named: "damaged", model: { $0.prefix(1 << 20) })
+        defer { PiperFixture.removeAlteredVoice(dir) }
         let catalog = try VoiceCatalog.default().adding(piperVoicesIn: [dir])
         var u = Utterance(string: "Hello there.", language: "en")
         u.voice = try catalog.voice(identifier: "piper.damaged")
@@ -130,6 +131,7 @@ struct PiperTests {
         let dir = try PiperFixture.alteredVoice(
             named: "mismatch",
             config: { $0.replacingOccurrences(of: "\"phoneme_id_map\": {", with: "\"phoneme_id_map\": {\"ə\": [900], \"ɐ\": [901],") })
+        defer { PiperFixture.removeAlteredVoice(dir) }
         let catalog = try VoiceCatalog.default().adding(piperVoicesIn: [dir])
         var u = Utterance(string: "Hello there, a test.", language: "en")
         u.voice = try catalog.voice(identifier: "piper.mismatch")
@@ -142,6 +144,7 @@ struct PiperTests {
     @Test func aPhonemeTheVoiceLacksIsLeftOut() async throws {
         // "ə" becomes a phoneme espeak-ng never gives (☃), so the voice has no id for ə.
         let dir = try PiperFixture.alteredVoice(named: "noschwa", config: { $0.replacingOccurrences(of: "\"ə\":", with: "\"☃\":") })
+        defer { PiperFixture.removeAlteredVoice(dir) }
         let catalog = try VoiceCatalog.default().adding(piperVoicesIn: [dir])
         let text = "Hello there, this is a test of the other sound."
         var u = Utterance(string: text, language: "en")
@@ -171,6 +174,7 @@ struct PiperTests {
                 }
                 return c
             })
+        defer { PiperFixture.removeAlteredVoice(dir) }
         let catalog = try VoiceCatalog.default().adding(piperVoicesIn: [dir])
         var u = Utterance(string: "Hello there, this is a test.", language: "en")
         u.voice = try catalog.voice(identifier: "piper.otherphonemes")
@@ -196,6 +200,7 @@ struct PiperTests {
                 }
                 return Data(bytes)
             })
+        defer { PiperFixture.removeAlteredVoice(dir) }
         let catalog = try VoiceCatalog.default().adding(piperVoicesIn: [dir])
         let text = "Hello world, without durations."
         var u = Utterance(string: text, language: "en")
@@ -213,6 +218,7 @@ struct PiperTests {
     @Test func aVoiceAtAnotherRateJoinsTheTimeline() async throws {
         let dir = try PiperFixture.alteredVoice(
             named: "sixteen", config: { $0.replacingOccurrences(of: "\"sample_rate\": 22050", with: "\"sample_rate\": 16000") })
+        defer { PiperFixture.removeAlteredVoice(dir) }
         let catalog = try VoiceCatalog.default().adding(piperVoicesIn: [dir]).preferring(["en": "piper.sixteen"])
         #expect(try catalog.voice(identifier: "piper.sixteen").sampleRate == 16000)
         let text = "Hello world. Καλημέρα κόσμε."

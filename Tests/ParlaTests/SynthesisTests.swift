@@ -181,6 +181,7 @@ struct SynthesisTests {
 
     @Test func writesAWAVFileSoxAccepts() async throws {
         let dir = try makeTemporaryDirectory()
+        defer { removeTemporaryDirectory(dir) }
         let wav = dir.appendingPathComponent("hello.wav")
         let json = dir.appendingPathComponent("hello.json")
         let timeline = try await synth.write(Utterance(string: "Hello world"), to: wav, timingsURL: json)
@@ -212,6 +213,7 @@ struct SynthesisTests {
         #expect(prepared.voices.map(\.language.identifier) == ["en", "el"])
         #expect(prepared.voices.map(\.voice.identifier).allSatisfy { !$0.isEmpty })
         let dir = try makeTemporaryDirectory()
+        defer { removeTemporaryDirectory(dir) }
         let fromPrepared = try await synth.write(prepared, to: dir.appendingPathComponent("a.wav"))
         let fromUtterance = try await synth.write(utterance, to: dir.appendingPathComponent("b.wav"))
         #expect(fromPrepared == fromUtterance)
@@ -220,6 +222,7 @@ struct SynthesisTests {
 
     @Test func failuresLeaveNoFiles() async throws {
         let dir = try makeTemporaryDirectory()
+        defer { removeTemporaryDirectory(dir) }
         let wav = dir.appendingPathComponent("out.wav")
         await #expect(throws: ParlaError.noVoiceForLanguage("xx")) { try await synth.write(Utterance(string: "hi", language: "xx"), to: wav) }
         await #expect(throws: ParlaError.emptyText) { try await synth.write(Utterance(string: "  "), to: wav) }
@@ -237,6 +240,7 @@ struct SynthesisTests {
     /// the whole text), and a cancelled write to a file leaves no file.
     @Test func cancellingStopsAtTheNextBlocksAndLeavesNoFile() async throws {
         let dir = try makeTemporaryDirectory()
+        defer { removeTemporaryDirectory(dir) }
         let wav = dir.appendingPathComponent("long.wav")
         let long = String(repeating: "This sentence is long enough to keep the engine busy for a while. ", count: 400)
         let handle = Mutex<Task<SpeechTimeline, any Error>?>(nil)
