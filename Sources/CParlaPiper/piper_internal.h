@@ -87,6 +87,7 @@ espeak_ERROR piper_espeak_select(const piper_espeak *e, const char *voice);
 typedef struct {
     int64_t *ids;
     int *word_of_id;     // index into words, or -1 (padding, punctuation, the ends)
+    uint32_t *phoneme_of_id; // the phoneme (a scalar) an id is the first of, else 0
     size_t id_count, id_capacity;
     struct piper_word {
         int position;    // 1-based Unicode scalar position in the run's text

@@ -132,8 +132,12 @@ static int push_id(piper_sentence *s, int64_t id, int word) {
     int *w = realloc(s->word_of_id, cap * sizeof *w);
     if (!w) return 0;
     s->word_of_id = w;
+    uint32_t *ph = realloc(s->phoneme_of_id, cap * sizeof *ph);
+    if (!ph) return 0;
+    s->phoneme_of_id = ph;
     s->ids[s->id_count] = id;
     s->word_of_id[s->id_count] = word;
+    s->phoneme_of_id[s->id_count] = 0;
     s->id_count++;
     return 1;
 }
@@ -163,6 +167,7 @@ static int push_phoneme(piper_sentence *s, const piper_id_map *m, uint32_t c, in
     }
     for (int i = 0; i < e->count; i++)
         if (!push_id(s, e->ids[i], word)) { snprintf(error, error_size, "out of memory"); return 0; }
+    if (e->count > 0) s->phoneme_of_id[s->id_count - (size_t)e->count] = c;
     if (m->has_pad && !push_id(s, m->pad, -1)) { snprintf(error, error_size, "out of memory"); return 0; }
     return 1;
 }
@@ -245,6 +250,248 @@ static int word_index(piper_sentence *s, const event_trace *t, int position) {
     return (int)s->word_count++;
 }
 
+// MARK: Words spoken joined to the one before
+
+// espeak-ng speaks some words as one with the word before: "in the" ɪnðə, "to be" təbi, "would
+// have" wʊdhɐv, "p.m." pˌiːˈɛm. Its phoneme events then name only the first word, and the second
+// had no phoneme of its own, so its time was a guess. Such a word is found in the text (no event
+// names it) and spoken alone once, before the walk; then it is split off the end of its
+// neighbour's phonemes where they end as it does: the same consonants in the same order, vowels
+// free (a joined word's are often weakened: "have" hˈæv in wʊdhɐv), a vowel at its start taking
+// as many of the neighbour's vowels as it has itself ("am" ˈæm in aɪɐm: aɪ, ɐm). The neighbour
+// keeps at least one phoneme. A word that does not match stays a guess.
+enum { JOINED_PHONEMES = 24, JOINED_BYTES = 64, JOINED_MAX = 4096 };
+
+typedef struct {
+    struct joined_word { int position, length, count; uint32_t phonemes[JOINED_PHONEMES]; } *words;
+    size_t count, capacity;
+    int *named;          // the positions of the words phoneme events name, sorted
+    size_t named_count;
+    int *starts;         // where the text's written words start, in order
+    size_t start_count, start_capacity;
+} joined_list;
+
+static int is_space(uint32_t c);
+
+// Punctuation and symbols that part written words (an apostrophe does not).
+static int parts_words(uint32_t c) {
+    if (c < 0x80) return c != '\'' && !((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'));
+    return (c >= 0xA1 && c <= 0xBF && c != 0xAA && c != 0xBA && c != 0xB5) || (c >= 0x2010 && c <= 0x205E && c != 0x2019) ||
+           (c >= 0x3001 && c <= 0x301F) || (c >= 0xFF01 && c <= 0xFF0F) || (c >= 0xFF1A && c <= 0xFF20);
+}
+
+static int is_vowel(uint32_t c) {
+    switch (c) {
+    case 'a': case 'e': case 'i': case 'o': case 'u': case 'y':
+    case 0xE6: case 0xF8: case 0x153: case 0x276:                     // æ ø œ ɶ
+    case 0x250: case 0x251: case 0x252: case 0x254: case 0x258: case 0x259: case 0x25A: case 0x25B:  // ɐ ɑ ɒ ɔ ɘ ə ɚ ɛ
+    case 0x25C: case 0x25D: case 0x25E: case 0x264: case 0x268: case 0x26A: case 0x26F: case 0x275:  // ɜ ɝ ɞ ɤ ɨ ɪ ɯ ɵ
+    case 0x289: case 0x28A: case 0x28C: case 0x28F: case 0x1D7B:     // ʉ ʊ ʌ ʏ ᵻ
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+// Length, stress and other marks that go with a phoneme rather than being one.
+static int is_mark(uint32_t c) { return (c >= 0x2B0 && c <= 0x2FF) || (c >= 0x300 && c <= 0x36F) || (c >= 0x1DC0 && c <= 0x1DFF); }
+
+// A flap is how a t or d between vowels is spoken ("that a" ðˌæɾə).
+static int same_consonant(uint32_t a, uint32_t b) {
+    if (a == b) return 1;
+    return (a == 0x27E && (b == 't' || b == 'd')) || (b == 0x27E && (a == 't' || a == 'd'));
+}
+
+static int compare_ints(const void *a, const void *b) {
+    int x = *(const int *)a, y = *(const int *)b;
+    return x < y ? -1 : x > y;
+}
+
+// The index of the first of `sorted[0..n)` that is at least `value` (n if none).
+static size_t first_at_or_after(const int *sorted, size_t n, int value) {
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (sorted[mid] < value) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+// The words of `text` that no phoneme event names (espeak-ng may still have a word event for
+// one), each with its phonemes spoken alone; and the positions of the words phoneme events
+// name, sorted. Returns 0 only when out of memory.
+static int find_joined(const char *text, const event_trace *t, const piper_espeak *espeak, joined_list *out) {
+    int *positions = malloc((t->count + 1) * sizeof *positions);
+    if (!positions) return 0;
+    size_t named = 0;
+    for (size_t i = 0; i < t->count; i++)
+        if (named == 0 || positions[named - 1] != t->word_of_byte[i]) positions[named++] = t->word_of_byte[i];
+    qsort(positions, named, sizeof *positions, compare_ints);
+    out->named = positions;
+    out->named_count = named;
+    const unsigned char *q = (const unsigned char *)text, *end = q + strlen(text);
+    int position = 0;
+    const unsigned char *word = NULL;
+    int word_position = 0;
+    for (;;) {
+        const unsigned char *at = q;
+        uint32_t c = q < end ? next_scalar(&q, end) : 0;
+        position++;
+        int inside = c && !is_space(c) && !parts_words(c);
+        if (inside && !word) {
+            word = at, word_position = position;
+            if (!grow((void **)&out->starts, &out->start_capacity, out->start_count + 1, sizeof *out->starts)) return 0;
+            out->starts[out->start_count++] = position;
+        }
+        if (inside || !word) { if (!c) break; continue; }
+        // The word [word, at) at [word_position, position).
+        size_t at_or_after = first_at_or_after(positions, named, word_position);
+        size_t bytes = (size_t)(at - word);
+        if (!(at_or_after < named && positions[at_or_after] < position) && out->count < JOINED_MAX && word_position > 1 && bytes < JOINED_BYTES) {
+            char alone[JOINED_BYTES + 1];
+            memcpy(alone, word, bytes);
+            alone[bytes] = 0;
+            const void *p = alone;
+            const char *phonemes = espeak->text_to_phonemes(&p, espeakCHARS_UTF8, espeakPHONEMES_IPA);
+            struct joined_word j = { word_position, position - word_position, 0, { 0 } };
+            const unsigned char *r = (const unsigned char *)(phonemes ? phonemes : ""), *rend = r + strlen((const char *)r);
+            int in_switch = 0;
+            while (r < rend && j.count < JOINED_PHONEMES) {
+                uint32_t ph = next_scalar(&r, rend);
+                if (ph == '(') { in_switch = 1; continue; }
+                if (in_switch) { if (ph == ')') in_switch = 0; continue; }
+                if (ph == ' ' || ph == '_' || is_mark(ph)) continue;
+                j.phonemes[j.count++] = ph;
+            }
+            if (j.count > 0 && r >= rend) {
+                if (!grow((void **)&out->words, &out->capacity, out->count + 1, sizeof *out->words)) return 0;
+                out->words[out->count++] = j;
+            }
+        }
+        word = NULL;
+        if (!c) break;
+    }
+    return 1;
+}
+
+// Where joined word `j` starts in the phonemes `ph[0..n)` (base phonemes only, oldest first):
+// the index of its first phoneme (0: they are all its own), or -1 if they do not end as it does.
+static int joined_start(const struct joined_word *j, const uint32_t *ph, int n) {
+    int i = j->count - 1, k = n - 1;
+    while (i >= 0) {
+        if (k < 0) return -1;
+        if (!is_vowel(j->phonemes[i])) {
+            if (is_vowel(ph[k]) || !same_consonant(j->phonemes[i], ph[k])) return -1;
+            i--, k--;
+            continue;
+        }
+        int a = i;
+        while (a > 0 && is_vowel(j->phonemes[a - 1])) a--;
+        if (!is_vowel(ph[k])) return -1;
+        int b = k;
+        while (b > 0 && is_vowel(ph[b - 1])) b--;
+        int take = k - b + 1, own = i - a + 1;
+        if (a == 0 && own < take) take = own;
+        k -= take;
+        i = a - 1;
+    }
+    return k >= -1 ? k + 1 : -1;
+}
+
+// Whether a written word starts at `position` (joined words are found in the text).
+static int is_word_start(const joined_list *j, int position) {
+    size_t i = first_at_or_after(j->starts, j->start_count, position);
+    return i < j->start_count && j->starts[i] == position;
+}
+
+// Gives the joined words of `j` their own phonemes in `s` (see above). Returns 0 only when out
+// of memory.
+static int split_joined(piper_sentence *s, const joined_list *j) {
+    if (j->count == 0 || !s->phoneme_of_id) return 1;
+    for (size_t w = 0; w < s->word_count; w++) {
+        struct piper_word *p = &s->words[w];
+        if (p->first_id < 0) continue;
+        // The word espeak-ng names next: the joined words lie before it.
+        size_t after = first_at_or_after(j->named, j->named_count, p->position + 1);
+        int next = after < j->named_count ? j->named[after] : INT32_MAX;
+        size_t first = 0, last;  // joined words [first, last) after p
+        for (size_t lo = 0, hi = j->count; lo < hi;) {
+            size_t mid = (lo + hi) / 2;
+            if (j->words[mid].position <= p->position) lo = first = mid + 1;
+            else hi = mid;
+        }
+        for (last = first; last < j->count && j->words[last].position < next; last++) {}
+        if (first == last) continue;
+        // p's phonemes (their ids), to its last; at most those of its ipa.
+        int ids[96];
+        uint32_t ph[96];
+        int n = 0;
+        for (size_t i = (size_t)p->first_id; i < s->id_count && n < 96; i++) {
+            if (s->word_of_id[i] == (int)w + 1 && (size_t)w + 1 < s->word_count) break;
+            if (s->word_of_id[i] != (int)w || !s->phoneme_of_id[i] || is_mark(s->phoneme_of_id[i])) continue;
+            ids[n] = (int)i, ph[n] = s->phoneme_of_id[i], n++;
+        }
+        // From the last joined word back, while each matches.
+        int starts[64];
+        size_t matched = 0;
+        for (size_t g = last; g > first && matched < sizeof starts / sizeof starts[0]; g--) {
+            int k = joined_start(&j->words[g - 1], ph, n);
+            // All of them: espeak-ng put the word's phonemes at a position inside the word before
+            // ("To be": be's events at 2, the o of To), which the joined word is the true place of.
+            if (k == 0 && matched == 0 && g == last && !is_word_start(j, p->position)) {
+                p->position = j->words[g - 1].position;
+                p->length = j->words[g - 1].length;
+                break;
+            }
+            if (k <= 0) break;
+            // Its first id: a stress mark just before its first phoneme goes with it.
+            int id = ids[k];
+            for (int i = id - 1; i > (k > 0 ? ids[k - 1] : p->first_id); i--) {
+                if (s->phoneme_of_id[i] == 0x2C8 || s->phoneme_of_id[i] == 0x2CC) { id = i; break; }
+                if (s->phoneme_of_id[i]) break;
+            }
+            starts[matched++] = id;
+            n = k;
+        }
+        if (matched == 0) continue;
+        if (!grow((void **)&s->words, &s->word_capacity, s->word_count + matched, sizeof *s->words)) return 0;
+        p = &s->words[w];
+        memmove(&s->words[w + 1 + matched], &s->words[w + 1], (s->word_count - w - 1) * sizeof *s->words);
+        for (size_t i = 0; i < s->id_count; i++)
+            if (s->word_of_id[i] > (int)w) s->word_of_id[i] += (int)matched;
+        // starts[] runs from the last word back; the new words go in text order.
+        for (size_t m = 0; m < matched; m++) {
+            const struct joined_word *jw = &j->words[last - matched + m];
+            int from = starts[matched - 1 - m];
+            s->words[w + 1 + m] = (struct piper_word){ jw->position, jw->length, from, 0, { 0 } };
+        }
+        s->word_count += matched;
+        if (p->position + p->length > s->words[w + 1].position) p->length = s->words[w + 1].position - p->position;
+        // The ids after each start, and the phonemes fed to the voice, go with their words.
+        for (size_t m = 0; m <= matched; m++) {
+            struct piper_word *x = &s->words[w + m];
+            size_t to = m < matched ? (size_t)s->words[w + m + 1].first_id : s->id_count;
+            x->ipa_length = 0;
+            for (size_t i = (size_t)x->first_id; i < to; i++) {
+                if (s->word_of_id[i] == (int)w) s->word_of_id[i] = (int)(w + m);
+                else if (s->word_of_id[i] >= 0) break;
+                uint32_t c = s->phoneme_of_id[i];
+                if (c == ' ') break;
+                if (!c || (s->word_of_id[i] < 0 && c != 0x2C8 && c != 0x2CC)) continue;
+                char utf8[8];
+                size_t len = 0;
+                piper_put_utf8(utf8, &len, c);
+                if ((size_t)x->ipa_length + len > sizeof x->ipa) break;
+                memcpy(x->ipa + x->ipa_length, utf8, len);
+                x->ipa_length += (int)len;
+            }
+        }
+        w += matched;
+    }
+    return 1;
+}
+
 // MARK: Clauses and sentences
 
 static int is_space(uint32_t c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v' || c == 0xA0 || c == 0x3000; }
@@ -273,9 +520,9 @@ static uint32_t terminator_of(const char *start, const char *end) {
 // Ends sentence `s` (its EOS), hands it to `sentence` and starts the next one empty, which
 // continues it if `goes_on` (the rest of its sentence follows). Returns what `sentence`
 // returned, or -1 with `error` set.
-static int end_sentence(piper_sentence *s, const piper_id_map *map, int goes_on, int (*sentence)(void *context, piper_sentence *s), void *context,
-                        char *error, size_t error_size) {
-    if (!push_id(s, map->eos, -1)) { snprintf(error, error_size, "out of memory"); return -1; }
+static int end_sentence(piper_sentence *s, const piper_id_map *map, const joined_list *joined, int goes_on,
+                        int (*sentence)(void *context, piper_sentence *s), void *context, char *error, size_t error_size) {
+    if (!push_id(s, map->eos, -1) || !split_joined(s, joined)) { snprintf(error, error_size, "out of memory"); return -1; }
     s->goes_on = goes_on;
     if (too_many_skipped(s, error, error_size)) return -1;
     int status = sentence(context, s);
@@ -318,7 +565,8 @@ int piper_phonemize(const char *text, const char *espeak_voice, const piper_id_m
     espeak->set_parameter(espeakRATE, rate, 0);
     tracing = NULL;
     int status = 0;
-    if (trace.failed) { snprintf(error, error_size, "out of memory"); status = -1; }
+    joined_list joined = { 0 };
+    if (trace.failed || !find_joined(text, &trace, espeak, &joined)) { snprintf(error, error_size, "out of memory"); status = -1; }
     piper_sentence s = { 0 };
     size_t cursor = 0;       // in trace.bytes
     int last_word = -1;      // the word of the last phoneme matched
@@ -361,7 +609,7 @@ int piper_phonemize(const char *text, const char *espeak_voice, const piper_id_m
             // A long first clause is cut at a word once it has FIRST_PART_IDS (see below).
             if (c == ' ' && early_first_clause && s.id_count >= FIRST_PART_IDS && (size_t)(rend - r) >= FIRST_PART_REST) {
                 if (lookup(map, ',') && !push_phoneme(&s, map, ',', -1, error, error_size)) { status = -1; break; }
-                if ((status = end_sentence(&s, map, 1, sentence, context, error, error_size)) != 0) break;
+                if ((status = end_sentence(&s, map, &joined, 1, sentence, context, error, error_size)) != 0) break;
                 last_word = -1;
                 early_first_clause = 0;
                 stress_at = -1;
@@ -423,7 +671,7 @@ int piper_phonemize(const char *text, const char *espeak_voice, const piper_id_m
         int ends = is_sentence_end(terminator) || !p || s.id_count > 400 || (early_first_clause && clause_only);
         if (ends && s.id_count > 0) {
             int split = early_first_clause && clause_only && !is_sentence_end(terminator) && p;
-            status = end_sentence(&s, map, split, sentence, context, error, error_size);
+            status = end_sentence(&s, map, &joined, split, sentence, context, error, error_size);
             last_word = -1;
             early_first_clause = 0;
         }
@@ -433,6 +681,10 @@ int piper_phonemize(const char *text, const char *espeak_voice, const piper_id_m
     free(trace.words);
     free(s.ids);
     free(s.word_of_id);
+    free(s.phoneme_of_id);
     free(s.words);
+    free(joined.words);
+    free(joined.named);
+    free(joined.starts);
     return status;
 }

@@ -1,21 +1,87 @@
 // libFuzzer target: what a Piper voice's files can hold, against the C that reads them
 // (Sources/CParlaPiper): the first byte picks the reader, the rest is the file.
-//   0 (even): MODEL.onnx.json: the JSON reader, the config's fields and the phoneme id map;
+//   0 (mod 4): MODEL.onnx.json: the JSON reader, the config's fields and the phoneme id map;
 //   1 (odd):  MODEL.onnx: the protobuf walker that finds the Ceil node, and the rewrite that
 //             adds its output and seeds the random nodes, whose result must read back the same;
 //             and the split at the decoder (and the flow), whose parts must read back as
 //             models, the decoder and flow not splitting again, the decoder's planar rewrite
 //             reading back too (and not applying twice), and the check alone agreeing with the split.
-// Built by scripts/fuzz with the sanitizers; no ONNX Runtime, no espeak-ng call.
+//   2 (mod 4): text, phonemized as for a Piper voice by the system's espeak-ng (en-us, a map of
+//             espeak-ng's IPA symbols; bit 2 asks for the early first clause): the walk of its
+//             events and phonemes, and the split of words spoken joined to the one before. Every
+//             sentence's words must keep their order, their first ids inside the sentence.
+// Built by scripts/fuzz with the sanitizers; no ONNX Runtime.
 #include "piper_internal.h"
+#include <espeak-ng/speak_lib.h>
 #include <stdlib.h>
 #include <string.h>
+
+// The walk's sentences: their words in order of their first ids, each id's word a real one.
+static int check_sentence(void *context, piper_sentence *s) {
+    (void)context;
+    int previous = -1;
+    for (size_t w = 0; w < s->word_count; w++) {
+        int first = s->words[w].first_id;
+        if (first >= (int)s->id_count || s->words[w].ipa_length < 0 || s->words[w].ipa_length > (int)sizeof s->words[w].ipa) abort();
+        if (s->words[w].length < 1) abort();
+        if (first < 0) continue;
+        if (first <= previous) abort();
+        previous = first;
+    }
+    for (size_t i = 0; i < s->id_count; i++)
+        if (s->word_of_id[i] < -1 || s->word_of_id[i] >= (int)s->word_count) abort();
+    return 0;
+}
+
+// A phoneme id map with espeak-ng's IPA symbols and Piper's punctuation.
+static piper_id_map *ipa_map(void) {
+    static const char *symbols[] = {
+        "_", "^", "$", " ", "!", "'", "(", ")", ",", "-", ".", ":", ";", "?", "a", "b", "c", "d", "e", "f", "h", "i", "j", "k", "l",
+        "m", "n", "o", "p", "q", "r", "s", "t", "u", "v", "w", "x", "y", "z", "æ", "ç", "ð", "ø", "ħ", "ŋ", "œ", "ɐ", "ɑ", "ɒ", "ɔ",
+        "ɕ", "ɖ", "ə", "ɚ", "ɛ", "ɜ", "ɟ", "ɡ", "ɣ", "ɪ", "ɫ", "ɬ", "ɭ", "ɯ", "ɲ", "ɳ", "ɹ", "ɾ", "ʁ", "ʂ", "ʃ", "ʈ", "ʊ", "ʋ",
+        "ʌ", "ʎ", "ʏ", "ʒ", "ʔ", "ʲ", "ˈ", "ˌ", "ː", "β", "θ", "χ", "ᵻ",
+    };
+    char json[4096];
+    size_t n = (size_t)snprintf(json, sizeof json, "{");
+    for (size_t i = 0; i < sizeof symbols / sizeof symbols[0]; i++)
+        n += (size_t)snprintf(json + n, sizeof json - n, "%s\"%s\": [%zu]", i ? ", " : "", symbols[i], i);
+    snprintf(json + n, sizeof json - n, "}");
+    char error[300];
+    pj_value *doc = pj_parse(json, strlen(json), error, sizeof error);
+    if (!doc) abort();
+    piper_id_map *map = piper_id_map_create(doc, error, sizeof error);
+    pj_free(doc);
+    if (!map) abort();
+    return map;
+}
+
+static void phonemize(const uint8_t *body, size_t length, int early) {
+    static piper_id_map *map;
+    if (!map) {
+        // The system's espeak-ng: a private one is loaded with RTLD_DEEPBIND, which the
+        // sanitizers' runtime refuses.
+        setenv("PARLA_PIPER_ESPEAK", "system", 1);
+        if (espeak_Initialize(AUDIO_OUTPUT_SYNCHRONOUS, 0, NULL, 0x8000 | espeakINITIALIZE_PHONEME_EVENTS | espeakINITIALIZE_PHONEME_IPA) <= 0) abort();
+        map = ipa_map();
+    }
+    char *text = malloc(length + 1);
+    if (!text) return;
+    memcpy(text, body, length);
+    text[length] = 0;
+    char error[300];
+    (void)piper_phonemize(text, "en-us", map, early, check_sentence, NULL, error, sizeof error);
+    free(text);
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size < 1) return 0;
     const uint8_t *body = data + 1;
     size_t length = size - 1;
     char error[300];
+    if ((data[0] & 3) == 2) {
+        phonemize(body, length, data[0] & 4);
+        return 0;
+    }
     if ((data[0] & 1) == 0) {
         pj_value *doc = pj_parse((const char *)body, length, error, sizeof error);
         if (!doc) return 0;
