@@ -322,7 +322,9 @@ static size_t first_at_or_after(const int *sorted, size_t n, int value) {
 // one), each with its phonemes spoken alone; and the positions of the words phoneme events
 // name, sorted. Returns 0 only when out of memory.
 static int find_joined(const char *text, const event_trace *t, const piper_espeak *espeak, joined_list *out) {
-    int *positions = malloc((t->count + 1) * sizeof *positions);
+    size_t runs = 0;  // of bytes with one word: a word's phonemes come together
+    for (size_t i = 0; i < t->count; i++) runs += i == 0 || t->word_of_byte[i] != t->word_of_byte[i - 1];
+    int *positions = malloc((runs + 1) * sizeof *positions);
     if (!positions) return 0;
     size_t named = 0;
     for (size_t i = 0; i < t->count; i++)
@@ -423,15 +425,17 @@ static int split_joined(piper_sentence *s, const joined_list *j) {
         }
         for (last = first; last < j->count && j->words[last].position < next; last++) {}
         if (first == last) continue;
-        // p's phonemes (their ids), to its last; at most those of its ipa.
+        // p's phonemes (their ids), to its last; a word of more is left as it is.
         int ids[96];
         uint32_t ph[96];
         int n = 0;
-        for (size_t i = (size_t)p->first_id; i < s->id_count && n < 96; i++) {
+        for (size_t i = (size_t)p->first_id; i < s->id_count && n <= 96; i++) {
             if (s->word_of_id[i] == (int)w + 1 && (size_t)w + 1 < s->word_count) break;
             if (s->word_of_id[i] != (int)w || !s->phoneme_of_id[i] || is_mark(s->phoneme_of_id[i])) continue;
+            if (n == 96) { n++; break; }
             ids[n] = (int)i, ph[n] = s->phoneme_of_id[i], n++;
         }
+        if (n > 96) continue;
         // From the last joined word back, while each matches.
         int starts[64];
         size_t matched = 0;
@@ -440,6 +444,7 @@ static int split_joined(piper_sentence *s, const joined_list *j) {
             // All of them: espeak-ng put the word's phonemes at a position inside the word before
             // ("To be": be's events at 2, the o of To), which the joined word is the true place of.
             if (k == 0 && matched == 0 && g == last && !is_word_start(j, p->position)) {
+                if (s->sentence_position == p->position) s->sentence_position = j->words[g - 1].position;
                 p->position = j->words[g - 1].position;
                 p->length = j->words[g - 1].length;
                 break;
