@@ -167,6 +167,11 @@ def phonemes(parla, piper, model, voice, corpus, tmp, cores):
     out = os.path.join(tmp, "phonemes")
     run([parla, "render", corpus, "-o", out, "--jobs", str(cores), "-v", voice, "--timings"])
     rows = [l.rstrip("\n").split("\t") for l in open(corpus, encoding="utf-8") if l.strip()]
+    # Words whose time is a guess: espeak-ng's events gave them no phoneme of their own.
+    timed = [w for row in rows for w in json.load(open(os.path.join(out, row[0] + ".json"), encoding="utf-8"))["words"]]
+    guessed = [w["word"] for w in timed if w.get("estimated")]
+    print(f"  words timed by a guess, {len(rows)} quotations: {len(guessed)} of {len(timed)} = "
+          f"{100 * len(guessed) / max(len(timed), 1):.2f} %{'  (' + ', '.join(guessed[:5]) + ')' if guessed else ''}")
     python = os.path.join(os.path.dirname(piper), "python")
     ask = ("import json, sys\nfrom piper import PiperVoice\nv = PiperVoice.load(sys.argv[1])\n"
            "for line in sys.stdin:\n    print(json.dumps(''.join(''.join(s) for s in v.phonemize(line.rstrip('\\n')))), flush=True)\n")
@@ -203,4 +208,5 @@ def clipping(directory):
     print(f"  clipping: {full} of {count} samples at full scale  (target: 0)")
 
 
-main()
+if __name__ == "__main__":
+    main()
