@@ -381,6 +381,8 @@ static int find_joined(const char *text, const event_trace *t, const piper_espea
 // the index of its first phoneme (0: they are all its own), or -1 if they do not end as it does.
 static int joined_start(const struct joined_word *j, const uint32_t *ph, int n) {
     int i = j->count - 1, k = n - 1;
+    // A linking r before a vowel ("no longer in": ...ɡɚɹ ɪn) ends a word that alone ends in a vowel.
+    if (k > 0 && ph[k] == 0x279 && i >= 0 && is_vowel(j->phonemes[i])) k--;
     while (i >= 0) {
         if (k < 0) return -1;
         if (!is_vowel(j->phonemes[i])) {
