@@ -31,4 +31,6 @@ with parla.Synthesizer() as synth:
     # ... and a polite one waits until everything before it has been said.
     later = synth.announce("Download finished.", priority="low", queue=True)
     texts[later.utterance] = later.text
-    print("the polite announcement was heard in full:", later.wait(timeout=60))
+    heard = later.wait(timeout=60)
+    # One write, as the event thread's are: a print of several parts could be cut by its lines.
+    print(f"the polite announcement was heard in full: {heard}\n", end="", flush=True)
