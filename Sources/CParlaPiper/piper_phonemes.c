@@ -475,23 +475,12 @@ static int split_joined(piper_sentence *s, const joined_list *j) {
         }
         s->word_count += matched;
         if (p->position + p->length > s->words[w + 1].position) p->length = s->words[w + 1].position - p->position;
-        // The ids after each start, and the phonemes fed to the voice, go with their words.
-        for (size_t m = 0; m <= matched; m++) {
-            struct piper_word *x = &s->words[w + m];
+        // The ids after each start go with their words.
+        for (size_t m = 1; m <= matched; m++) {
             size_t to = m < matched ? (size_t)s->words[w + m + 1].first_id : s->id_count;
-            x->ipa_length = 0;
-            for (size_t i = (size_t)x->first_id; i < to; i++) {
+            for (size_t i = (size_t)s->words[w + m].first_id; i < to; i++) {
                 if (s->word_of_id[i] == (int)w) s->word_of_id[i] = (int)(w + m);
                 else if (s->word_of_id[i] >= 0) break;
-                uint32_t c = s->phoneme_of_id[i];
-                if (c == ' ') break;
-                if (!c || (s->word_of_id[i] < 0 && c != 0x2C8 && c != 0x2CC)) continue;
-                char utf8[8];
-                size_t len = 0;
-                piper_put_utf8(utf8, &len, c);
-                if ((size_t)x->ipa_length + len > sizeof x->ipa) break;
-                memcpy(x->ipa + x->ipa_length, utf8, len);
-                x->ipa_length += (int)len;
             }
         }
         w += matched;
@@ -524,12 +513,45 @@ static uint32_t terminator_of(const char *start, const char *end) {
     }
 }
 
+// Each word's phonemes as fed to the voice (IPA, UTF-8), from its ids: a stress mark goes
+// with the word of the phoneme after it (none across a space), and a phoneme that does not fit
+// in `ipa` is left out.
+static void set_ipa(piper_sentence *s) {
+    for (size_t w = 0; w < s->word_count; w++) s->words[w].ipa_length = 0;
+    char stress[8];
+    size_t stress_length = 0;
+    for (size_t i = 0; i < s->id_count; i++) {
+        uint32_t c = s->phoneme_of_id[i];
+        if (!c) continue;
+        char utf8[8];
+        size_t n = 0;
+        piper_put_utf8(utf8, &n, c);
+        if (c == 0x2C8 || c == 0x2CC) {
+            if (n <= sizeof stress - stress_length) memcpy(stress + stress_length, utf8, n), stress_length += n;
+            continue;
+        }
+        int word = s->word_of_id[i];
+        if (word >= 0 && word < (int)s->word_count) {
+            struct piper_word *w = &s->words[word];
+            if ((size_t)w->ipa_length + stress_length + n <= sizeof w->ipa) {
+                memcpy(w->ipa + w->ipa_length, stress, stress_length);
+                memcpy(w->ipa + w->ipa_length + stress_length, utf8, n);
+                w->ipa_length += (int)(stress_length + n);
+            }
+            stress_length = 0;
+        } else if (c == ' ') {
+            stress_length = 0;
+        }
+    }
+}
+
 // Ends sentence `s` (its EOS), hands it to `sentence` and starts the next one empty, which
 // continues it if `goes_on` (the rest of its sentence follows). Returns what `sentence`
 // returned, or -1 with `error` set.
 static int end_sentence(piper_sentence *s, const piper_id_map *map, const joined_list *joined, int goes_on,
                         int (*sentence)(void *context, piper_sentence *s), void *context, char *error, size_t error_size) {
     if (!push_id(s, map->eos, -1) || !split_joined(s, joined)) { snprintf(error, error_size, "out of memory"); return -1; }
+    set_ipa(s);
     s->goes_on = goes_on;
     if (too_many_skipped(s, error, error_size)) return -1;
     int status = sentence(context, s);
@@ -605,8 +627,6 @@ int piper_phonemize(const char *text, const char *espeak_voice, const piper_id_m
         const unsigned char *r = (const unsigned char *)(phonemes ? phonemes : ""), *rend = r + strlen((const char *)r);
         int in_switch = 0;
         int stress_at = -1;  // the id of a stress mark waiting for its phoneme
-        char stress[8];      // and the mark itself, for its word's phonemes
-        size_t stress_length = 0;
         while (r < rend) {
             const unsigned char *at = r;
             uint32_t c = next_scalar(&r, rend);
@@ -654,21 +674,7 @@ int piper_phonemize(const char *text, const char *espeak_voice, const piper_id_m
             if (word >= 0 && s.words[word].first_id < 0 && s.id_count > before) {
                 s.words[word].first_id = stress_at >= 0 ? stress_at : (int)before;
             }
-            if ((c == 0x2C8 || c == 0x2CC) && s.id_count > before && (size_t)(r - at) <= sizeof stress - stress_length) {
-                memcpy(stress + stress_length, at, (size_t)(r - at));
-                stress_length += (size_t)(r - at);
-            }
-            if (word >= 0 && s.id_count > before) {
-                // The word's phonemes, as fed to the voice (its stress mark before its vowel).
-                struct piper_word *w = &s.words[word];
-                size_t n = (size_t)(r - at);
-                if ((size_t)w->ipa_length + stress_length + n <= sizeof w->ipa) {
-                    memcpy(w->ipa + w->ipa_length, stress, stress_length);
-                    memcpy(w->ipa + w->ipa_length + stress_length, at, n);
-                    w->ipa_length += (int)(stress_length + n);
-                }
-            }
-            if ((word >= 0 && s.id_count > before) || c == ' ') stress_at = -1, stress_length = 0;
+            if ((word >= 0 && s.id_count > before) || c == ' ') stress_at = -1;
         }
         if (status != 0) break;
         // The clause's punctuation is a phoneme of its own, when the voice has it.
