@@ -197,6 +197,7 @@ typedef struct {
     size_t count, capacity;
     struct { int position, length; } *words;
     size_t word_count, word_capacity;
+    size_t limit;  // the most phoneme bytes kept (see TRACE_LIMIT)
     int failed;
 } event_trace;
 
@@ -215,11 +216,16 @@ static int trace_callback(short *wav, int count, espeak_EVENT *events) {
         } else if (e->type == espeakEVENT_PHONEME) {
             size_t n = strnlen(e->id.string, sizeof e->id.string);
             if (n == 0) continue;  // a pause
+            if (t->count + n > t->limit) return 1;  // runaway: synthesis stops, the rest is a guess
+            // The two grow together: word_of_byte is moved only when the capacity changes (a
+            // realloc on every event made a text of many phonemes quadratic where realloc copies).
+            size_t before = t->capacity;
             if (!grow((void **)&t->bytes, &t->capacity, t->count + n, 1)) { t->failed = 1; return 1; }
-            size_t cap = t->capacity;
-            int *w = realloc(t->word_of_byte, cap * sizeof *w);
-            if (!w) { t->failed = 1; return 1; }
-            t->word_of_byte = w;
+            if (t->capacity != before || !t->word_of_byte) {
+                int *w = realloc(t->word_of_byte, t->capacity * sizeof *w);
+                if (!w) { t->failed = 1; return 1; }
+                t->word_of_byte = w;
+            }
             for (size_t i = 0; i < n; i++) {
                 // Stress marks (U+02C8, U+02CC: CB 88, CB 8C), which espeak-ng 1.52 puts in its
                 // phoneme events and 1.51 does not, are matched on their own (see below): left out.
@@ -575,6 +581,13 @@ enum { FIRST_PART_IDS = 100, FIRST_PART_REST = 40 };
 // (espeak-ng's speed-up of its audio).
 enum { TRACE_RATE = 350 };
 
+// The most phoneme bytes the trace keeps per byte of text. Spoken numbers, symbols and letters
+// of other scripts give some 8 (a CJK character read by an English voice, an emoji's name), but
+// espeak-ng 1.51 can run away on some text: 330 bytes of mixed scripts read as en-us made
+// minutes of audio (the fuzz target), and crashed its command-line program. The trace stops
+// there; the words after it are timed by a guess.
+enum { TRACE_LIMIT = 64 };
+
 int piper_phonemize(const char *text, const char *espeak_voice, const piper_id_map *map, int early_first_clause,
                     int (*sentence)(void *context, piper_sentence *s), void *context, char *error, size_t error_size) {
     const piper_espeak *espeak = piper_espeak_get();
@@ -585,7 +598,7 @@ int piper_phonemize(const char *text, const char *espeak_voice, const piper_id_m
     size_t text_length = strlen(text);
     // The phonemes and their words, from espeak-ng speaking the text (its audio is dropped),
     // at TRACE_RATE: the same phoneme events, and less audio made for nothing.
-    event_trace trace = { 0 };
+    event_trace trace = { .limit = text_length * TRACE_LIMIT + 4096 };
     tracing = &trace;
     espeak->set_callback(trace_callback);
     int rate = espeak->get_parameter(espeakRATE, 1);
