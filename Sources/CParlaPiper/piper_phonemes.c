@@ -23,7 +23,8 @@ struct piper_id_map {
     int has_pad;
 };
 
-// Decodes one UTF-8 scalar at *p (before end); malformed bytes read as U+FFFD, one at a time.
+// Decodes one UTF-8 scalar at *p (before end); malformed bytes (a sequence cut short, one
+// longer than it needs, a surrogate, past U+10FFFF) read as U+FFFD, one at a time.
 static uint32_t next_scalar(const unsigned char **p, const unsigned char *end) {
     const unsigned char *s = *p;
     uint32_t c = *s;
@@ -34,6 +35,8 @@ static uint32_t next_scalar(const unsigned char **p, const unsigned char *end) {
         if ((s[i] & 0xC0) != 0x80) { *p = s + 1; return 0xFFFD; }
         c = c << 6 | (s[i] & 0x3F);
     }
+    static const uint32_t least[4] = { 0, 0x80, 0x800, 0x10000 };
+    if (c < least[n] || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) { *p = s + 1; return 0xFFFD; }
     *p = s + n + 1;
     return c;
 }
@@ -198,6 +201,7 @@ typedef struct {
     struct { int position, length; } *words;
     size_t word_count, word_capacity;
     size_t limit;  // the most phoneme bytes kept (see TRACE_LIMIT)
+    int offset;    // the scalars of the text before the window being traced
     int failed;
 } event_trace;
 
@@ -210,7 +214,7 @@ static int trace_callback(short *wav, int count, espeak_EVENT *events) {
     for (espeak_EVENT *e = events; e && e->type != espeakEVENT_LIST_TERMINATED; e++) {
         if (e->type == espeakEVENT_WORD) {
             if (!grow((void **)&t->words, &t->word_capacity, t->word_count + 1, sizeof *t->words)) { t->failed = 1; return 1; }
-            t->words[t->word_count].position = e->text_position;
+            t->words[t->word_count].position = e->text_position + t->offset;
             t->words[t->word_count].length = e->length;
             t->word_count++;
         } else if (e->type == espeakEVENT_PHONEME) {
@@ -232,7 +236,7 @@ static int trace_callback(short *wav, int count, espeak_EVENT *events) {
                 const unsigned char *b = (const unsigned char *)e->id.string;
                 if (b[i] == 0xCB && i + 1 < n && (b[i + 1] == 0x88 || b[i + 1] == 0x8C)) { i++; continue; }
                 t->bytes[t->count] = b[i];
-                t->word_of_byte[t->count] = e->text_position;
+                t->word_of_byte[t->count] = e->text_position + t->offset;
                 t->count++;
             }
         }
@@ -266,13 +270,17 @@ static int word_index(piper_sentence *s, const event_trace *t, int position) {
 // free (a joined word's are often weakened: "have" hˈæv in wʊdhɐv), a vowel at its start taking
 // as many of the neighbour's vowels as it has itself ("am" ˈæm in aɪɐm: aɪ, ɐm). The neighbour
 // keeps at least one phoneme. A word that does not match stays a guess.
+// The zero bytes after every text given to espeak-ng, which reads a little past the end of a
+// text in places (and its windows and words are copies).
+enum { TEXT_PADDING = 8 };
+
 enum { JOINED_PHONEMES = 24, JOINED_BYTES = 64, JOINED_MAX = 4096 };
 
 typedef struct {
     struct joined_word { int position, length, count; uint32_t phonemes[JOINED_PHONEMES]; } *words;
     size_t count, capacity;
     int *named;          // the positions of the words phoneme events name, sorted
-    size_t named_count;
+    size_t named_count, named_capacity;
     int *starts;         // where the text's written words start, in order
     size_t start_count, start_capacity;
 } joined_list;
@@ -324,22 +332,26 @@ static size_t first_at_or_after(const int *sorted, size_t n, int value) {
     return lo;
 }
 
-// The words of `text` that no phoneme event names (espeak-ng may still have a word event for
-// one), each with its phonemes spoken alone; and the positions of the words phoneme events
-// name, sorted. Returns 0 only when out of memory.
-static int find_joined(const char *text, const event_trace *t, const piper_espeak *espeak, joined_list *out) {
+// The words of the window [text, end) of the text (the scalars before it: `offset`) that no
+// phoneme event names (espeak-ng may still have a word event for one), each with its phonemes
+// spoken alone; and the positions of the words phoneme events name (the trace's bytes from
+// `first_byte`, the window's), sorted; all added to `out`. Returns 0 only when out of memory.
+static int find_joined(const char *text, const char *text_end, int offset, const event_trace *t, size_t first_byte, const piper_espeak *espeak,
+                       joined_list *out) {
     size_t runs = 0;  // of bytes with one word: a word's phonemes come together
-    for (size_t i = 0; i < t->count; i++) runs += i == 0 || t->word_of_byte[i] != t->word_of_byte[i - 1];
-    int *positions = malloc((runs + 1) * sizeof *positions);
-    if (!positions) return 0;
+    for (size_t i = first_byte; i < t->count; i++) runs += i == first_byte || t->word_of_byte[i] != t->word_of_byte[i - 1];
+    if (!grow((void **)&out->named, &out->named_capacity, out->named_count + runs + 1, sizeof *out->named)) return 0;
+    int *positions = out->named + out->named_count;  // the window's, then added to the others
     size_t named = 0;
-    for (size_t i = 0; i < t->count; i++)
+    for (size_t i = first_byte; i < t->count; i++)
         if (named == 0 || positions[named - 1] != t->word_of_byte[i]) positions[named++] = t->word_of_byte[i];
     qsort(positions, named, sizeof *positions, compare_ints);
-    out->named = positions;
-    out->named_count = named;
-    const unsigned char *q = (const unsigned char *)text, *end = q + strlen(text);
-    int position = 0;
+    int in_order = out->named_count == 0 || named == 0 || out->named[out->named_count - 1] <= positions[0];
+    out->named_count += named;
+    if (!in_order) qsort(out->named, out->named_count, sizeof *out->named, compare_ints);  // odd positions
+    if (!in_order) positions = out->named, named = out->named_count;
+    const unsigned char *q = (const unsigned char *)text, *end = (const unsigned char *)text_end;
+    int position = offset;
     const unsigned char *word = NULL;
     int word_position = 0;
     for (;;) {
@@ -357,9 +369,8 @@ static int find_joined(const char *text, const event_trace *t, const piper_espea
         size_t at_or_after = first_at_or_after(positions, named, word_position);
         size_t bytes = (size_t)(at - word);
         if (!(at_or_after < named && positions[at_or_after] < position) && out->count < JOINED_MAX && word_position > 1 && bytes < JOINED_BYTES) {
-            char alone[JOINED_BYTES + 1];
+            char alone[JOINED_BYTES + TEXT_PADDING] = { 0 };
             memcpy(alone, word, bytes);
-            alone[bytes] = 0;
             const void *p = alone;
             const char *phonemes = espeak->text_to_phonemes(&p, espeakCHARS_UTF8, espeakPHONEMES_IPA);
             struct joined_word j = { word_position, position - word_position, 0, { 0 } };
@@ -582,11 +593,38 @@ enum { FIRST_PART_IDS = 100, FIRST_PART_REST = 40 };
 enum { TRACE_RATE = 350 };
 
 // The most phoneme bytes the trace keeps per byte of text. Spoken numbers, symbols and letters
-// of other scripts give some 8 (a CJK character read by an English voice, an emoji's name), but
-// espeak-ng 1.51 can run away on some text: 330 bytes of mixed scripts read as en-us made
-// minutes of audio (the fuzz target), and crashed its command-line program. The trace stops
-// there; the words after it are timed by a guess.
+// of other scripts give up to some 15 (a 19-digit number), but espeak-ng can run away: on
+// "\x01B" (now given to it as spaces) 1.51 read on past the end of the text and made minutes
+// of audio (the fuzz target). Should it run away on something else, the trace stops there and
+// the words after it are timed by a guess.
 enum { TRACE_LIMIT = 64 };
+
+// Traces the window text[from, to) of the text (whole clauses; `offset` scalars before it):
+// espeak-ng speaks it with phoneme events (its audio is dropped) at TRACE_RATE, the same
+// events as at any rate with less audio made for nothing. Returns 0 only when out of memory.
+static int trace_window(const char *text, size_t from, size_t to, int offset, event_trace *t, const piper_espeak *espeak) {
+    char *window = calloc(to - from + TEXT_PADDING, 1);
+    if (!window) return 0;
+    memcpy(window, text + from, to - from);
+    t->offset = offset;
+    tracing = t;
+    espeak->set_callback(trace_callback);
+    int rate = espeak->get_parameter(espeakRATE, 1);
+    espeak->set_parameter(espeakRATE, TRACE_RATE, 0);
+    espeak->synth(window, to - from + 1, 0, POS_CHARACTER, 0, espeakCHARS_UTF8, NULL, NULL);
+    espeak->set_parameter(espeakRATE, rate, 0);
+    tracing = NULL;
+    free(window);
+    return !t->failed;
+}
+
+// The scalars in [p, end), counted as next_scalar reads them.
+static int scalars_in(const char *p, const char *end) {
+    const unsigned char *q = (const unsigned char *)p, *qend = (const unsigned char *)end;
+    int n = 0;
+    while (q < qend) next_scalar(&q, qend), n++;
+    return n;
+}
 
 int piper_phonemize(const char *text, const char *espeak_voice, const piper_id_map *map, int early_first_clause,
                     int (*sentence)(void *context, piper_sentence *s), void *context, char *error, size_t error_size) {
@@ -596,36 +634,108 @@ int piper_phonemize(const char *text, const char *espeak_voice, const piper_id_m
         return -1;
     }
     size_t text_length = strlen(text);
-    // The phonemes and their words, from espeak-ng speaking the text (its audio is dropped),
-    // at TRACE_RATE: the same phoneme events, and less audio made for nothing.
+    char *padded = calloc(text_length + TEXT_PADDING, 1);
+    if (!padded) {
+        snprintf(error, error_size, "out of memory");
+        return -1;
+    }
+    memcpy(padded, text, text_length);
+    // Malformed UTF-8 and control characters (neither in Parla's own text) are given to
+    // espeak-ng as spaces, a byte for a byte, as next_scalar reads them: one character each,
+    // at the same place. espeak-ng 1.51 took a lead byte's continuation bytes past a clause's
+    // end and then read on beyond the buffer, and "\x01B" (its embedded command character
+    // before a letter that is no command) made it read past the end of the text, forever.
+    for (const unsigned char *q = (const unsigned char *)padded, *end = q + text_length; q < end;) {
+        const unsigned char *at = q;
+        next_scalar(&q, end);
+        int control = *at < 0x20 ? *at != '\t' && *at != '\n' && *at != '\r' : *at == 0x7F;
+        if ((q == at + 1 && *at >= 0x80) || control) padded[at - (const unsigned char *)padded] = ' ';
+    }
+    text = padded;
+    // The phonemes and their words, from espeak-ng speaking the text with phoneme events, a
+    // clause at a time as the walk comes to it (trace_window): a long text's first sentence
+    // does not wait for all of it (10,000 characters took 0.5 s), and no more is traced than
+    // is spoken when the speech is stopped.
     event_trace trace = { .limit = text_length * TRACE_LIMIT + 4096 };
-    tracing = &trace;
-    espeak->set_callback(trace_callback);
-    int rate = espeak->get_parameter(espeakRATE, 1);
-    espeak->set_parameter(espeakRATE, TRACE_RATE, 0);
-    espeak->synth(text, text_length + 1, 0, POS_CHARACTER, 0, espeakCHARS_UTF8, NULL, NULL);
-    espeak->set_parameter(espeakRATE, rate, 0);
-    tracing = NULL;
+    size_t traced = 0;    // text[0, traced) is traced
+    int traced_scalars = 0;
     int status = 0;
+    const char *text_end = text + text_length;
     joined_list joined = { 0 };
-    if (trace.failed || !find_joined(text, &trace, espeak, &joined)) { snprintf(error, error_size, "out of memory"); status = -1; }
     piper_sentence s = { 0 };
     size_t cursor = 0;       // in trace.bytes
     int last_word = -1;      // the word of the last phoneme matched
-    const char *text_end = text + text_length;
-    // espeak-ng 1.51 reads one character ahead: the pointer it returns is one past the start
-    // of the next clause (whose first character it keeps), and the last clause comes from a
-    // call at the end of the text. A clause's own text is [clause, pointer - 1).
+    // The clauses come from espeak-ng a batch at a time, ahead of the walk. It reads one
+    // character ahead: the pointer it returns is one past the start of the next clause, whose
+    // first character it keeps for the next call, and anything spoken between two calls (the
+    // trace) loses it ("makes" became ˈeɪks). So a batch's calls follow each other, and the next
+    // batch starts afresh where its first clause starts. A batch ends with a sentence, once it
+    // has twice the text of the one before (the first: one sentence), so the first sound does
+    // not wait for a long text's clauses either (10,000 characters: 26 ms, against 585 for the
+    // trace). The last clause comes from a call at the end of the text. A clause's own text
+    // is [clause, pointer - 1).
+    struct clause_record { char *phonemes; const char *end; int last; } *clauses = NULL;
+    size_t clause_count = 0, clause_capacity = 0, calls = 0, batch_goal = 1;
+    const char *batch_start = text;  // where the next batch starts; NULL: the text is read
     const char *clause = text;
-    const void *p = text;
-    size_t calls = 0;
-    while (status == 0 && p && calls++ <= text_length + 1) {
-        const void *before = p;
-        const char *phonemes = espeak->text_to_phonemes(&p, espeakCHARS_UTF8, espeakPHONEMES_IPA);
-        const char *clause_end = p ? (const char *)p - 1 : text_end;
-        if (clause_end < clause) clause_end = clause;
-        if (clause_end > text_end) clause_end = text_end;
-        if (p && p == before) p = NULL;  // no progress: never loop
+    for (size_t k = 0; status == 0; k++) {
+        if (k == clause_count && batch_start) {
+            const char *from = batch_start, *start = batch_start;
+            const void *p = batch_start;
+            while (status == 0) {
+                const void *before = p;
+                const char *phonemes = calls++ <= text_length + 1 ? espeak->text_to_phonemes(&p, espeakCHARS_UTF8, espeakPHONEMES_IPA) : NULL;
+                if (calls > text_length + 2) p = NULL;  // never loop
+                // Past the text's end: it read the terminating zero as part of a character (a
+                // stray UTF-8 lead byte last), and the next call would read beyond the buffer.
+                if (p && (const char *)p > text_end) p = NULL;
+                const char *clause_end = p ? (const char *)p - 1 : text_end;
+                if (clause_end < start) clause_end = start;
+                if (clause_end > text_end) clause_end = text_end;
+                if (p && p == before) p = NULL;  // no progress: never loop
+                char *own = strdup(phonemes ? phonemes : "");
+                if (!own || !grow((void **)&clauses, &clause_capacity, clause_count + 1, sizeof *clauses)) {
+                    free(own);
+                    snprintf(error, error_size, "out of memory");
+                    status = -1;
+                    break;
+                }
+                clauses[clause_count++] = (struct clause_record){ own, clause_end, p == NULL };
+                const char *clause_start = start;
+                start = clause_end;
+                if (!p) {
+                    batch_start = NULL;
+                    break;
+                }
+                // The next clause starts on a character (the pointer is one character past it).
+                const char *next = clause_end;
+                while (next > text && ((unsigned char)*next & 0xC0) == 0x80) next--;
+                if (is_sentence_end(terminator_of(clause_start, clause_end)) && next > from && (size_t)(next - from) >= batch_goal) {
+                    batch_start = next;
+                    batch_goal = 2 * (size_t)(next - from);
+                    break;
+                }
+            }
+            if (status != 0) break;
+        }
+        if (k >= clause_count) break;
+        const char *phonemes = clauses[k].phonemes, *clause_end = clauses[k].end;
+        const void *p = clauses[k].last ? NULL : clause_end;  // whether a clause follows
+        // The text up to the next clause is traced: up to where it starts, on a character
+        // (clause_end is one byte before the pointer, which is one character past it).
+        size_t window_end = p ? (size_t)(clause_end - text) : text_length;
+        while (window_end > traced && window_end < text_length && ((unsigned char)text[window_end] & 0xC0) == 0x80) window_end--;
+        if (window_end > traced) {
+            size_t first_byte = trace.count;
+            if (!trace_window(text, traced, window_end, traced_scalars, &trace, espeak) ||
+                !find_joined(text + traced, text + window_end, traced_scalars, &trace, first_byte, espeak, &joined)) {
+                snprintf(error, error_size, "out of memory");
+                status = -1;
+                break;
+            }
+            traced_scalars += scalars_in(text + traced, text + window_end);
+            traced = window_end;
+        }
         uint32_t terminator = terminator_of(clause, clause_end);
         if (s.id_count == 0) {
             if (!push_id(&s, map->bos, -1) || (map->has_pad && !push_id(&s, map->pad, -1))) {
@@ -702,6 +812,9 @@ int piper_phonemize(const char *text, const char *espeak_voice, const piper_id_m
             early_first_clause = 0;
         }
     }
+    for (size_t k = 0; k < clause_count; k++) free(clauses[k].phonemes);
+    free(clauses);
+    free(padded);
     free(trace.bytes);
     free(trace.word_of_byte);
     free(trace.words);

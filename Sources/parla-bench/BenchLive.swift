@@ -71,6 +71,22 @@ struct BenchLive: AsyncParsableCommand {
     /// alone): its first sound measures how a natural voice streams.
     static let fortyWords =
         "Screen reader users choose a voice by how fast it answers so the natural voice now makes its audio a little at a time and plays the first part while it is still working on the rest of this sentence."
+    /// The 40-word sentence, then more sentences to 10,000 characters (a chapter read aloud): its
+    /// first sound should not wait for the rest.
+    static let book: String = {
+        let more = [
+            "The rain had stopped by the time the train reached the coast, and the sea was grey and quiet.",
+            "She counted the windows of the station twice, because the first time she had been thinking of something else.",
+            "Nobody on the platform seemed to be waiting for anyone, which was exactly what she had hoped for.",
+        ]
+        var text = fortyWords
+        var i = 0
+        while text.utf8.count < 10_000 {
+            text += " " + more[i % more.count]
+            i += 1
+        }
+        return text
+    }()
 
     func run() async throws {
         // The reference renderings of a Piper voice are made as live speech is spoken (its
@@ -140,6 +156,10 @@ struct BenchLive: AsyncParsableCommand {
             "silence between two English sentences beyond the voice's own, median / p95: " + cell(parla.sentenceGap) + " ms (target ≤ 10)")
         print(
             "first sound of a 40-word first sentence (no comma), voice warm, median / p95: " + cell(parla.longOnset) + " ms (target ≤ 80)")
+        let bookRatio = percentile(parla.bookOnset, 0.5) / percentile(parla.longOnset, 0.5)
+        print(
+            "the same sentence first in a 10,000-character text, median / p95: " + cell(parla.bookOnset) + " ms = "
+                + fmt2(bookRatio) + "× the sentence alone (target ≤ 1.2)")
         print(
             "espeak-ng and spd-say are separate processes: their onset includes process start (and, for spd-say, the round trip to its daemon); their stop is 'kill' / 'spd-say -C' to silence."
         )
@@ -249,8 +269,9 @@ struct BenchLive: AsyncParsableCommand {
 
     struct Figures {
         var onset: [Double] = []
-        /// The first sound of the 40-word sentence.
+        /// The first sound of the 40-word sentence, alone and as the first of a long text.
         var longOnset: [Double] = []
+        var bookOnset: [Double] = []
         var stop: [Double] = []
         var drift: [Double] = []
         var gap: [Double] = []
@@ -329,21 +350,25 @@ struct BenchLive: AsyncParsableCommand {
             FileHandleErr.write("parla run \(run + 1)/\(runs): onset \(fmt(f.onset.last ?? .nan)) ms\n")
         }
         try await measureSentenceGap(synth, recorder, into: &f)
+        // The 40-word sentence alone, and as the first of a 10,000-character text, alternating.
         for run in 0..<runs {
-            recorder.reset()
-            let t0 = monotonicNanoseconds()
-            let id = synth.speak(Utterance(string: Self.fortyWords))
-            var first: UInt64?
-            for _ in 0..<300 where first == nil {
-                try await Task.sleep(for: .milliseconds(5))
-                first = recorder.loudSampleTimes(after: t0).first
+            for (text, isBook) in [(Self.fortyWords, false), (Self.book, true)] {
+                recorder.reset()
+                let t0 = monotonicNanoseconds()
+                let id = synth.speak(Utterance(string: text))
+                var first: UInt64?
+                for _ in 0..<400 where first == nil {
+                    try await Task.sleep(for: .milliseconds(5))
+                    first = recorder.loudSampleTimes(after: t0).first
+                }
+                synth.stop(at: .immediate)
+                _ = id
+                try await Task.sleep(for: .milliseconds(200))
+                guard let first else { continue }
+                if isBook { f.bookOnset.append(ms(first - t0)) } else { f.longOnset.append(ms(first - t0)) }
+                FileHandleErr.write(
+                    "parla \(isBook ? "10,000-character" : "40-word") run \(run + 1)/\(runs): onset \(fmt(ms(first - t0))) ms\n")
             }
-            synth.stop(at: .immediate)
-            _ = id
-            try await Task.sleep(for: .milliseconds(200))
-            guard let first else { continue }
-            f.longOnset.append(ms(first - t0))
-            FileHandleErr.write("parla 40-word run \(run + 1)/\(runs): onset \(fmt(f.longOnset.last ?? .nan)) ms\n")
         }
         for run in 0..<runs {
             recorder.reset()
