@@ -260,6 +260,10 @@ static int word_index(piper_sentence *s, const event_trace *t, int position) {
     return (int)s->word_count++;
 }
 
+// The zero bytes after every text given to espeak-ng, which reads a little past the end of a
+// text in places (and its windows and words are copies).
+enum { TEXT_PADDING = 8 };
+
 // MARK: Words spoken joined to the one before
 
 // espeak-ng speaks some words as one with the word before: "in the" ɪnðə, "to be" təbi, "would
@@ -270,10 +274,6 @@ static int word_index(piper_sentence *s, const event_trace *t, int position) {
 // free (a joined word's are often weakened: "have" hˈæv in wʊdhɐv), a vowel at its start taking
 // as many of the neighbour's vowels as it has itself ("am" ˈæm in aɪɐm: aɪ, ɐm). The neighbour
 // keeps at least one phoneme. A word that does not match stays a guess.
-// The zero bytes after every text given to espeak-ng, which reads a little past the end of a
-// text in places (and its windows and words are copies).
-enum { TEXT_PADDING = 8 };
-
 enum { JOINED_PHONEMES = 24, JOINED_BYTES = 64, JOINED_MAX = 4096 };
 
 typedef struct {
