@@ -673,8 +673,8 @@ int piper_phonemize(const char *text, const char *espeak_voice, const piper_id_m
     // has twice the text of the one before (the first: one sentence), so the first sound does
     // not wait for a long text's clauses either (10,000 characters: 26 ms, against 585 for the
     // trace). The last clause comes from a call at the end of the text. A clause's own text
-    // is [clause, pointer - 1).
-    struct clause_record { char *phonemes; const char *end; int last; } *clauses = NULL;
+    // is [clause, pointer - 1); the next one starts on the character there.
+    struct clause_record { char *phonemes; const char *end, *next; int last; } *clauses = NULL;
     size_t clause_count = 0, clause_capacity = 0, calls = 0, batch_goal = 1;
     const char *batch_start = text;  // where the next batch starts; NULL: the text is read
     const char *clause = text;
@@ -684,8 +684,8 @@ int piper_phonemize(const char *text, const char *espeak_voice, const piper_id_m
             const void *p = batch_start;
             while (status == 0) {
                 const void *before = p;
-                const char *phonemes = calls++ <= text_length + 1 ? espeak->text_to_phonemes(&p, espeakCHARS_UTF8, espeakPHONEMES_IPA) : NULL;
-                if (calls > text_length + 2) p = NULL;  // never loop
+                const char *phonemes = espeak->text_to_phonemes(&p, espeakCHARS_UTF8, espeakPHONEMES_IPA);
+                if (++calls > text_length + 1) p = NULL;  // never loop
                 // Past the text's end: it read the terminating zero as part of a character (a
                 // stray UTF-8 lead byte last), and the next call would read beyond the buffer.
                 if (p && (const char *)p > text_end) p = NULL;
@@ -693,6 +693,9 @@ int piper_phonemize(const char *text, const char *espeak_voice, const piper_id_m
                 if (clause_end < start) clause_end = start;
                 if (clause_end > text_end) clause_end = text_end;
                 if (p && p == before) p = NULL;  // no progress: never loop
+                // The next clause starts on a character (the pointer is one character past it).
+                const char *next = p ? clause_end : text_end;
+                while (next > text && ((unsigned char)*next & 0xC0) == 0x80) next--;
                 char *own = strdup(phonemes ? phonemes : "");
                 if (!own || !grow((void **)&clauses, &clause_capacity, clause_count + 1, sizeof *clauses)) {
                     free(own);
@@ -700,16 +703,13 @@ int piper_phonemize(const char *text, const char *espeak_voice, const piper_id_m
                     status = -1;
                     break;
                 }
-                clauses[clause_count++] = (struct clause_record){ own, clause_end, p == NULL };
+                clauses[clause_count++] = (struct clause_record){ own, clause_end, next, p == NULL };
                 const char *clause_start = start;
                 start = clause_end;
                 if (!p) {
                     batch_start = NULL;
                     break;
                 }
-                // The next clause starts on a character (the pointer is one character past it).
-                const char *next = clause_end;
-                while (next > text && ((unsigned char)*next & 0xC0) == 0x80) next--;
                 if (is_sentence_end(terminator_of(clause_start, clause_end)) && next > from && (size_t)(next - from) >= batch_goal) {
                     batch_start = next;
                     batch_goal = 2 * (size_t)(next - from);
@@ -720,11 +720,9 @@ int piper_phonemize(const char *text, const char *espeak_voice, const piper_id_m
         }
         if (k >= clause_count) break;
         const char *phonemes = clauses[k].phonemes, *clause_end = clauses[k].end;
-        const void *p = clauses[k].last ? NULL : clause_end;  // whether a clause follows
-        // The text up to the next clause is traced: up to where it starts, on a character
-        // (clause_end is one byte before the pointer, which is one character past it).
-        size_t window_end = p ? (size_t)(clause_end - text) : text_length;
-        while (window_end > traced && window_end < text_length && ((unsigned char)text[window_end] & 0xC0) == 0x80) window_end--;
+        int more = !clauses[k].last;  // a clause follows
+        // The text up to the next clause is traced.
+        size_t window_end = (size_t)(clauses[k].next - text);
         if (window_end > traced) {
             size_t first_byte = trace.count;
             if (!trace_window(text, traced, window_end, traced_scalars, &trace, espeak) ||
@@ -804,9 +802,9 @@ int piper_phonemize(const char *text, const char *espeak_voice, const piper_id_m
         if (terminator && lookup(map, terminator) && !push_phoneme(&s, map, terminator, -1, error, error_size)) { status = -1; break; }
         clause = clause_end;
         int clause_only = terminator == 0x2C || terminator == 0x3B || terminator == 0x3A;  // , ; :
-        int ends = is_sentence_end(terminator) || !p || s.id_count > 400 || (early_first_clause && clause_only);
+        int ends = is_sentence_end(terminator) || !more || s.id_count > 400 || (early_first_clause && clause_only);
         if (ends && s.id_count > 0) {
-            int split = early_first_clause && clause_only && !is_sentence_end(terminator) && p;
+            int split = early_first_clause && clause_only && !is_sentence_end(terminator) && more;
             status = end_sentence(&s, map, &joined, split, sentence, context, error, error_size);
             last_word = -1;
             early_first_clause = 0;
