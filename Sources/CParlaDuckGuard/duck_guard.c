@@ -1,8 +1,8 @@
 // Parla's ducking guard. When Parla lowers other programs' streams while it speaks, it first
 // tells this small helper process what it changed; when the speech ends it restores the
 // volumes itself and tells the helper to forget them. If Parla's process dies without doing
-// that (SIGKILL, a crash), the socket to the helper closes, and the helper connects to the
-// sound server and sets every stream it still remembers back to its volume from before,
+// that (SIGKILL, a crash), the socket to the helper closes, and the helper, connected to the
+// sound server since it started, sets every stream it still remembers back to its volume from before,
 // unless the user has changed that stream's volume since. The helper is this same program
 // started again with PARLA_DUCK_GUARD set: CParlaBeforeMain's constructor runs it before main.
 #define _GNU_SOURCE
@@ -85,15 +85,34 @@ static int unchanged(const pa_cvolume *now, const pa_cvolume *ducked) {
     return 1;
 }
 
+// The guard holds one connection to the sound server from its start, so that a restore after
+// Parla dies is only the requests themselves: connecting (the handshake, and PipeWire's
+// setting up of a client) took most of a second on a loaded machine. If that connection is
+// lost while Parla lives (the server restarted), the guard connects again once Parla is gone.
+static pa_mainloop *loop;
+static pa_context *context;
+static int parent_gone, restoring, connections_after;
+static int finished = -1;  // the exit status, once the guard's work is over
+static char buffer[8192];
+static size_t used;
+
+static void finish_if_done(void) {
+    if (restoring && pending_operations <= 0) finished = 0;
+}
+
 static void operation_done(pa_context *c, int success, void *userdata) {
     (void)c; (void)success; (void)userdata;
     pending_operations--;
+    finish_if_done();
 }
 
 static void got_input(pa_context *c, const pa_sink_input_info *info, int eol, void *userdata) {
     (void)userdata;
     if (eol != 0 || info == NULL) {
-        if (eol != 0) pending_operations--;
+        if (eol != 0) {
+            pending_operations--;
+            finish_if_done();
+        }
         return;
     }
     struct entry *e = find(info->index, 0);
@@ -105,22 +124,8 @@ static void got_input(pa_context *c, const pa_sink_input_info *info, int eol, vo
     }
 }
 
-static void restore(void) {
-    int any = 0;
-    for (int i = 0; i < MAX_ENTRIES; i++) any |= entries[i].live;
-    if (!any) return;
-    // A server that does not answer must not keep this process forever.
-    alarm(5);
-    pa_mainloop *loop = pa_mainloop_new();
-    if (loop == NULL) return;
-    pa_context *c = pa_context_new(pa_mainloop_get_api(loop), "Parla (restoring ducked volumes)");
-    const char *server = getenv("PARLA_DUCK_SERVER");
-    if (c == NULL || pa_context_connect(c, server && *server ? server : NULL, PA_CONTEXT_NOAUTOSPAWN, NULL) < 0) return;
-    for (;;) {
-        pa_context_state_t state = pa_context_get_state(c);
-        if (state == PA_CONTEXT_READY) break;
-        if (!PA_CONTEXT_IS_GOOD(state) || pa_mainloop_iterate(loop, 1, NULL) < 0) return;
-    }
+static void start_restore(pa_context *c) {
+    restoring = 1;
     for (int i = 0; i < MAX_ENTRIES; i++) {
         if (!entries[i].live) continue;
         pa_operation *op = pa_context_get_sink_input_info(c, entries[i].index, got_input, NULL);
@@ -129,37 +134,92 @@ static void restore(void) {
             pa_operation_unref(op);
         }
     }
-    while (pending_operations > 0 && PA_CONTEXT_IS_GOOD(pa_context_get_state(c))) {
-        if (pa_mainloop_iterate(loop, 1, NULL) < 0) break;
+    finish_if_done();
+}
+
+static void connect_to_server(void);
+
+static void state_changed(pa_context *c, void *userdata) {
+    (void)userdata;
+    if (c != context) return;
+    pa_context_state_t state = pa_context_get_state(c);
+    if (state == PA_CONTEXT_READY) {
+        if (parent_gone && !restoring) start_restore(c);
+    } else if (!PA_CONTEXT_IS_GOOD(state) && parent_gone) {
+        // Lost, or never made: one more try, then give up (what is left is the user's to fix).
+        restoring = 0;
+        pending_operations = 0;
+        if (connections_after < 1) connect_to_server(); else finished = 1;
     }
-    pa_context_disconnect(c);
-    pa_context_unref(c);
-    pa_mainloop_free(loop);
+}
+
+/// A new connection; the one it replaces (failed) is left as it is, as the guard ends soon.
+static void connect_to_server(void) {
+    if (parent_gone) connections_after++;
+    pa_context *c = pa_context_new(pa_mainloop_get_api(loop), "Parla (restoring ducked volumes)");
+    context = c;
+    if (c == NULL) {
+        if (parent_gone) finished = 1;
+        return;
+    }
+    pa_context_set_state_callback(c, state_changed, NULL);
+    const char *server = getenv("PARLA_DUCK_SERVER");
+    if (pa_context_connect(c, server && *server ? server : NULL, PA_CONTEXT_NOAUTOSPAWN, NULL) < 0 && context == c) {
+        context = NULL;
+        if (parent_gone) finished = 1;
+    }
+}
+
+/// Parla's process has ended: restore what it left lowered, over the connection if it is
+/// ready, or once it is.
+static void parent_ended(void) {
+    parent_gone = 1;
+    int any = 0;
+    for (int i = 0; i < MAX_ENTRIES; i++) any |= entries[i].live;
+    if (!any) {
+        finished = 0;
+        return;
+    }
+    // A server that does not answer must not keep this process forever.
+    alarm(5);
+    pa_context_state_t state = context ? pa_context_get_state(context) : PA_CONTEXT_FAILED;
+    if (state == PA_CONTEXT_READY) start_restore(context);
+    else if (!PA_CONTEXT_IS_GOOD(state)) connect_to_server();
+}
+
+static void parla_readable(pa_mainloop_api *api, pa_io_event *event, int fd, pa_io_event_flags_t flags, void *userdata) {
+    (void)flags; (void)userdata;
+    ssize_t n = read(fd, buffer + used, sizeof buffer - 1 - used);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) return;
+    if (n <= 0) {
+        api->io_free(event);
+        parent_ended();
+        return;
+    }
+    used += (size_t)n;
+    char *start = buffer, *newline;
+    while ((newline = memchr(start, '\n', used - (size_t)(start - buffer))) != NULL) {
+        *newline = 0;
+        take_line(start);
+        start = newline + 1;
+    }
+    used -= (size_t)(start - buffer);
+    memmove(buffer, start, used);
+    if (used == sizeof buffer - 1) used = 0;  // a line that long is not Parla's
 }
 
 static int guard_main(void) {
     signal(SIGPIPE, SIG_IGN);
     signal(SIGINT, SIG_IGN);
     signal(SIGHUP, SIG_IGN);
-    char buffer[8192];
-    size_t used = 0;
-    for (;;) {
-        ssize_t n = read(0, buffer + used, sizeof buffer - 1 - used);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) break;
-        used += (size_t)n;
-        char *start = buffer, *newline;
-        while ((newline = memchr(start, '\n', used - (size_t)(start - buffer))) != NULL) {
-            *newline = 0;
-            take_line(start);
-            start = newline + 1;
-        }
-        used -= (size_t)(start - buffer);
-        memmove(buffer, start, used);
-        if (used == sizeof buffer - 1) used = 0;  // a line that long is not Parla's
-    }
-    restore();
-    return 0;
+    loop = pa_mainloop_new();
+    if (loop == NULL) return 1;
+    pa_mainloop_api *api = pa_mainloop_get_api(loop);
+    if (api->io_new(api, 0, PA_IO_EVENT_INPUT | PA_IO_EVENT_HANGUP | PA_IO_EVENT_ERROR, parla_readable, NULL) == NULL) return 1;
+    connect_to_server();
+    while (finished < 0 && pa_mainloop_iterate(loop, 1, NULL) >= 0) {}
+    if (context) pa_context_disconnect(context);
+    return finished < 0 ? 1 : finished;
 }
 
 int parla_duck_guard_role(void) {
