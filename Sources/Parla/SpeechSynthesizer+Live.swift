@@ -93,7 +93,7 @@ extension SpeechSynthesizer {
             if let q = run[SpeechAttributes.QueueAnnouncementAttribute.self] { queued = q }
             if let p = run[SpeechAttributes.AnnouncementPriorityAttribute.self] { priority = p }
         }
-        let string = String(text.characters)
+        let string = String(text.characters[...])
         let event = await live.submitAndWait(
             Utterance(text, language: language), kind: .announcement(priority: priority, queued: queued), announcement: string)
         return event.announcement ?? AnnouncementResult(string: string, wasSuccessful: false)

@@ -129,7 +129,11 @@ public struct Utterance: Sendable {
     }
 
     /// The plain text that is spoken (for SSML input: the text content, not the markup).
-    public var string: String { String(text.characters) }
+    public var string: String {
+        // The slice's initializer copies the text in one go; the generic one, a character at a
+        // time, took 3-5 ms for 10,000 characters.
+        String(text.characters[...])
+    }
 
     /// The text the caller gave, in whose index space every reported range lies:
     /// the markup for SSML input, otherwise ``string``.
