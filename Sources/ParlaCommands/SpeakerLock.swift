@@ -7,9 +7,12 @@ import Subprocess
     import Glibc
 #endif
 
-/// One speaker per user: the process that speaks holds an exclusive `flock` on a file in the
-/// user's runtime directory and writes its PID there. The kernel drops the lock when the process
-/// ends however it ends (`kill -9` included), so a lock is never stale.
+/// One speaker per user: the process that speaks holds an exclusive lock (`fcntl`, a POSIX
+/// record lock on the whole file) on a file in the user's runtime directory. The kernel drops
+/// the lock when the process ends however it ends (`kill -9` included), so a lock is never
+/// stale; and it tells who holds it (`F_GETLK`) from the moment the lock is taken. (The file
+/// used to hold the speaker's PID, written just after it took an `flock`: a second press in
+/// between found the lock held and no PID, and stopped nothing.)
 enum SpeakerLock {
     static var path: String {
         if let dir = getenv("XDG_RUNTIME_DIR").map({ String(cString: $0) }), !dir.isEmpty {
@@ -25,22 +28,33 @@ enum SpeakerLock {
         guard fd >= 0 else {
             throw UserError("Cannot open the lock file \(path): \(systemErrorMessage()). Check that the directory is writable.")
         }
-        if flock(fd, LOCK_EX | LOCK_NB) != 0 {
-            if queue {
-                while flock(fd, LOCK_EX) != 0 && errno == EINTR {}
-            } else {
-                var buffer = [UInt8](repeating: 0, count: 32)
-                let n = pread(fd, &buffer, 31, 0)
-                if n > 0, let pid = Int32(String(decoding: buffer[0..<n], as: UTF8.self).trimmed()), pid > 0 {
-                    kill(pid, SIGTERM)
-                }
+        var lock = wholeFile()
+        while fcntl(fd, queue ? F_SETLKW : F_SETLK, &lock) != 0 {
+            let failure = errno
+            if failure == EINTR { continue }
+            guard failure == EAGAIN || failure == EACCES else {
+                let message = systemErrorMessage()
+                close(fd)
+                throw UserError("Cannot lock \(path): \(message). Check that the file system of the runtime directory supports locks.")
+            }
+            var holder = wholeFile()
+            if fcntl(fd, F_GETLK, &holder) == 0, holder.l_type != Int16(F_UNLCK), holder.l_pid > 0 {
+                kill(holder.l_pid, SIGTERM)
                 close(fd)
                 return nil
             }
+            lock = wholeFile()  // released meanwhile: take it
         }
-        let pid = Array("\(getpid())\n".utf8)
-        _ = ftruncate(fd, 0)
-        _ = pid.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
         return fd
+    }
+
+    /// A write lock on the whole file, however long it grows.
+    private static func wholeFile() -> flock {
+        var lock = flock()
+        lock.l_type = Int16(F_WRLCK)
+        lock.l_whence = Int16(SEEK_SET)
+        lock.l_start = 0
+        lock.l_len = 0
+        return lock
     }
 }

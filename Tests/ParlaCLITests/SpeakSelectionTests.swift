@@ -198,6 +198,34 @@ struct SpeakSelectionTests {
         #expect(stop.error.contains("Nothing is speaking"))
     }
 
+    /// A press while the previous speak-selection has taken the lock but is still starting
+    /// stops it: who holds the lock comes from the kernel, not from a file the holder has yet to
+    /// write. (Here the holder is a process that takes the lock and writes nothing.)
+    @Test func aPressWhileThePreviousOneIsStartingStopsIt() async throws {
+        let s = try await Session.start(display: false)
+        let holder = Process()
+        holder.executableURL = URL(fileURLWithPath: "/usr/bin/python3")  // not a shim that forks it
+        holder.arguments = [
+            "-c",
+            // SIGTERM as a speaker has it (the test process may leave it ignored or blocked).
+            "import fcntl, signal, sys, time; signal.signal(signal.SIGTERM, signal.SIG_DFL); "
+                + "signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGTERM]); f = open(sys.argv[1], 'a'); "
+                + "fcntl.lockf(f, fcntl.LOCK_EX); print('locked', flush=True); time.sleep(60)",
+            s.home.appendingPathComponent("parla-speak-selection.lock").path,
+        ]
+        let out = Pipe()
+        holder.standardOutput = out
+        try holder.run()
+        let locked = try await offPool { String(decoding: out.fileHandleForReading.availableData, as: UTF8.self) }
+        #expect(locked.hasPrefix("locked"))
+        let stop = try await s.run(["--stop"])
+        #expect(stop.status == 0, "\(stop.error)")
+        #expect(stop.error.contains("Stopped the speech in progress"))
+        #expect(await exitStatus(holder) == -SIGTERM)
+        let again = try await s.run(["--stop"])
+        #expect(again.error.contains("Nothing is speaking"))
+    }
+
     @Test func nothingSelected() async throws {
         let s = try await Session.start()
         let r = try await s.run()
