@@ -127,7 +127,8 @@ let package = Package(
         .target(
             name: "ParlaCommands",
             dependencies: [
-                "Parla", "ParlaEngine", "CParlaATSPI", "CParlaCommandLine", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "Parla", "ParlaEngine", "CParlaATSPI", "CParlaCommandLine", "CParlaProcess",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Subprocess", package: "swift-subprocess"),
             ],
             swiftSettings: swiftSettings

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <spawn.h>
@@ -96,4 +97,35 @@ int parla_helper_role(const char *name) {
     // was orphaned and must not run the program's own main).
     if (kill((pid_t)pid, 0) != 0 && errno == ESRCH) _exit(0);
     return 0;
+}
+
+// The pipe SIGINT and SIGTERM are written to (parla_catch_interrupts). A handler in place at
+// once, rather than a signal ignored until a dispatch source has been registered (which
+// libdispatch does later, on a thread of its own): a signal in between was lost.
+static int interrupt_pipe[2] = { -1, -1 };
+static pthread_once_t interrupts_once = PTHREAD_ONCE_INIT;
+
+static void on_interrupt(int sig) {
+    int saved = errno;
+    unsigned char byte = (unsigned char)sig;
+    if (write(interrupt_pipe[1], &byte, 1) < 0) {}  // a full pipe already says it
+    errno = saved;
+}
+
+static void catch_interrupts_once(void) {
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0) return;
+    interrupt_pipe[0] = fds[0];
+    interrupt_pipe[1] = fds[1];
+    struct sigaction action = { 0 };
+    action.sa_handler = on_interrupt;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESTART;
+    sigaction(SIGINT, &action, NULL);
+    sigaction(SIGTERM, &action, NULL);
+}
+
+int parla_catch_interrupts(void) {
+    pthread_once(&interrupts_once, catch_interrupts_once);
+    return interrupt_pipe[0];
 }

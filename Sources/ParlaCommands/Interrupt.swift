@@ -5,6 +5,7 @@ import Parla
 import ParlaEngine
 import ParlaIO
 import ParlaPulseAudio
+import CParlaProcess
 import Synchronization
 #if canImport(Glibc)
     import Glibc
@@ -15,19 +16,24 @@ enum Interrupt {
     /// The exit status once SIGINT or SIGTERM has been received: 130 (interrupted) for both.
     static var signalled: Int32? { Signalled.code.withLock { $0 } }
 
-    /// Calls `handler` on SIGINT or SIGTERM (instead of dying), remembering that one came.
-    static func onSignal(_ handler: @escaping @Sendable () -> Void) -> [any DispatchSourceSignal] {
-        signal(SIGINT, SIG_IGN)
-        signal(SIGTERM, SIG_IGN)
-        return [SIGINT, SIGTERM].map { sig in
-            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
-            source.setEventHandler {
-                Signalled.code.withLock { $0 = 130 }
-                handler()
-            }
-            source.resume()
-            return source
+    /// Calls `handler` on SIGINT or SIGTERM (instead of dying), remembering that one came, until
+    /// the returned registrations are cancelled. The signals are caught from the moment this
+    /// returns (a C handler writes them to a pipe that a dispatch source reads), so one sent
+    /// right after it is not lost; once caught, they stay caught for the process's life.
+    static func onSignal(_ handler: @escaping @Sendable () -> Void) -> [Registration] {
+        guard Dispatcher.source != nil else { return [] }  // no pipe: the signals keep their actions
+        let id = Dispatcher.handlers.withLock { h in
+            h.next += 1
+            h.all[h.next] = handler
+            return h.next
         }
+        return [Registration(id: id)]
+    }
+
+    /// A handler given to ``onSignal(_:)``; `cancel()` removes it.
+    struct Registration: Sendable {
+        let id: Int
+        func cancel() { _ = Dispatcher.handlers.withLock { $0.all.removeValue(forKey: id) } }
     }
 
     /// Runs `body`; on SIGINT or SIGTERM it is cancelled and the process exits with 130.
@@ -49,4 +55,25 @@ enum Interrupt {
 
 private enum Signalled {
     static let code = Mutex<Int32?>(nil)
+}
+
+/// Reads the signals `parla_catch_interrupts` writes to its pipe and calls the handlers.
+private enum Dispatcher {
+    static let handlers = Mutex<(next: Int, all: [Int: @Sendable () -> Void])>((0, [:]))
+    // Set once (a lazy static) and never changed: the source lives as long as the process.
+    nonisolated(unsafe) static let source: (any DispatchSourceRead)? = {
+        let fd = parla_catch_interrupts()
+        guard fd >= 0 else { return nil }
+        let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: .global())
+        source.setEventHandler {
+            var bytes = [UInt8](repeating: 0, count: 64)
+            var caught = false
+            while read(fd, &bytes, bytes.count) > 0 { caught = true }
+            guard caught else { return }
+            Signalled.code.withLock { $0 = 130 }
+            for handler in handlers.withLock({ Array($0.all.sorted { $0.key < $1.key }.map(\.value)) }) { handler() }
+        }
+        source.resume()
+        return source
+    }()
 }

@@ -37,4 +37,9 @@ int parla_allowed_cpus(void);
 /// Restricts process `pid` (and the processes it forks later) to the `index`-th CPU this
 /// process may run on; 0 on success, -1 with errno.
 int parla_pin_to_allowed_cpu(int pid, int index);
+/// Catches SIGINT and SIGTERM process-wide, from the moment it returns: each becomes a byte
+/// (the signal's number) on a pipe, whose read end (non-blocking, close-on-exec) it returns;
+/// -1 if the pipe cannot be made (the signals then keep their actions). Made once: every call
+/// returns the same descriptor. A program run from this one gets the default actions back.
+int parla_catch_interrupts(void);
 #endif
