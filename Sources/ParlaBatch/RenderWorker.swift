@@ -31,10 +31,7 @@ func peakResidentBytes() -> Int {
 /// inside espeak-ng costs one item, not the worker.
 enum RenderWorker {
     static func main() -> Int32 {
-        // Ctrl-C reaches the whole process group, and a scheduler's cancel every process of the
-        // job: the parent decides (it stops the workers after their items).
-        signal(SIGINT, SIG_IGN)
-        signal(SIGTERM, SIG_IGN)
+        signal(SIGINT, SIG_IGN)  // Ctrl-C reaches the whole process group: the parent decides.
         signal(SIGPIPE, SIG_IGN)
         var input = LineReader(fd: 0, name: "the render worker's input")
         guard let first = try? input.next(),
