@@ -27,8 +27,8 @@ package struct ChildProcess: Sendable {
     /// Starts `/proc/self/exe` (the running program, even if its file was replaced or deleted
     /// since it started) with `environment` added to this process's, `role` as its name in
     /// `ps`, no signal blocked, and SIGTERM, SIGHUP, SIGPIPE and SIGINT at their defaults
-    /// (this process's threads may block signals, and Ctrl-C handling ignores SIGINT and
-    /// SIGTERM). It inherits no other descriptor of this process. Helpers never play: they
+    /// (this process's threads may block signals, and a program that links Parla may ignore
+    /// some). It inherits no other descriptor of this process. Helpers never play: they
     /// find no sound server and no ALSA device (`PARLA_HELPER_PULSE_SERVER`), so espeak-ng's
     /// audio probe fails at once in them.
     /// - Throws: ``ParlaError/Code/engineUnavailable`` if the pipes or the process cannot be made.
