@@ -17,30 +17,33 @@ enum Interrupt {
     static var signalled: Int32? { Signalled.code.withLock { $0 } }
 
     /// Calls `handler` on SIGINT or SIGTERM (instead of dying), remembering that one came, until
-    /// the returned registrations are cancelled. The signals are caught from the moment this
+    /// the returned registration is cancelled. The signals are caught from the moment this
     /// returns (a C handler writes them to a pipe that a dispatch source reads), so one sent
     /// right after it is not lost; once caught, they stay caught for the process's life.
-    static func onSignal(_ handler: @escaping @Sendable () -> Void) -> [Registration] {
-        guard Dispatcher.source != nil else { return [] }  // no pipe: the signals keep their actions
+    static func onSignal(_ handler: @escaping @Sendable () -> Void) -> Registration {
+        guard Dispatcher.source != nil else { return Registration(id: nil) }  // no pipe: the signals keep their actions
         let id = Dispatcher.handlers.withLock { h in
             h.next += 1
             h.all[h.next] = handler
             return h.next
         }
-        return [Registration(id: id)]
+        return Registration(id: id)
     }
 
     /// A handler given to ``onSignal(_:)``; `cancel()` removes it.
     struct Registration: Sendable {
-        let id: Int
-        func cancel() { _ = Dispatcher.handlers.withLock { $0.all.removeValue(forKey: id) } }
+        let id: Int?
+        func cancel() {
+            guard let id else { return }
+            _ = Dispatcher.handlers.withLock { $0.all.removeValue(forKey: id) }
+        }
     }
 
     /// Runs `body`; on SIGINT or SIGTERM it is cancelled and the process exits with 130.
     static func cancellingOnSignal<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
         let task = Task { try await body() }
-        let sources = onSignal { task.cancel() }
-        defer { sources.forEach { $0.cancel() } }
+        let signalHandler = onSignal { task.cancel() }
+        defer { signalHandler.cancel() }
         do {
             return try await task.value
         } catch {
@@ -71,7 +74,7 @@ private enum Dispatcher {
             while read(fd, &bytes, bytes.count) > 0 { caught = true }
             guard caught else { return }
             Signalled.code.withLock { $0 = 130 }
-            for handler in handlers.withLock({ Array($0.all.sorted { $0.key < $1.key }.map(\.value)) }) { handler() }
+            for handler in handlers.withLock({ $0.all.sorted { $0.key < $1.key }.map(\.value) }) { handler() }
         }
         source.resume()
         return source

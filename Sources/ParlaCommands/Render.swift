@@ -178,7 +178,7 @@ struct Render: AsyncParsableCommand {
         let mode = progress ?? (isatty(2) != 0 ? .bar : .none)
         let renderer = BatchRenderer(options: options)
         let interrupts = Atomic<Int>(0)
-        let signals = Interrupt.onSignal {
+        let signalHandler = Interrupt.onSignal {
             if interrupts.add(1, ordering: .relaxed).newValue == 1 {
                 renderer.stop()
                 printError("\nStopping after the items being rendered… (Ctrl-C again to quit at once)")
@@ -190,7 +190,7 @@ struct Render: AsyncParsableCommand {
                 Glibc.exit(130)
             }
         }
-        defer { signals.forEach { $0.cancel() } }
+        defer { signalHandler.cancel() }
         let expected = total.map { Double($0) / Double(options.shard?.count ?? 1) }
         var display = ProgressDisplay(mode: mode, expected: expected)
         var final = BatchProgress()

@@ -234,8 +234,8 @@ extension Say {
 
     /// Plays `utterance` live, printing events or the highlighted text, until it ends.
     private func play(_ prepared: PreparedUtterance, with synth: SpeechSynthesizer) async throws {
-        let signals = Interrupt.onSignal { synth.stop(at: .immediate) }
-        defer { signals.forEach { $0.cancel() } }
+        let signalHandler = Interrupt.onSignal { synth.stop(at: .immediate) }
+        defer { signalHandler.cancel() }
         // Speaking starts at once: the engine and the connection begun in run() are under
         // way, the utterance opens its stream while the engine gets ready, and a failure of
         // either is the utterance's, reported as it fails.

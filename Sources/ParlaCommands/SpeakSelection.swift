@@ -167,8 +167,8 @@ struct SelectionRun {
             catalog: catalog, defaultLanguage: settings.languages.first ?? "en", detector: detector,
             audioOutput: AudioOutputOptions(
                 device: options.device ?? settings.device, ducking: settings.duck.map { DuckingOptions(attenuation: $0) }))
-        let signals = Interrupt.onSignal { synth.stop(at: .immediate) }
-        defer { signals.forEach { $0.cancel() } }
+        let signalHandler = Interrupt.onSignal { synth.stop(at: .immediate) }
+        defer { signalHandler.cancel() }
         let ready = Task { try await synth.prepareToSpeak() }
 
         let text: String?

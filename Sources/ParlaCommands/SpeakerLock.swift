@@ -28,7 +28,7 @@ enum SpeakerLock {
         guard fd >= 0 else {
             throw UserError("Cannot open the lock file \(path): \(systemErrorMessage()). Check that the directory is writable.")
         }
-        var lock = wholeFile()
+        var lock = wholeFile()  // F_SETLK and F_SETLKW leave it as it is
         while fcntl(fd, queue ? F_SETLKW : F_SETLK, &lock) != 0 {
             let failure = errno
             if failure == EINTR { continue }
@@ -43,7 +43,7 @@ enum SpeakerLock {
                 close(fd)
                 return nil
             }
-            lock = wholeFile()  // released meanwhile: take it
+            // Released meanwhile: take it.
         }
         return fd
     }
