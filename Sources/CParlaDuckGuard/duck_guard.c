@@ -141,7 +141,7 @@ static void connect_to_server(void);
 
 static void state_changed(pa_context *c, void *userdata) {
     (void)userdata;
-    if (c != context) return;
+    if (c != context || finished >= 0) return;  // done: the disconnect at the end is not a loss
     pa_context_state_t state = pa_context_get_state(c);
     if (state == PA_CONTEXT_READY) {
         if (parent_gone && !restoring) start_restore(c);
@@ -218,7 +218,11 @@ static int guard_main(void) {
     if (api->io_new(api, 0, PA_IO_EVENT_INPUT | PA_IO_EVENT_HANGUP | PA_IO_EVENT_ERROR, parla_readable, NULL) == NULL) return 1;
     connect_to_server();
     while (finished < 0 && pa_mainloop_iterate(loop, 1, NULL) >= 0) {}
-    if (context) pa_context_disconnect(context);
+    if (context) {
+        // Disconnecting calls the state callback at once (TERMINATED), which would connect again.
+        pa_context_set_state_callback(context, NULL, NULL);
+        pa_context_disconnect(context);
+    }
     return finished < 0 ? 1 : finished;
 }
 

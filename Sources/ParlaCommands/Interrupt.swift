@@ -21,13 +21,18 @@ enum Interrupt {
     /// returns (a C handler writes them to a pipe that a dispatch source reads), so one sent
     /// right after it is not lost; once caught, they stay caught for the process's life.
     static func onSignal(_ handler: @escaping @Sendable () -> Void) -> Registration {
-        guard Dispatcher.source != nil else { return Registration(id: nil) }  // no pipe: the signals keep their actions
+        // The handler first, then the catching: a signal caught in between finds it.
         let id = Dispatcher.handlers.withLock { h in
             h.next += 1
             h.all[h.next] = handler
             return h.next
         }
-        return Registration(id: id)
+        let registration = Registration(id: id)
+        guard Dispatcher.source != nil else {  // no pipe: the signals keep their actions
+            registration.cancel()
+            return Registration(id: nil)
+        }
+        return registration
     }
 
     /// A handler given to ``onSignal(_:)``; `cancel()` removes it.

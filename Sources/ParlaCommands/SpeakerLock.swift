@@ -38,12 +38,22 @@ enum SpeakerLock {
                 throw UserError("Cannot lock \(path): \(message). Check that the file system of the runtime directory supports locks.")
             }
             var holder = wholeFile()
-            if fcntl(fd, F_GETLK, &holder) == 0, holder.l_type != Int16(F_UNLCK), holder.l_pid > 0 {
-                kill(holder.l_pid, SIGTERM)
+            guard fcntl(fd, F_GETLK, &holder) == 0 else {
+                let message = systemErrorMessage()
                 close(fd)
-                return nil
+                throw UserError("Cannot find who holds \(path): \(message).")
             }
-            // Released meanwhile: take it.
+            if holder.l_type == Int16(F_UNLCK) { continue }  // released meanwhile: take it
+            close(fd)
+            // The kernel names no process it cannot show here (0: one in another PID namespace,
+            // a container sharing this directory), and there is nothing to signal.
+            guard holder.l_pid > 0 else {
+                throw UserError(
+                    "Another speaker holds \(path), in a process this one cannot see (another PID namespace), so it cannot be stopped from here. Stop it where it runs, or use --queue to wait for it."
+                )
+            }
+            kill(holder.l_pid, SIGTERM)
+            return nil
         }
         return fd
     }
