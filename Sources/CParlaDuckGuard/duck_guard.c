@@ -9,6 +9,7 @@
 #include "parla_duck_guard.h"
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <pulse/pulseaudio.h>
 #include <signal.h>
 #include <spawn.h>
@@ -16,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -241,7 +243,8 @@ int parla_duck_guard_role(void) {
 
 int parla_duck_guard_main(void) { return guard_main(); }
 
-int parla_duck_guard_start(const char *server) {
+int parla_duck_guard_start(const char *server, int *guard_pid) {
+    *guard_pid = -1;
     int fds[2];
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) return -1;
     posix_spawn_file_actions_t actions;
@@ -266,6 +269,7 @@ int parla_duck_guard_start(const char *server) {
     char **env = calloc(count + 3, sizeof *env);
     char role[64], where[4096];
     int rc = -1;
+    pid_t pid = -1;
     if (env != NULL) {
         size_t n = 0;
         for (size_t i = 0; i < count; i++) {
@@ -278,7 +282,6 @@ int parla_duck_guard_start(const char *server) {
         if (server != NULL && snprintf(where, sizeof where, "PARLA_DUCK_SERVER=%s", server) < (int)sizeof where) env[n++] = where;
         env[n] = NULL;
         char *argv[] = {"/proc/self/exe", "(parla ducking guard)", NULL};
-        pid_t pid;
         rc = posix_spawn(&pid, "/proc/self/exe", &actions, &attributes, argv, env);
         free(env);
     }
@@ -289,7 +292,28 @@ int parla_duck_guard_start(const char *server) {
         close(fds[1]);
         return -1;
     }
+    *guard_pid = (int)pid;
     return fds[1];
+}
+
+static void *reap(void *pid) {
+    while (waitpid((pid_t)(intptr_t)pid, NULL, 0) < 0 && errno == EINTR) {}
+    return NULL;
+}
+
+void parla_duck_guard_end(int fd, int pid) {
+    if (fd >= 0) close(fd);
+    if (pid <= 0) return;
+    // It exits once it has restored (a few ms, at most its 5 s alarm): waited for apart, so
+    // that the caller does not wait. A program that reaps its children itself, or ignores
+    // SIGCHLD, has it reaped already (ECHILD).
+    pthread_t thread;
+    pthread_attr_t attributes;
+    if (pthread_attr_init(&attributes) != 0) return;
+    pthread_attr_setdetachstate(&attributes, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&attributes, 64 * 1024);
+    pthread_create(&thread, &attributes, reap, (void *)(intptr_t)pid);
+    pthread_attr_destroy(&attributes);
 }
 
 static int send_all(int fd, const char *text, size_t length) {

@@ -61,6 +61,7 @@ package final class Ducker: @unchecked Sendable {
     private var releaseTimer: OpaquePointer?
     private var subscribed: OpaquePointer?
     private var guardSocket: Int32 = -1
+    private var guardPID: Int32 = -1
     private var context: OpaquePointer?
 
     private let mainloop: OpaquePointer
@@ -73,8 +74,8 @@ package final class Ducker: @unchecked Sendable {
     }
 
     deinit {
-        // The guard restores whatever is still lowered once its socket closes.
-        if guardSocket >= 0 { close(guardSocket) }
+        // The guard restores whatever is still lowered once its socket closes, and is reaped.
+        if guardSocket >= 0 { parla_duck_guard_end(guardSocket, guardPID) }
     }
 
     /// Roles never lowered: Parla's own and those of screen readers and calls.
@@ -178,7 +179,7 @@ package final class Ducker: @unchecked Sendable {
 
     private func lowerAll(_ ctx: OpaquePointer) {
         guard isDucking else { return }
-        if guardSocket < 0 { guardSocket = parla_duck_guard_start(server) }
+        if guardSocket < 0 { guardSocket = parla_duck_guard_start(server, &guardPID) }
         if subscribed != ctx {
             subscribed = ctx
             pa_context_set_subscribe_callback(

@@ -72,6 +72,45 @@ struct DuckingTests {
         }
     }
 
+    /// A program that outlives its synthesizer is not left with the ducking guard as a zombie:
+    /// the guard is waited for once it exits.
+    @Test func aSynthesizerThatDuckedLeavesNoZombieGuard() async throws {
+        let server = try await TestAudioServer.start(.pulseaudio)
+        let before = Self.zombieGuards()
+        do {
+            let ducker = synth(server, ducking: DuckingOptions(attenuation: 15, release: .milliseconds(50)))
+            _ = try await speak(["Ducked, briefly."], with: ducker)
+            #expect(!Self.childGuards().subtracting(before).isEmpty, "no guard was started")
+        }
+        var left = Self.zombieGuards().subtracting(before)
+        let deadline = monotonicNanoseconds() + 5_000_000_000
+        while monotonicNanoseconds() < deadline {
+            try await Task.sleep(for: .milliseconds(100))
+            left = Self.zombieGuards().subtracting(before)
+            if left.isEmpty, Self.childGuards().subtracting(before).isEmpty { break }
+        }
+        #expect(left.isEmpty, "zombie guards left: \(left.sorted())")
+    }
+
+    /// This process's children started as `/proc/self/exe` (as the guard is, so named `exe`),
+    /// and of them, those that have ended and were not waited for.
+    static func childGuards(zombiesOnly: Bool = false) -> Set<Int32> {
+        let me = getpid()
+        var found: Set<Int32> = []
+        for entry in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] {
+            guard let pid = Int32(entry), let stat = try? String(contentsOfFile: "/proc/\(entry)/stat", encoding: .utf8),
+                let open = stat.firstIndex(of: "("), let close = stat.lastIndex(of: ")")
+            else { continue }
+            let name = String(stat[stat.index(after: open)..<close])
+            let rest = stat[stat.index(after: close)...].split(separator: " ")
+            guard rest.count > 1, Int32(rest[1]) == me, name == "exe" else { continue }
+            if !zombiesOnly || rest[0] == "Z" { found.insert(pid) }
+        }
+        return found
+    }
+
+    static func zombieGuards() -> Set<Int32> { childGuards(zombiesOnly: true) }
+
     /// The roles module-role-ducking triggers on, read from its argument as `pactl list
     /// modules` shows it.
     @Test func roleDuckingModuleArgumentsAreRead() {

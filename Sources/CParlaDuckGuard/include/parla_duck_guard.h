@@ -13,8 +13,13 @@ int parla_duck_guard_main(void);
 /// Starts the ducking guard: this program again (/proc/self/exe), in a session of its own so
 /// that Ctrl-C at a terminal does not reach it, with a socket from this process as its
 /// standard input. `server` is the sound server to restore volumes on (NULL: the default).
-/// Returns the descriptor to write the guard's lines to (close-on-exec), or -1.
-int parla_duck_guard_start(const char *server);
+/// Returns the descriptor to write the guard's lines to (close-on-exec), or -1; the guard's
+/// pid in `*pid`.
+int parla_duck_guard_start(const char *server, int *pid);
+/// Ends the guard: closes `fd` (the guard restores what is still lowered, then exits) and
+/// waits for the guard `pid` on a thread of its own, so that a program that outlives it is
+/// not left with a zombie.
+void parla_duck_guard_end(int fd, int pid);
 /// Tells the guard that sink input `index` was lowered from `original` to `ducked` (one value
 /// per channel, `channels` of them): if this process ends before ``parla_duck_guard_forget``
 /// is sent for it, the guard sets it back to `original`, unless its volume is no longer
