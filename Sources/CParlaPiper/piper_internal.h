@@ -58,6 +58,10 @@ int piper_split_model(const unsigned char *model, size_t length, const char *dur
 /// which ONNX Runtime runs faster (see piper_model.c); the same inputs and outputs. NULL if the
 /// decoder is not one that can be rewritten so (it is then used as it is).
 unsigned char *piper_planar_decoder(const unsigned char *model, size_t length, size_t *out_length);
+/// How many frames of the latent the decoder's samples reach back (`back`) and ahead (`ahead`)
+/// of their own frame, from its graph: a chunk decoded with that many frames either side gives
+/// the whole sentence's samples. 1 if found; 0 if the decoder is not one this can follow.
+int piper_decoder_context(const unsigned char *model, size_t length, int *back, int *ahead);
 // MARK: Where things are (piper_paths.c)
 /// The directory of the running program (from /proc/self/exe); 0 if it cannot be read.
 int piper_program_directory(char *out, size_t size);

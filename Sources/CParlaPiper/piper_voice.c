@@ -41,6 +41,8 @@ struct parla_piper_voice {
     int exact_timing;
     int warmed;       // its sessions have made their first run (see warm_up)
     float reference;  // the peak of the warm-up sentence: the voice's level (see warm_up)
+    int context_known, context_back, context_ahead;  // the decoder's reach, in frames (see decoder_context)
+    const char *loading;  // the model's path while it loads (for load_espeak's thread)
     char prepared_path[PATH_MAX + 300];  // where the encoder's prepared copy is ("" if none)
 };
 
@@ -249,6 +251,19 @@ static int load_prepared(parla_piper_voice *v, const char *path, int threads, co
     return 1;
 }
 
+// The frames of context a chunk of the decoder needs either side (piper_decoder_context), read
+// from the model's graph on every load, as the prepared copy does not keep it: joe, 6 ms, on
+// load_espeak's thread while this one loads ONNX Runtime. Unknown, chunks take PADDING.
+static void decoder_context(parla_piper_voice *v, const char *model_path) {
+    size_t length = 0;
+    unsigned char *model = map_file(model_path, &length);
+    if (!model) return;
+    int back = 0, ahead = 0;
+    if (piper_decoder_context(model, length, &back, &ahead) && back <= 256 && ahead <= 256)
+        v->context_known = 1, v->context_back = back, v->context_ahead = ahead;
+    munmap(model, length);
+}
+
 static unsigned char *read_file(const char *path, size_t *length, size_t limit, char *error, size_t error_size, const char *what) {
     FILE *f = fopen(path, "rb");
     if (!f) {
@@ -297,10 +312,12 @@ static int last_load_wanted_runtime;
 int parla_piper_load_wanted_runtime(void) { return last_load_wanted_runtime; }
 
 // Loads the espeak-ng that phonemizes for `context`, a voice, and selects its espeak-ng voice.
+// And reads the decoder's reach from the model (decoder_context).
 static void *load_espeak(void *context) {
     parla_piper_voice *v = context;
     const piper_espeak *espeak = piper_espeak_get();
     if (espeak->own) piper_espeak_select(espeak, v->espeak_voice);
+    if (v->loading) decoder_context(v, v->loading);
     return NULL;
 }
 
@@ -351,14 +368,13 @@ static parla_piper_voice *load_voice(const char *model_path, int warm, char *err
     pj_free(config);
     if (error[0]) { parla_piper_free(v); return NULL; }
 
-    // The espeak-ng that phonemizes, loaded and (its own: the system's is the engine's to
-    // select) its voice selected here: a process that forks children to speak (the engine
-    // host, render workers) gives them both.
     // The espeak-ng that phonemizes is loaded, and (its own: the system's is the engine's to
     // select) its voice selected, on a thread of its own while this one loads ONNX Runtime
-    // (2–3 ms beside 17). A process that forks children to speak (the engine host, render
-    // workers) gives them both; the thread is joined before anything else touches espeak-ng.
+    // (2–3 ms beside 17), and the decoder's reach is read (6 ms). A process that forks children
+    // to speak (the engine host, render workers) gives them both; the thread is joined before
+    // anything else touches espeak-ng.
     pthread_t espeak_thread;
+    v->loading = model_path;
     int espeak_apart = pthread_create(&espeak_thread, NULL, load_espeak, v) == 0;
     if (!espeak_apart) load_espeak(v);
     const char *threads_text = getenv("PARLA_PIPER_THREADS");
@@ -368,6 +384,7 @@ static parla_piper_voice *load_voice(const char *model_path, int warm, char *err
     if (!readable) snprintf(error, error_size, "the voice's model %s cannot be read (%s)", model_path, strerror(errno));
     int ok_rt = readable && piper_runtime_load(error, error_size);
     if (espeak_apart) pthread_join(espeak_thread, NULL);
+    v->loading = NULL;
     if (!readable) {
         parla_piper_free(v);
         return NULL;
@@ -528,10 +545,11 @@ parla_piper_voice *parla_piper_load_warm(const char *model_path, char *error, si
 // and worker peak for 30 quotations with joe (63 MB; planar decoder, padding 12, no memory
 // pattern): 256 frames 68.3 ms per second of audio, 196 MB; 128 frames 68.9, 161 MB; 96
 // frames 71.9, 152 MB; 64 frames 74.9, 144 MB. PARLA_PIPER_RENDER_CHUNK=N trades the one for
-// the other. Each chunk is decoded with PADDING frames of the latent on either side, whose
-// audio is dropped: the decoder sees 11 frames either side of each frame (HiFi-GAN of medium,
-// low and x-low voices; 13 for high), so a chunk's samples are those of the whole sentence
-// decoded at once, within float rounding. A tail shorter than SMALLEST_TAIL joins the chunk
+// the other. Each chunk is decoded with the frames of the latent that its samples depend on
+// either side, whose audio is dropped, so a chunk's samples are those of the whole sentence
+// decoded at once, within float rounding: that reach is read from the decoder's graph when the
+// voice loads (piper_decoder_context; joe: 11 frames either side), or is PADDING where the
+// graph is not one that can be followed. A tail shorter than SMALLEST_TAIL joins the chunk
 // before it. The flow, where it is apart, is run on the frames each chunk needs with
 // FLOW_PADDING frames of context either side: its four coupling layers of four convolutions of
 // width 5 see 32 frames either side (joe: the same floats as the whole sentence's flow at 32,
@@ -801,7 +819,7 @@ typedef struct {
     float scales[3];
     float gain;
     int live;
-    size_t first_chunk, most_chunk, padding, flow_padding;
+    size_t first_chunk, most_chunk, pad_back, pad_ahead, flow_padding;
     size_t fail_chunk;  // PARLA_PIPER_FAIL_CHUNK=N: the Nth chunk of a sentence fails (for tests)
     long long samples;  // delivered so far, at OUTPUT_RATE
     char *error;
@@ -987,7 +1005,7 @@ static int speak_sentence(void *context, piper_sentence *s) {
             if (size > sp->most_chunk) size = sp->most_chunk;
             size_t b = a + size < frames ? a + size : frames;
             if (frames - b < SMALLEST_TAIL) b = frames;
-            size_t from = a > sp->padding ? a - sp->padding : 0, to = b + sp->padding < frames ? b + sp->padding : frames;
+            size_t from = a > sp->pad_back ? a - sp->pad_back : 0, to = b + sp->pad_ahead < frames ? b + sp->pad_ahead : frames;
             // Live speech makes the latent a chunk ahead (the first sound waits for no more);
             // rendering makes it all at once, which spares the flow's context on every chunk.
             if (flow && flow_frames(sp, first, channels, side, side_channels, frames, sp->live ? to : frames, &latent, &latent_channels, &flowed) != 0) {
@@ -1045,7 +1063,8 @@ int parla_piper_speak(parla_piper_voice *voice, const char *text, int rate, int 
         .gain = (float)volume / 100.0f, .live = live, .samples = 0, .error = error, .error_size = error_size,
         .first_chunk = env_size("PARLA_PIPER_FIRST_CHUNK", LIVE_FIRST),
         .most_chunk = env_size(live ? "PARLA_PIPER_MOST_CHUNK" : "PARLA_PIPER_RENDER_CHUNK", live ? LIVE_MOST : RENDER_CHUNK),
-        .padding = env_size("PARLA_PIPER_PADDING", PADDING),
+        .pad_back = env_size("PARLA_PIPER_PADDING", voice->context_known ? (size_t)voice->context_back : PADDING),
+        .pad_ahead = env_size("PARLA_PIPER_PADDING", voice->context_known ? (size_t)voice->context_ahead : PADDING),
         .fail_chunk = env_size("PARLA_PIPER_FAIL_CHUNK", 0),
         .flow_padding = env_size("PARLA_PIPER_FLOW_PADDING", FLOW_PADDING),
     };

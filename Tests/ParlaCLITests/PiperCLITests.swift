@@ -127,7 +127,7 @@ struct PiperCLITests {
     /// Quotations rendered with the latent decoded in small chunks (a seam every 24 frames, some
     /// 0.28 s) against the same voice decoded a whole sentence at a time (PARLA_PIPER_WHOLE: the
     /// whole model, with the same noise): the joined chunks are the whole sentence's audio within
-    /// float rounding, far below the issue's -35 dB, with no click at a seam.
+    /// float rounding (the issue asks for -35 dB), with no click at a seam.
     @Test func chunkSeamsMatchWholeSentenceDecoding() async throws {
         if let missing = PiperFixture.missing { Issue.record(Comment(rawValue: missing)) }
         let dir = try makeTemporaryDirectory()
@@ -155,8 +155,10 @@ struct PiperCLITests {
             let r = residual(chunked, whole)
             worst = (max(worst.dB, r.dB), max(worst.largest, r.largest))
         }
-        #expect(worst.dB < -50, "residual \(worst.dB) dB")
-        #expect(worst.largest <= 64, "a sample differs by \(worst.largest)")  // a click would be thousands
+        // Float rounding: 1 LSB. Each chunk is decoded with the frames the decoder's graph says its
+        // samples reach (11 either side for joe); 3 fewer, and samples were 160 LSB off.
+        #expect(worst.dB < -80, "residual \(worst.dB) dB")
+        #expect(worst.largest <= 4, "a sample differs by \(worst.largest)")  // a click would be thousands
         print("chunk seams: \(items.count) quotations, residual \(worst.dB) dB, largest difference \(worst.largest)")
     }
 

@@ -129,5 +129,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         free(split.flow);
     }
     if (piper_split_model(body, length, NULL, 1.0f, NULL, why, sizeof why) != splits) abort();
+    // The decoder's reach, where it can be followed, is a distance.
+    int back = -1, ahead = -1;
+    if (piper_decoder_context(body, length, &back, &ahead) && (back < 0 || ahead < 0 || back > 4096 || ahead > 4096)) abort();
     return 0;
 }
