@@ -143,7 +143,7 @@ static void connect_to_server(void);
 
 static void state_changed(pa_context *c, void *userdata) {
     (void)userdata;
-    if (c != context || finished >= 0) return;  // done: the disconnect at the end is not a loss
+    if (c != context) return;
     pa_context_state_t state = pa_context_get_state(c);
     if (state == PA_CONTEXT_READY) {
         if (parent_gone && !restoring) start_restore(c);
@@ -221,7 +221,8 @@ static int guard_main(void) {
     connect_to_server();
     while (finished < 0 && pa_mainloop_iterate(loop, 1, NULL) >= 0) {}
     if (context) {
-        // Disconnecting calls the state callback at once (TERMINATED), which would connect again.
+        // Disconnecting calls the state callback at once (TERMINATED), which would connect again:
+        // the guard is done, on every way out of the loop.
         pa_context_set_state_callback(context, NULL, NULL);
         pa_context_disconnect(context);
     }
