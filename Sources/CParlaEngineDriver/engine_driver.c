@@ -156,24 +156,16 @@ int parla_engine_piper_slot(const char *voice) {
 
 int parla_engine_last_piper_slot(void) { return last_piper_slot; }
 
-int parla_engine_rethread_piper_slot(int slot, int threads, int (*interrupted)(void *context), void *context) {
+int parla_engine_rethread_piper_slot(int slot, int threads) {
     if (slot < 0 || slot >= PARLA_ENGINE_PIPER_SLOTS || !piper_voices[slot].voice) return 0;
-    return parla_piper_rethread(piper_voices[slot].voice, threads, interrupted, context);
+    return parla_piper_rethread(piper_voices[slot].voice, threads);
 }
-
-void parla_engine_rethread_settle(void) { parla_piper_rethread_settle(); }
 
 // Piper's phonemizer drives espeak-ng with a callback and a voice of its own: put them back.
 static void reclaim_espeak(void) {
     espeak_SetSynthCallback(synth_callback);
     current_voice[0] = 0;
 }
-
-// Set in a spare child whose rethreading thread may still hold a loaded voice: a voice evicted
-// to make room is then left to the child's exit, not freed under that thread.
-static int keep_evicted;
-
-void parla_engine_keep_evicted_voices(void) { keep_evicted = 1; }
 
 // The Piper voice at `path`, loaded once; NULL and why in `error`.
 static parla_piper_voice *piper_voice(const char *path, int warm, char *error, size_t error_size) {
@@ -191,7 +183,7 @@ static parla_piper_voice *piper_voice(const char *path, int warm, char *error, s
     for (int i = 0; i < PARLA_ENGINE_PIPER_SLOTS; i++)
         if (!piper_voices[i].voice) { slot = i; break; }
     if (piper_voices[slot].voice) {
-        if (!keep_evicted) parla_piper_free(piper_voices[slot].voice);
+        parla_piper_free(piper_voices[slot].voice);
         memmove(&piper_voices[1], &piper_voices[0], (size_t)slot * sizeof *piper_voices);
         if (last_piper_slot >= 0) last_piper_slot = last_piper_slot < slot ? last_piper_slot + 1 : -1;
         slot = 0;

@@ -21,8 +21,6 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <poll.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <signal.h>
 #include <stdint.h>
 #include <sys/wait.h>
@@ -259,6 +257,10 @@ static int speak_utterance(void) {
     return 0;
 }
 
+// Whether the riser is stopped for an utterance's first sound (see waiting_child).
+static int riser_stopped;
+static void resume_riser(void);
+
 // Passes the child's whole messages on to standard output until its pipe closes; returns
 // whether standard output still works. A message cut short by the child's death is dropped.
 static int relay(int from) {
@@ -283,6 +285,13 @@ static int relay(int from) {
             if (length - whole < 5 + (size_t)n) break;
             whole += 5 + n;
         }
+        if (whole && riser_stopped) {
+            for (size_t at = 0; at < whole; at += 5 + get_u32(buffer + at + 1))
+                if (buffer[at] == PARLA_MSG_AUDIO) {
+                    resume_riser();
+                    break;
+                }
+        }
         if (whole) {
             out_len = 0;
             put(buffer, whole);
@@ -296,95 +305,108 @@ static int relay(int from) {
     return 1;
 }
 
-// The child for the next utterance, forked while the host waits for it (the fork is then off
-// the path of the first sound): it waits for a byte on `spare_go`, written once the host has
-// read the utterance's PARLA_MSG_BEGIN, then speaks as a child forked then would. Its output is
-// `spare_out`. No spare: spare_pid is 0.
-static pid_t spare_pid;
-static int spare_go = -1, spare_out = -1;
+// Children forked while the host waits for the next utterance (the fork is then off the path
+// of the first sound). Each waits for a byte on `go`, written once the host has read the
+// utterance's PARLA_MSG_BEGIN, then speaks as a child forked then would; its output is `out`.
+//
+// - The spare is ready at once. The Piper sessions it inherits have one thread each (threads
+//   do not survive a fork), made warm by the host when it loaded the voice.
+// - The riser, forked beside it for the Piper voice just loaded or spoken with, first gives
+//   that voice sessions with threads of their own and makes their first run, which is slow
+//   (some 80 ms of CPU to make them, 200 ms in all): "Hello there," is then heard in 42 ms of
+//   inference on 2 threads instead of 67 on one. Then it says so on `ready`, and replaces the
+//   spare. Until then the spare speaks. Only for a Piper voice: every espeak-ng utterance
+//   would otherwise pay for it once Piper had been used.
+//
+// The riser is stopped (SIGSTOP) from an utterance's BEGIN until the utterance's first audio
+// reaches the host, or its end: its work never shares the CPU with a first sound. (It used to
+// be the spare itself, rethreading on a thread of its own while it waited: an utterance that
+// came meanwhile shared the CPU with it. An Orca focus message sent through speech-dispatcher
+// just after a cancelled one was heard 88-168 ms after its SPEAK, median 124, against 92-110
+// with no rethreading at all, on a 2-core VM.) A stopped process holds nothing the others
+// need: it can be stopped anywhere, which a thread of the spare could not be.
+typedef struct {
+    pid_t pid;       // 0: none
+    int go, out;     // the host's ends of the pipes that start it and carry its output
+    int ready;       // a riser's: one byte (1: its sessions are made, 0: they could not be); else -1
+    int voice;       // the Piper slot whose sessions it threaded, or -1
+} waiting_child;
 
-// Whether the spare's go pipe (*context) has something to read: an utterance is waiting.
-// How long a spare waits for an utterance before it gives the Piper voice threaded sessions.
+static waiting_child spare = { 0, -1, -1, -1, -1 }, riser = { 0, -1, -1, -1, -1 };
+
+// How long a riser waits before it starts (PARLA_PIPER_RETHREAD_QUIET_MS, for measuring): one
+// utterance right after a voice loads (a one-shot `parla say`) should not share the CPU with it.
 enum { RETHREAD_QUIET_MS = 100 };
 
-// The spare's rethreading runs beside its wait for an utterance, which sets `utterance_came`
-// when it comes: the rethreading then stops (at the next session or run) and keeps the
-// sessions it replaced, unless it was swapping its own in, which parla_engine_rethread_settle
-// waits for.
-static atomic_int utterance_came;
-typedef struct { int slot, threads; } rethreading;
-
-static int utterance_waiting(void *context) {
-    (void)context;
-    return atomic_load(&utterance_came);
+// The threads a live Piper session gets: PARLA_PIPER_LIVE_THREADS, else the cores, at most 4.
+static int live_threads(void) {
+    const char *asked = getenv("PARLA_PIPER_LIVE_THREADS");
+    if (asked && atoi(asked) > 0) return atoi(asked);
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    return cores > 4 ? 4 : cores > 1 ? (int)cores : 1;
 }
 
-static void *rethread_beside(void *context) {
-    const rethreading *r = context;
-    parla_engine_rethread_piper_slot(r->slot, r->threads, utterance_waiting, NULL);
-    return NULL;
+static void close_ends(const waiting_child *c) {
+    if (c->go >= 0) close(c->go);
+    if (c->out >= 0) close(c->out);
+    if (c->ready >= 0) close(c->ready);
 }
 
-static void fork_spare(void) {
-    int go[2], output[2];
-    if (pipe(go) != 0) return;
-    if (pipe(output) != 0) {
-        close(go[0]);
-        close(go[1]);
-        return;
+// Ends a waiting child and reaps it.
+static void drop_waiting(waiting_child *c) {
+    if (c->pid <= 0) return;
+    close_ends(c);
+    kill(c->pid, SIGKILL);
+    while (waitpid(c->pid, NULL, 0) < 0 && errno == EINTR) {}
+    *c = (waiting_child){ 0, -1, -1, -1, -1 };
+    if (c == &riser) riser_stopped = 0;
+}
+
+// Forks a waiting child: a riser for Piper slot `voice`, or the spare if it is -1. None (pid 0)
+// if a pipe or the fork fails.
+static waiting_child fork_waiting(int voice) {
+    waiting_child none = { 0, -1, -1, -1, -1 };
+    int go[2] = { -1, -1 }, output[2] = { -1, -1 }, ready[2] = { -1, -1 };
+    if (pipe(go) != 0 || pipe(output) != 0 || (voice >= 0 && pipe(ready) != 0)) {
+        for (int i = 0; i < 2; i++) {
+            if (go[i] >= 0) close(go[i]);
+            if (output[i] >= 0) close(output[i]);
+        }
+        return none;
     }
     pid_t child = fork();
     if (child == 0) {
         parla_die_with_parent();
         close(go[1]);
         close(output[0]);
-        // The spare writes to its own pipe (out_fd, below), never to Parla's: its copy of
+        if (voice >= 0) close(ready[0]);
+        // The other waiting child's pipes: held here, the host's closing them would not reach it.
+        close_ends(&spare);
+        close_ends(&riser);
+        // A waiting child writes to its own pipe (out_fd, below), never to Parla's: its copy of
         // standard output goes, so that Parla's end reads its end as soon as the host exits,
-        // not when the spare, killed as the host dies, has been torn down too (`say -o`: about
+        // not when the child, killed as the host dies, has been torn down too (`say -o`: about
         // 0.4 ms more at every exit). It keeps standard input: the utterance comes on it.
         int null_fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
         if (null_fd >= 0) {
             dup2(null_fd, STDOUT_FILENO);
             close(null_fd);
         }
-        // While it waits, the spare gives the Piper voices it inherited sessions with threads
-        // of their own (those made before the fork have one: threads do not survive it):
-        // "Hello there," is heard in 42 ms of inference on 2 threads instead of 67 on one.
-        // The new sessions also make their first run here, which is slow (see piper_voice.c):
-        // some 200 ms in all. Only for the voice just loaded or spoken with
-        // (spare_threads_voice); an utterance that comes while the sessions are being made
-        // stops it, and is spoken with the sessions inherited, which are warm (the host made
-        // their first run when it loaded the voice): a 48-frame first chunk in 36 ms on one
-        // thread, against 18 on two, and some 100 ms for a session's first run. The
-        // rethreading runs on a thread of its own, so that an utterance that comes meanwhile
-        // starts at once: on the spare's main thread, it waited for the session being made
-        // (the encoder's takes 51 ms), and an Orca focus message through speech-dispatcher
-        // that came then was heard 23 ms later (median of 15; the spare never forks, so its
-        // threads are safe).
-        // It starts after RETHREAD_QUIET_MS with no utterance: one that comes at once (a
-        // one-shot `parla say` right after loading its voice) would otherwise share the CPU
-        // with the rethreading until it could stop it (`say -o "Hello world."` with joe: 0.29
-        // s against 0.24 s without threads).
-        long cores = sysconf(_SC_NPROCESSORS_ONLN);
-        const char *asked = getenv("PARLA_PIPER_LIVE_THREADS");
-        int threads = asked && atoi(asked) > 0 ? atoi(asked) : cores > 4 ? 4 : cores > 1 ? (int)cores : 1;
-        const char *quiet_asked = getenv("PARLA_PIPER_RETHREAD_QUIET_MS");  // for measuring
-        struct pollfd quiet = { .fd = go[0], .events = POLLIN };
-        rethreading rethread = { spare_threads_voice, threads };
-        pthread_t rethreader;
-        int rethreading_started = threads > 1 && spare_threads_voice >= 0 &&
-                                  poll(&quiet, 1, quiet_asked ? atoi(quiet_asked) : RETHREAD_QUIET_MS) == 0 &&
-                                  pthread_create(&rethreader, NULL, rethread_beside, &rethread) == 0;
+        if (voice >= 0) {
+            const char *quiet_asked = getenv("PARLA_PIPER_RETHREAD_QUIET_MS");
+            poll(NULL, 0, quiet_asked ? atoi(quiet_asked) : RETHREAD_QUIET_MS);
+            unsigned char made = parla_engine_rethread_piper_slot(voice, live_threads()) == 1;
+            ssize_t w;
+            do w = write(ready[1], &made, 1);
+            while (w < 0 && errno == EINTR);
+            close(ready[1]);
+            if (!made) _exit(0);
+        }
         unsigned char start;
         ssize_t r;
         do r = read(go[0], &start, 1);
         while (r < 0 && errno == EINTR);
-        if (r != 1) _exit(0);  // the host has ended
-        atomic_store(&utterance_came, 1);
-        if (rethreading_started) {
-            parla_engine_keep_evicted_voices();
-            parla_engine_rethread_settle();
-        }
+        if (r != 1) _exit(0);  // the host has ended, or dropped this child
         close(go[0]);
         out_fd = output[1];
         int status = speak_utterance();
@@ -393,60 +415,84 @@ static void fork_spare(void) {
     }
     close(go[0]);
     close(output[1]);
+    if (voice >= 0) close(ready[1]);
     if (child < 0) {
         close(go[1]);
         close(output[0]);
-        return;
+        if (voice >= 0) close(ready[0]);
+        return none;
     }
-    spare_pid = child;
-    spare_go = go[1];
-    spare_out = output[0];
+    return (waiting_child){ child, go[1], output[0], voice >= 0 ? ready[0] : -1, voice };
+}
+
+// Reads the riser's word, if it has said it within `milliseconds`: made, it replaces the spare;
+// failed, it is dropped (and no other is forked for that voice until it is spoken with again).
+static void check_riser(int milliseconds) {
+    if (riser.pid <= 0 || riser.ready < 0) return;
+    struct pollfd p = { .fd = riser.ready, .events = POLLIN };
+    int ready;
+    do ready = poll(&p, 1, milliseconds);
+    while (ready < 0 && errno == EINTR);
+    if (ready <= 0) return;
+    unsigned char made = 0;
+    ssize_t r;
+    do r = read(riser.ready, &made, 1);
+    while (r < 0 && errno == EINTR);
+    if (r == 1 && made == 1) {
+        drop_waiting(&spare);
+        close(riser.ready);
+        riser.ready = -1;
+        spare = riser;
+        riser = (waiting_child){ 0, -1, -1, -1, -1 };
+    } else {
+        drop_waiting(&riser);
+        spare_threads_voice = -1;
+    }
+}
+
+// Lets a stopped riser go on.
+static void resume_riser(void) {
+    if (!riser_stopped) return;
+    riser_stopped = 0;
+    if (riser.pid > 0) kill(riser.pid, SIGCONT);
 }
 
 // Hands the spare child the utterance: its process id, and its output in *from; 0 if there
 // is no spare, or it could not be started (it is then reaped).
 static pid_t take_spare(int *from) {
-    if (spare_pid <= 0) return 0;
-    pid_t child = spare_pid;
+    if (spare.pid <= 0) return 0;
+    pid_t child = spare.pid;
     const unsigned char start = 1;
     ssize_t w;
-    do w = write(spare_go, &start, 1);
+    do w = write(spare.go, &start, 1);
     while (w < 0 && errno == EINTR);
-    close(spare_go);
-    spare_pid = 0;
-    spare_go = -1;
+    close(spare.go);
+    int output = spare.out;
+    spare = (waiting_child){ 0, -1, -1, -1, -1 };
     if (w != 1) {
-        close(spare_out);
+        close(output);
         kill(child, SIGKILL);
         while (waitpid(child, NULL, 0) < 0 && errno == EINTR) {}
         return 0;
     }
-    *from = spare_out;
-    spare_out = -1;
+    *from = output;
     return child;
-}
-
-// Ends the spare child (closing its go pipe makes it exit) and reaps it.
-static void drop_spare(void) {
-    if (spare_pid <= 0) return;
-    close(spare_go);
-    close(spare_out);
-    while (waitpid(spare_pid, NULL, 0) < 0 && errno == EINTR) {}
-    spare_pid = 0;
-    spare_go = spare_out = -1;
 }
 
 // Speaks utterance `id` in a child (the spare, else one forked now); reports PARLA_MSG_CRASHED (the
 // id and the signal, 0 for none) if it died of a signal or failed, or could not be started.
 static void run_utterance(uint32_t id) {
+    check_riser(0);
+    if (riser.pid > 0 && kill(riser.pid, SIGSTOP) == 0) riser_stopped = 1;
     int from = -1;
     pid_t child = take_spare(&from);
     if (child <= 0) {
-        fork_spare();
+        spare = fork_waiting(-1);
         child = take_spare(&from);
     }
     if (child <= 0) child = -1;  // no pipe or no fork: reported as a crash below
     int alive = child > 0 && relay(from);
+    resume_riser();
     if (from >= 0) close(from);
     int status = 0;
     if (child > 0) {
@@ -459,11 +505,24 @@ static void run_utterance(uint32_t id) {
         spare_threads_voice = code - EXIT_USED_PIPER;
         code = 0;
     }
+    // A riser for another voice is of no use now: one for this voice takes its place.
+    if (riser.pid > 0 && spare_threads_voice >= 0 && riser.voice != spare_threads_voice) drop_waiting(&riser);
     if (child < 0 || WIFSIGNALED(status) || (WIFEXITED(status) && code != 0)) {
         put_header(PARLA_MSG_CRASHED, 8);
         put_u32(id);
         put_u32(child < 0 ? 0 : WIFSIGNALED(status) ? (uint32_t)WTERMSIG(status) : 0);
         flush_out();
+    }
+}
+
+// Waits for standard input, taking the riser's word meanwhile if it comes.
+static void wait_for_input(void) {
+    while (riser.pid > 0 && riser.ready >= 0) {
+        struct pollfd p[2] = { { .fd = 0, .events = POLLIN }, { .fd = riser.ready, .events = POLLIN } };
+        int ready = poll(p, 2, -1);
+        if (ready < 0 && errno == EINTR) continue;
+        if (ready < 0 || p[0].revents) return;
+        check_riser(0);
     }
 }
 
@@ -498,20 +557,25 @@ int parla_engine_host_main(void) {
     put_u32(PARLA_ENGINE_PROTOCOL);
     put_u32((uint32_t)rate);
     flush_out();
-    fork_spare();
+    spare = fork_waiting(-1);
     for (;;) {
-        // The next utterance's child is forked while nothing waits to be read: a message
+        // The next utterance's children are forked while nothing waits to be read: a message
         // already there (the next utterance, which then forks its child at once, or the end
         // of input as a one-shot `parla say` exits) is not kept waiting by a fork of no use
         // (0.4 to 0.7 ms of `say -o`'s exit went to one).
-        if (spare_pid <= 0 && !out_lost && idle(0)) fork_spare();
+        if (spare.pid <= 0 && !out_lost && idle(0)) spare = fork_waiting(-1);
+        if (riser.pid <= 0 && spare_threads_voice >= 0 && spare.voice != spare_threads_voice && live_threads() > 1 && !out_lost &&
+            idle(0))
+            riser = fork_waiting(spare_threads_voice);
+        wait_for_input();
         unsigned char *payload = NULL;
         uint32_t n = 0;
         int type = read_message(&payload, &n);
         if (type < 0) {
-            // Parla has ended the host: the spare dies as the host exits, and its teardown
-            // may as well begin now, beside the host's.
-            if (spare_pid > 0) kill(spare_pid, SIGKILL);
+            // Parla has ended the host: the waiting children die as the host exits, and their
+            // teardown may as well begin now, beside the host's.
+            if (spare.pid > 0) kill(spare.pid, SIGKILL);
+            if (riser.pid > 0) kill(riser.pid, SIGKILL);
             break;
         }
         if (type == PARLA_MSG_BEGIN) {
@@ -523,8 +587,8 @@ int parla_engine_host_main(void) {
         } else if (type == PARLA_MSG_LIST_VOICES) {
             list_voices();
         } else if (type == PARLA_MSG_PRELOAD) {
-            // Loaded here, before the fork, so every child has it warm; the spare child was
-            // forked without it and is replaced. A voice that cannot load fails in the child
+            // Loaded here, before the fork, so every child has it warm; the waiting children
+            // were forked without it and are replaced. A voice that cannot load fails in the child
             // that needs it, with the reason.
             char voice[4200];
             int loaded = 0, status = PARLA_RUN_FAILED;
@@ -536,10 +600,11 @@ int parla_engine_host_main(void) {
                 loaded = status == 1;
                 if (loaded) spare_threads_voice = parla_engine_piper_slot(voice);
                 // Its first run was made as it loaded (parla_piper_load_warm): every child
-                // starts warm (see fork_spare).
-                if (loaded && (!known || spare_pid > 0)) {
-                    drop_spare();
-                    fork_spare();
+                // starts warm (see fork_waiting). A riser for another voice makes way.
+                if (loaded && (!known || riser.voice != spare_threads_voice)) drop_waiting(&riser);
+                if (loaded && !known) {
+                    drop_waiting(&spare);
+                    spare = fork_waiting(-1);
                 }
             } else {
                 snprintf(run_error, sizeof run_error, "the Piper voice's path is too long");

@@ -744,22 +744,13 @@ void parla_piper_warm_up(parla_piper_voice *v) {
     if (v) warm_up(v);
 }
 
-// Held while a rethreaded voice's sessions are swapped in (parla_piper_rethread_settle).
-static pthread_mutex_t swap_lock = PTHREAD_MUTEX_INITIALIZER;
-
-void parla_piper_rethread_settle(void) {
-    pthread_mutex_lock(&swap_lock);
-    pthread_mutex_unlock(&swap_lock);
-}
-
-int parla_piper_rethread(parla_piper_voice *v, int threads, int (*interrupted)(void *context), void *context) {
+int parla_piper_rethread(parla_piper_voice *v, int threads) {
     if (!v || threads < 1 || !v->prepared_path[0]) return 0;
     piper_session *sessions[PARTS] = { NULL, NULL, NULL };
     int made = 1;
     for (int p = 0; p < PARTS && made; p++) {
         voice_part *vp = &v->part[p];
         if (!vp->session) continue;
-        if (interrupted && interrupted(context)) { made = 0; break; }
         if (!vp->mapped) {
             // Loaded from the model itself: its prepared copy was saved then.
             char path[PATH_MAX + 310];
@@ -770,28 +761,22 @@ int parla_piper_rethread(parla_piper_voice *v, int threads, int (*interrupted)(v
         error[0] = 0;
         made = (sessions[p] = piper_session_create(vp->mapped, vp->mapped_length, threads, 1, NULL, error, sizeof error)) != NULL;
     }
-    // Sessions whose first run is not made are slow: they replace the old ones only once it
-    // is (the encoder's noise then goes on as the old one's did after its own).
-    if (!made || !parts_fit(sessions) || piper_session_has_durations(sessions[ENCODER]) != piper_session_has_durations(v->part[ENCODER].session) ||
-        (interrupted && interrupted(context))) {
+    // A session's first run is slow: the new ones make theirs before they replace the old ones
+    // (the encoder's noise then goes on as the old one's did after its own).
+    if (!made || !parts_fit(sessions) || piper_session_has_durations(sessions[ENCODER]) != piper_session_has_durations(v->part[ENCODER].session)) {
         for (int p = 0; p < PARTS; p++) piper_session_free(sessions[p]);
         return 0;
     }
     float peak = warm_up_run(v, sessions);
-    pthread_mutex_lock(&swap_lock);
-    int swap = !(interrupted && interrupted(context));
-    if (swap) {
-        if (!v->warmed) v->reference = peak > 0.01f ? peak : 1;
-        v->warmed = 1;
-        for (int p = 0; p < PARTS; p++) {
-            piper_session *old = v->part[p].session;
-            v->part[p].session = sessions[p];
-            sessions[p] = old;
-        }
+    if (!v->warmed) v->reference = peak > 0.01f ? peak : 1;
+    v->warmed = 1;
+    for (int p = 0; p < PARTS; p++) {
+        piper_session *old = v->part[p].session;
+        v->part[p].session = sessions[p];
+        sessions[p] = old;
     }
-    pthread_mutex_unlock(&swap_lock);
     for (int p = 0; p < PARTS; p++) piper_session_free(sessions[p]);
-    return swap;
+    return 1;
 }
 
 void parla_piper_free(parla_piper_voice *v) {

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import Parla
 import ParlaAudioTestSupport
+import ParlaEngine
 
 /// Piper's neural voices end to end, with the real joe model and ONNX Runtime (scripts/setup):
 /// word times from the model's own phoneme lengths, one timeline across engines, the same
@@ -95,6 +96,49 @@ struct PiperTests {
         let (b, _) = try await render(u)
         #expect(a.count > 0)
         #expect(a == b)
+    }
+
+    /// After a Piper utterance the engine host forks a riser beside its spare: a child that gives
+    /// the voice sessions with threads of their own, then replaces the one-thread spare and
+    /// speaks the next utterance. Its samples are the spare's, and it is the one that speaks.
+    @Test(.enabled(if: ProcessInfo.processInfo.activeProcessorCount > 1, "live Piper sessions get threads only on 2 cores or more"))
+    func theRisersThreadedSessionsGiveTheSameSamples() async throws {
+        let engine = SynthesisEngine()
+        let synth = SpeechSynthesizer(catalog: catalog, engine: engine)
+        let u = try joe("The same noise, every time.")
+        let (spoken, _) = try await render(u, with: synth)  // by the spare, on one thread a session
+        let host = try #require(await engine.hostProcessID())
+        func children() -> [Int32] {
+            let list = (try? String(contentsOfFile: "/proc/\(host)/task/\(host)/children", encoding: .utf8)) ?? ""
+            return list.split(separator: " ").compactMap { Int32($0) }
+        }
+        func threads(_ pid: Int32) -> Int {
+            let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+            let line = status.split(separator: "\n").first { $0.hasPrefix("Threads:") }
+            return line.flatMap { Int($0.split(separator: "\t").last ?? "") } ?? 0
+        }
+        // The riser has replaced the spare: the host's one waiting child, with ONNX Runtime's
+        // threads, for 300 ms on end (after an utterance, the host waits up to 100 ms before it
+        // forks the next spare; until the riser is ready, the spare waits beside it).
+        var riser: Int32?
+        var since = Date()
+        let deadline = Date().addingTimeInterval(30)
+        while riser == nil && Date() < deadline {
+            let waiting = children()
+            let alone = waiting.count == 1 && threads(waiting[0]) > 1 ? waiting[0] : nil
+            if alone == nil { since = Date() } else if Date().timeIntervalSince(since) > 0.3 { riser = alone }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        let rose = try #require(riser, "no riser replaced the spare: children \(children()) with \(children().map(threads)) threads")
+        let (again, _) = try await render(u, with: synth)
+        // It spoke, and was reaped (a riser not used would wait on).
+        let reaped = Date().addingTimeInterval(10)
+        while children().contains(rose) && Date() < reaped { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(!children().contains(rose), "the riser \(rose) did not speak the utterance: it is still waiting")
+        #expect(again.count == spoken.count)
+        let largest = zip(spoken, again).map { abs(Int($0) - Int($1)) }.max() ?? 0
+        #expect(largest <= 2, "the threaded sessions' samples differ from the spare's by up to \(largest)")
+        await engine.shutDown()
     }
 
     @Test func enginesMixInOneTimeline() async throws {

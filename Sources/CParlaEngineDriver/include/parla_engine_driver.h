@@ -89,13 +89,6 @@ int parla_engine_piper_slot(const char *voice);
 /// The slot of the Piper voice this process last spoke with, or -1 if it spoke with none.
 int parla_engine_last_piper_slot(void);
 /// Gives the Piper voice in `slot` sessions with `threads` threads (parla_piper_rethread), in
-/// a process forked after it was loaded, unless `interrupted(context)` says there is work
-/// waiting before they are made. Returns 1 if it did.
-int parla_engine_rethread_piper_slot(int slot, int threads, int (*interrupted)(void *context), void *context);
-/// Waits for parla_engine_rethread_piper_slot on another thread to finish swapping sessions
-/// in, if it is (parla_piper_rethread_settle).
-void parla_engine_rethread_settle(void);
-/// From now on, a Piper voice evicted to load another is not freed (a spare child that speaks
-/// one utterance and exits, while its rethreading thread may still use the voice).
-void parla_engine_keep_evicted_voices(void);
+/// a process forked after it was loaded. Returns 1 if it did.
+int parla_engine_rethread_piper_slot(int slot, int threads);
 #endif

@@ -28,16 +28,9 @@ int parla_piper_load_wanted_runtime(void);
 /// prepared copy (cached, mapped: some 80 ms for the three parts), for a process forked after
 /// the voice was loaded: ONNX Runtime's threads do not survive a fork, so a voice loaded
 /// before one has one thread. The new sessions make their first run (see piper_voice.c)
-/// before they replace the old ones. Gives up, keeping the old sessions, when
-/// `interrupted(context)` (if not NULL) says there is work waiting before they are all made;
-/// it is asked last under a lock, with the sessions swapped before that lock is let go, so it
-/// may run on a thread of its own (see parla_piper_rethread_settle).
-/// Returns 1 if it replaced them.
-int parla_piper_rethread(parla_piper_voice *voice, int threads, int (*interrupted)(void *context), void *context);
-/// Waits for a parla_piper_rethread on another thread that is swapping its sessions in, if
-/// one is: once `interrupted` says yes and this returns, no voice's sessions change under
-/// the caller.
-void parla_piper_rethread_settle(void);
+/// before they replace the old ones, which they do only if all are made (else the old ones
+/// stay). Not on a thread beside one that speaks with the voice. Returns 1 if it replaced them.
+int parla_piper_rethread(parla_piper_voice *voice, int threads);
 /// Makes the voice's first run now, which it otherwise makes before it first speaks: a
 /// process that forks children to speak calls it once, and every child starts warm (a render
 /// worker does not: its memory would keep that run's buffers).
