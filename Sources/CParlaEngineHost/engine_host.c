@@ -279,19 +279,15 @@ static int relay(int from) {
         if (r <= 0) break;
         length += (size_t)r;
         size_t whole = 0;
+        int audio = 0;
         while (length - whole >= 5) {
             uint32_t n = get_u32(buffer + whole + 1);
             if (n > PARLA_ENGINE_MAX_MESSAGE) { whole = length; break; }  // garbage: drop it all
             if (length - whole < 5 + (size_t)n) break;
-            whole += 5 + n;
+            audio |= buffer[whole] == PARLA_MSG_AUDIO;
+            whole += 5 + (size_t)n;
         }
-        if (whole && riser_stopped) {
-            for (size_t at = 0; at < whole; at += 5 + get_u32(buffer + at + 1))
-                if (buffer[at] == PARLA_MSG_AUDIO) {
-                    resume_riser();
-                    break;
-                }
-        }
+        if (audio) resume_riser();
         if (whole) {
             out_len = 0;
             put(buffer, whole);
@@ -333,6 +329,16 @@ typedef struct {
 } waiting_child;
 
 static waiting_child spare = { 0, -1, -1, -1, -1 }, riser = { 0, -1, -1, -1, -1 };
+
+// A spare killed as the riser replaced it, not yet reaped: its teardown (some ms) is not
+// waited for where an utterance may be starting.
+static pid_t unreaped;
+
+static void reap_dropped(void) {
+    if (unreaped <= 0) return;
+    while (waitpid(unreaped, NULL, 0) < 0 && errno == EINTR) {}
+    unreaped = 0;
+}
 
 // How long a riser waits before it starts (PARLA_PIPER_RETHREAD_QUIET_MS, for measuring): one
 // utterance right after a voice loads (a one-shot `parla say`) should not share the CPU with it.
@@ -394,7 +400,8 @@ static waiting_child fork_waiting(int voice) {
         }
         if (voice >= 0) {
             const char *quiet_asked = getenv("PARLA_PIPER_RETHREAD_QUIET_MS");
-            poll(NULL, 0, quiet_asked ? atoi(quiet_asked) : RETHREAD_QUIET_MS);
+            int quiet = quiet_asked ? atoi(quiet_asked) : RETHREAD_QUIET_MS;
+            poll(NULL, 0, quiet > 0 ? quiet : 0);
             unsigned char made = parla_engine_rethread_piper_slot(voice, live_threads()) == 1;
             ssize_t w;
             do w = write(ready[1], &made, 1);
@@ -425,13 +432,13 @@ static waiting_child fork_waiting(int voice) {
     return (waiting_child){ child, go[1], output[0], voice >= 0 ? ready[0] : -1, voice };
 }
 
-// Reads the riser's word, if it has said it within `milliseconds`: made, it replaces the spare;
-// failed, it is dropped (and no other is forked for that voice until it is spoken with again).
-static void check_riser(int milliseconds) {
+// Reads the riser's word, if it has said it: made, it replaces the spare; failed, it is dropped
+// (and no other is forked for that voice until it is spoken with again).
+static void check_riser(void) {
     if (riser.pid <= 0 || riser.ready < 0) return;
     struct pollfd p = { .fd = riser.ready, .events = POLLIN };
     int ready;
-    do ready = poll(&p, 1, milliseconds);
+    do ready = poll(&p, 1, 0);
     while (ready < 0 && errno == EINTR);
     if (ready <= 0) return;
     unsigned char made = 0;
@@ -439,7 +446,12 @@ static void check_riser(int milliseconds) {
     do r = read(riser.ready, &made, 1);
     while (r < 0 && errno == EINTR);
     if (r == 1 && made == 1) {
-        drop_waiting(&spare);
+        if (spare.pid > 0) {
+            reap_dropped();
+            close_ends(&spare);
+            kill(spare.pid, SIGKILL);
+            unreaped = spare.pid;
+        }
         close(riser.ready);
         riser.ready = -1;
         spare = riser;
@@ -482,7 +494,7 @@ static pid_t take_spare(int *from) {
 // Speaks utterance `id` in a child (the spare, else one forked now); reports PARLA_MSG_CRASHED (the
 // id and the signal, 0 for none) if it died of a signal or failed, or could not be started.
 static void run_utterance(uint32_t id) {
-    check_riser(0);
+    check_riser();
     if (riser.pid > 0 && kill(riser.pid, SIGSTOP) == 0) riser_stopped = 1;
     int from = -1;
     pid_t child = take_spare(&from);
@@ -493,6 +505,7 @@ static void run_utterance(uint32_t id) {
     if (child <= 0) child = -1;  // no pipe or no fork: reported as a crash below
     int alive = child > 0 && relay(from);
     resume_riser();
+    reap_dropped();
     if (from >= 0) close(from);
     int status = 0;
     if (child > 0) {
@@ -515,14 +528,18 @@ static void run_utterance(uint32_t id) {
     }
 }
 
-// Waits for standard input, taking the riser's word meanwhile if it comes.
+// Waits for standard input, taking the riser's word meanwhile if it comes, and reaping a spare
+// it replaced once that has died.
 static void wait_for_input(void) {
-    while (riser.pid > 0 && riser.ready >= 0) {
-        struct pollfd p[2] = { { .fd = 0, .events = POLLIN }, { .fd = riser.ready, .events = POLLIN } };
-        int ready = poll(p, 2, -1);
+    for (;;) {
+        if (unreaped > 0 && waitpid(unreaped, NULL, WNOHANG) != 0) unreaped = 0;
+        int watch = riser.pid > 0 && riser.ready >= 0;
+        if (!watch && unreaped <= 0) return;
+        struct pollfd p[2] = { { .fd = 0, .events = POLLIN }, { .fd = watch ? riser.ready : -1, .events = POLLIN } };
+        int ready = poll(p, 2, unreaped > 0 ? 5 : -1);
         if (ready < 0 && errno == EINTR) continue;
         if (ready < 0 || p[0].revents) return;
-        check_riser(0);
+        if (p[1].revents) check_riser();
     }
 }
 
@@ -563,6 +580,7 @@ int parla_engine_host_main(void) {
         // already there (the next utterance, which then forks its child at once, or the end
         // of input as a one-shot `parla say` exits) is not kept waiting by a fork of no use
         // (0.4 to 0.7 ms of `say -o`'s exit went to one).
+        check_riser();  // a riser ready replaces the spare: none is forked to be dropped
         if (spare.pid <= 0 && !out_lost && idle(0)) spare = fork_waiting(-1);
         if (riser.pid <= 0 && spare_threads_voice >= 0 && spare.voice != spare_threads_voice && live_threads() > 1 && !out_lost &&
             idle(0))

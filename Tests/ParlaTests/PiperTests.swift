@@ -118,7 +118,7 @@ struct PiperTests {
             return line.flatMap { Int($0.split(separator: "\t").last ?? "") } ?? 0
         }
         // The riser has replaced the spare: the host's one waiting child, with ONNX Runtime's
-        // threads, for 300 ms on end (after an utterance, the host waits up to 100 ms before it
+        // threads, for a second on end (after an utterance, the host waits up to 100 ms before it
         // forks the next spare; until the riser is ready, the spare waits beside it).
         var riser: Int32?
         var since = Date()
@@ -126,7 +126,7 @@ struct PiperTests {
         while riser == nil && Date() < deadline {
             let waiting = children()
             let alone = waiting.count == 1 && threads(waiting[0]) > 1 ? waiting[0] : nil
-            if alone == nil { since = Date() } else if Date().timeIntervalSince(since) > 0.3 { riser = alone }
+            if alone == nil { since = Date() } else if Date().timeIntervalSince(since) > 1 { riser = alone }
             try await Task.sleep(for: .milliseconds(20))
         }
         let rose = try #require(riser, "no riser replaced the spare: children \(children()) with \(children().map(threads)) threads")
