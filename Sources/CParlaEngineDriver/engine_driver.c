@@ -167,6 +167,9 @@ static void reclaim_espeak(void) {
     current_voice[0] = 0;
 }
 
+// How many Piper voices this process (and the one it was forked from) has loaded.
+static int piper_loads;
+
 // The Piper voice at `path`, loaded once; NULL and why in `error`.
 static parla_piper_voice *piper_voice(const char *path, int warm, char *error, size_t error_size) {
     int known = parla_engine_piper_slot(path);
@@ -178,20 +181,21 @@ static parla_piper_voice *piper_voice(const char *path, int warm, char *error, s
     parla_piper_voice *voice = warm ? parla_piper_load_warm(path, error, error_size) : parla_piper_load(path, error, error_size);
     reclaim_espeak();
     if (!voice) return NULL;
-    // The oldest goes when all places are taken.
+    // The newest goes first, and the oldest loaded goes when all places are taken (EngineHost
+    // keeps the same order for the host's voices).
     int slot = PARLA_ENGINE_PIPER_SLOTS - 1;
     for (int i = 0; i < PARLA_ENGINE_PIPER_SLOTS; i++)
         if (!piper_voices[i].voice) { slot = i; break; }
-    if (piper_voices[slot].voice) {
-        parla_piper_free(piper_voices[slot].voice);
-        memmove(&piper_voices[1], &piper_voices[0], (size_t)slot * sizeof *piper_voices);
-        if (last_piper_slot >= 0) last_piper_slot = last_piper_slot < slot ? last_piper_slot + 1 : -1;
-        slot = 0;
-    }
-    strcpy(piper_voices[slot].path, path);
-    piper_voices[slot].voice = voice;
+    if (piper_voices[slot].voice) parla_piper_free(piper_voices[slot].voice);
+    memmove(&piper_voices[1], &piper_voices[0], (size_t)slot * sizeof *piper_voices);
+    if (last_piper_slot >= 0) last_piper_slot = last_piper_slot < slot ? last_piper_slot + 1 : -1;
+    strcpy(piper_voices[0].path, path);
+    piper_voices[0].voice = voice;
+    piper_loads++;
     return voice;
 }
+
+int parla_engine_piper_loads(void) { return piper_loads; }
 
 // Why a Piper voice did not load: ONNX Runtime is missing, or the voice itself cannot be used.
 static int piper_load_failure(void) { return parla_piper_load_wanted_runtime() ? PARLA_RUN_UNAVAILABLE : PARLA_RUN_VOICE_UNUSABLE; }

@@ -416,8 +416,10 @@ static waiting_child fork_waiting(int voice) {
         if (r != 1) _exit(0);  // the host has ended, or dropped this child
         close(go[0]);
         out_fd = output[1];
+        int loads = parla_engine_piper_loads();
         int status = speak_utterance();
-        int used = parla_engine_last_piper_slot();
+        // Its slot means the host's only if this child loaded no voice of its own.
+        int used = parla_engine_piper_loads() == loads ? parla_engine_last_piper_slot() : -1;
         _exit(status == 0 && used >= 0 ? EXIT_USED_PIPER + used : status);
     }
     close(go[0]);

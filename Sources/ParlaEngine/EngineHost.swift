@@ -118,33 +118,41 @@ final class EngineHost: RunEngine {
         guard sent else { throw failure(while: "starting an utterance") }
     }
 
-    /// The Piper voices the host process has been asked to load (cleared with a new host).
-    private var preloaded: Set<String> = []
+    /// The Piper voices the host process has loaded, oldest first (cleared with a new host): it
+    /// keeps `PARLA_ENGINE_PIPER_SLOTS`, the oldest going first, and so does this list, so that
+    /// a voice it let go is loaded there again, not by every child that speaks with it.
+    private var preloaded: [String] = []
 
     func prepare(voices: [String]) throws(ParlaError) {
-        let piper = voices.filter { $0.hasPrefix(piperVoicePrefix) && !preloaded.contains($0) }
+        var piper: [String] = []
+        for voice in voices where voice.hasPrefix(piperVoicePrefix) && !preloaded.contains(voice) && !piper.contains(voice) {
+            piper.append(voice)
+        }
         guard !piper.isEmpty else { return }
         _ = try start()  // READY first
         var w = MessageWriter()
         for voice in piper {
             let path = Array(voice.utf8.dropFirst(piperVoicePrefix.utf8.count))
             w.message(.preload) { m in path.withUnsafeBytes { m.raw($0) } }
-            preloaded.insert(voice)
         }
         guard w.write(to: toHost) else { throw failure(while: "loading a voice") }
-        // Each is answered once loaded (a first load of joe: about 0.45 s).
+        // Each is answered once loaded (a first load of joe: about 0.45 s); all answers are read
+        // before a voice that failed is reported, so none is left for the next message.
+        var failed: ParlaError?
         for voice in piper {
             guard let (type, payload) = receive(), type == EngineMessage.preloaded.rawValue else {
-                preloaded.remove(voice)
                 throw failure(while: "loading a Piper voice")
             }
             var r = PayloadReader(payload)
             let status = r.u32()
             guard status == 1 else {
-                preloaded.remove(voice)
-                throw .runFailed(Int32(bitPattern: status), voice: voice, reason: String(decoding: r.rest(), as: UTF8.self))
+                failed = failed ?? .runFailed(Int32(bitPattern: status), voice: voice, reason: String(decoding: r.rest(), as: UTF8.self))
+                continue
             }
+            preloaded.append(voice)
+            if preloaded.count > Int(PARLA_ENGINE_PIPER_SLOTS) { preloaded.removeFirst() }
         }
+        if let failed { throw failed }
     }
 
     func endUtterance() {

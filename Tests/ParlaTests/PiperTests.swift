@@ -141,6 +141,39 @@ struct PiperTests {
         await engine.shutDown()
     }
 
+    /// The engine host keeps four Piper voices loaded, letting the oldest go for a fifth: a voice
+    /// it let go is loaded there again when it is spoken with, not by each child that speaks.
+    @Test func aVoiceTheHostLetGoIsLoadedThereAgain() async throws {
+        let dir = try makeTemporaryDirectory()
+        let names = (1...5).map { "en_US-joe\($0)-medium" }
+        defer { PiperFixture.removeAlteredVoice(dir) }  // and the prepared copies, named after each
+        for name in names {
+            try FileManager.default.createSymbolicLink(atPath: dir.path + "/" + name + ".onnx", withDestinationPath: PiperFixture.model)
+            try FileManager.default.createSymbolicLink(atPath: dir.path + "/" + name + ".onnx.json", withDestinationPath: PiperFixture.model + ".json")
+        }
+        let catalog = try VoiceCatalog.default().adding(piperVoicesAt: [dir.path])
+        func speak(_ voices: [String], with engine: SynthesisEngine) async throws {
+            let synth = SpeechSynthesizer(catalog: catalog, engine: engine)
+            for name in voices {
+                var u = Utterance(string: "Hello.", language: "en")
+                u.voice = try catalog.voice(identifier: "piper." + name)
+                let (samples, _) = try await render(u, with: synth)
+                #expect(samples.count > 0)
+            }
+        }
+        // Once, so that each has its prepared copy, which a host then maps under the voice's name.
+        let preparing = SynthesisEngine()
+        try await speak(names, with: preparing)
+        await preparing.shutDown()
+        let engine = SynthesisEngine()
+        try await speak(names + [names[0]], with: engine)
+        let host = try #require(await engine.hostProcessID())
+        let maps = (try? String(contentsOfFile: "/proc/\(host)/maps", encoding: .utf8)) ?? ""
+        let loaded = names.map { maps.contains($0 + "-") }
+        #expect(loaded == [true, false, true, true, true], "the host's Piper voices: \(zip(names, loaded).filter(\.1).map(\.0))")
+        await engine.shutDown()
+    }
+
     @Test func enginesMixInOneTimeline() async throws {
         let text = "The revolutionary phone… Το επαναστατικό τηλέφωνο… هاتف ثوري"
         let (samples, timeline) = try await render(Utterance(string: text))

@@ -88,6 +88,9 @@ int parla_engine_speak(const parla_run *run, const parla_run_output *output, cha
 int parla_engine_piper_slot(const char *voice);
 /// The slot of the Piper voice this process last spoke with, or -1 if it spoke with none.
 int parla_engine_last_piper_slot(void);
+/// How many Piper voices have been loaded, in this process and those it was forked from (a
+/// load moves the slots of the voices loaded before it).
+int parla_engine_piper_loads(void);
 /// Gives the Piper voice in `slot` sessions with `threads` threads (parla_piper_rethread), in
 /// a process forked after it was loaded. Returns 1 if it did.
 int parla_engine_rethread_piper_slot(int slot, int threads);
