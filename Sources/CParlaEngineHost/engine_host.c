@@ -328,15 +328,20 @@ typedef struct {
     int voice;       // the Piper slot whose sessions it threaded, or -1
 } waiting_child;
 
+static const waiting_child no_child = { 0, -1, -1, -1, -1 };
 static waiting_child spare = { 0, -1, -1, -1, -1 }, riser = { 0, -1, -1, -1, -1 };
+
+static void reap(pid_t pid) {
+    if (pid > 0)
+        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {}
+}
 
 // A spare killed as the riser replaced it, not yet reaped: its teardown (some ms) is not
 // waited for where an utterance may be starting.
 static pid_t unreaped;
 
 static void reap_dropped(void) {
-    if (unreaped <= 0) return;
-    while (waitpid(unreaped, NULL, 0) < 0 && errno == EINTR) {}
+    reap(unreaped);
     unreaped = 0;
 }
 
@@ -358,27 +363,30 @@ static void close_ends(const waiting_child *c) {
     if (c->ready >= 0) close(c->ready);
 }
 
-// Ends a waiting child and reaps it.
-static void drop_waiting(waiting_child *c) {
-    if (c->pid <= 0) return;
+// Ends a waiting child (its pipes closed, killed); returns its pid, still to be reaped (0 for none).
+static pid_t end_waiting(waiting_child *c) {
+    pid_t pid = c->pid;
+    if (pid <= 0) return 0;
     close_ends(c);
-    kill(c->pid, SIGKILL);
-    while (waitpid(c->pid, NULL, 0) < 0 && errno == EINTR) {}
-    *c = (waiting_child){ 0, -1, -1, -1, -1 };
+    kill(pid, SIGKILL);
+    *c = no_child;
     if (c == &riser) riser_stopped = 0;
+    return pid;
 }
+
+// Ends a waiting child and reaps it.
+static void drop_waiting(waiting_child *c) { reap(end_waiting(c)); }
 
 // Forks a waiting child: a riser for Piper slot `voice`, or the spare if it is -1. None (pid 0)
 // if a pipe or the fork fails.
 static waiting_child fork_waiting(int voice) {
-    waiting_child none = { 0, -1, -1, -1, -1 };
     int go[2] = { -1, -1 }, output[2] = { -1, -1 }, ready[2] = { -1, -1 };
     if (pipe(go) != 0 || pipe(output) != 0 || (voice >= 0 && pipe(ready) != 0)) {
         for (int i = 0; i < 2; i++) {
             if (go[i] >= 0) close(go[i]);
             if (output[i] >= 0) close(output[i]);
         }
-        return none;
+        return no_child;
     }
     pid_t child = fork();
     if (child == 0) {
@@ -429,7 +437,7 @@ static waiting_child fork_waiting(int voice) {
         close(go[1]);
         close(output[0]);
         if (voice >= 0) close(ready[0]);
-        return none;
+        return no_child;
     }
     return (waiting_child){ child, go[1], output[0], voice >= 0 ? ready[0] : -1, voice };
 }
@@ -450,14 +458,12 @@ static void check_riser(void) {
     if (r == 1 && made == 1) {
         if (spare.pid > 0) {
             reap_dropped();
-            close_ends(&spare);
-            kill(spare.pid, SIGKILL);
-            unreaped = spare.pid;
+            unreaped = end_waiting(&spare);
         }
         close(riser.ready);
         riser.ready = -1;
         spare = riser;
-        riser = (waiting_child){ 0, -1, -1, -1, -1 };
+        riser = no_child;
     } else {
         drop_waiting(&riser);
         spare_threads_voice = -1;
@@ -482,11 +488,11 @@ static pid_t take_spare(int *from) {
     while (w < 0 && errno == EINTR);
     close(spare.go);
     int output = spare.out;
-    spare = (waiting_child){ 0, -1, -1, -1, -1 };
+    spare = no_child;
     if (w != 1) {
         close(output);
         kill(child, SIGKILL);
-        while (waitpid(child, NULL, 0) < 0 && errno == EINTR) {}
+        reap(child);
         return 0;
     }
     *from = output;

@@ -771,11 +771,9 @@ int parla_piper_rethread(parla_piper_voice *v, int threads) {
     if (!v->warmed) v->reference = peak > 0.01f ? peak : 1;
     v->warmed = 1;
     for (int p = 0; p < PARTS; p++) {
-        piper_session *old = v->part[p].session;
+        piper_session_free(v->part[p].session);
         v->part[p].session = sessions[p];
-        sessions[p] = old;
     }
-    for (int p = 0; p < PARTS; p++) piper_session_free(sessions[p]);
     return 1;
 }
 
