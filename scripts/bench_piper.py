@@ -195,6 +195,26 @@ def phonemes(parla, piper, model, voice, corpus, tmp, cores):
     # an i vowel" rule reads the previous phoneme, which a bounds check added after 1.52 hides
     # from the IPA writer. espeak-ng 1.51 and 1.52, and the voices' training, do not show it.
     print(f"  the same without piper-tts's linking \u02b2: {linking} = {100 * linking / max(total, 1):.2f} %")
+    # The phonemizer the voice was trained with: piper-phonemize (its config's piper_version is
+    # 1.0.0, Piper 1.x), whose espeak-ng is rhasspy's fork of 2023-11-27, before espeak-ng's
+    # horse-hoarse merger (2024-04-30: "more" mˈoːɹ there, mˈɔːɹ in 1.52 and piper-tts 1.8).
+    ask = ("import json, sys\nimport piper_phonemize as p\n"
+           "for line in sys.stdin:\n    print(json.dumps(''.join(''.join(s) for s in p.phonemize_espeak(line.rstrip('\\n'), sys.argv[1]))), flush=True)\n")
+    language = json.load(open(model + ".json", encoding="utf-8"))["espeak"]["voice"]
+    p = subprocess.run([python, "-c", ask, language], input="\n".join(r[-1] for r in rows) + "\n", capture_output=True, text=True)
+    trained = [json.loads(l) for l in p.stdout.splitlines()]
+    if p.returncode != 0 or len(trained) != len(rows):
+        print(f"  phonemes: piper-phonemize could not phonemize the quotations ({p.stderr.strip()[-300:]})")
+        return
+    differ = total = peer = 0
+    for row, their, tts in zip(rows, trained, theirs):
+        words = json.load(open(os.path.join(out, row[0] + ".json"), encoding="utf-8"))["words"]
+        t = symbols(their)
+        differ += distance(symbols("".join(w.get("phonemes", "") for w in words)), t)
+        peer += distance(symbols(tts), t)
+        total += len(t)
+    print(f"  phonemes against piper-phonemize 1.1.0's, which the voice was trained with: {differ} of {total} symbols differ = "
+          f"{100 * differ / max(total, 1):.2f} %  (piper-tts 1.8's: {peer} = {100 * peer / max(total, 1):.2f} %)")
 
 
 def clipping(directory):

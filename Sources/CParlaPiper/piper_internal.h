@@ -69,8 +69,8 @@ int piper_program_directory(char *out, size_t size);
 int piper_cache_directory(char *out, size_t size);
 // MARK: The espeak-ng that phonemizes (piper_espeak.c)
 #include <espeak-ng/speak_lib.h>
-/// The libespeak-ng that phonemizes for Piper voices: 1.52 beside the system's if one is
-/// installed for it, else the system's (already initialised by the engine).
+/// A libespeak-ng that phonemizes for Piper voices: one loaded beside the system's for them (the
+/// one a voice was trained with, piper_espeak.c), else the system's (initialised by the engine).
 typedef struct {
     espeak_ERROR (*set_voice)(const char *name);
     void (*set_callback)(t_espeak_callback *callback);
@@ -80,9 +80,24 @@ typedef struct {
     espeak_ERROR (*set_parameter)(espeak_PARAMETER parameter, int value, int relative);
     int (*get_parameter)(espeak_PARAMETER parameter, int current);
     int own;  // loaded for Piper alone: nothing else selects its voice
+    struct piper_espeak_state *state;  // own: what it has selected, how its events are cut
 } piper_espeak;
-/// Chosen (and loaded) on first use.
-const piper_espeak *piper_espeak_get(void);
+typedef struct piper_espeak_state {
+    char selected[64];  // the voice it has selected
+    /// The bytes of a phoneme's name its phoneme events carry: 8, or 4 (piper-phonemize's: its
+    /// events keep a name's first 4 bytes, then whatever was in memory); 0 until probed.
+    int event_bytes;
+} piper_espeak_state;
+/// Which espeak-ng a voice was trained with: piper-phonemize's (Piper 1.x; piper_version below
+/// 1.3 or none) or 1.52 (piper1-gpl).
+enum { PIPER_ESPEAK_TRAINED = 0, PIPER_ESPEAK_CURRENT = 1, PIPER_ESPEAK_KINDS = 2 };
+/// The kind of a voice whose config says `piper_version` (NULL: none).
+int piper_espeak_kind(const char *piper_version);
+/// The espeak-ng of `kind`, chosen (and loaded) on first use.
+const piper_espeak *piper_espeak_get(int kind);
+/// Learns how `e`'s phoneme events carry a name (state->event_bytes), once; its own only
+/// (piper_phonemes.c).
+void piper_espeak_probe(const piper_espeak *e);
 /// Selects espeak-ng voice `voice` in `e` (at once if its own espeak-ng has it selected).
 espeak_ERROR piper_espeak_select(const piper_espeak *e, const char *voice);
 // MARK: Phonemes (piper_phonemes.c)
@@ -122,7 +137,7 @@ size_t piper_id_map_ids(const piper_id_map *map, const char *phonemes, int64_t *
 /// `sentence` for each as soon as it is complete (with `early_first_clause`, the first clause
 /// that ends in a comma, colon or semicolon is a sentence of its own). Returns 0, or the non-zero value `sentence`
 /// returned (which stops it), or -1 with `error` set.
-int piper_phonemize(const char *text, const char *espeak_voice, const piper_id_map *map, int early_first_clause,
+int piper_phonemize(const char *text, int espeak_kind, const char *espeak_voice, const piper_id_map *map, int early_first_clause,
                     int (*sentence)(void *context, piper_sentence *s), void *context, char *error, size_t error_size);
 
 // MARK: ONNX Runtime (piper_runtime.c)

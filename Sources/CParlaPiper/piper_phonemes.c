@@ -203,7 +203,12 @@ typedef struct {
     size_t limit;  // the most phoneme bytes kept (see TRACE_LIMIT)
     int offset;    // the scalars of the text before the window being traced
     int failed;
+    int event_bytes;  // of a phoneme's name in an event (piper_espeak_state)
 } event_trace;
+
+// After the bytes of a phoneme event cut short (piper-phonemize's espeak-ng keeps 4 bytes of a
+// name: "ɑːɹ" is "ɑː"), where the phonemes TextToPhonemes gives may go on: not UTF-8.
+enum { CUT_EVENT = 0xFF };
 
 static event_trace *tracing;
 
@@ -218,13 +223,24 @@ static int trace_callback(short *wav, int count, espeak_EVENT *events) {
             t->words[t->word_count].length = e->length;
             t->word_count++;
         } else if (e->type == espeakEVENT_PHONEME) {
-            size_t n = strnlen(e->id.string, sizeof e->id.string);
+            size_t n = strnlen(e->id.string, t->event_bytes == 4 ? 4 : sizeof e->id.string);
             if (n == 0) continue;  // a pause
-            if (t->count + n > t->limit) return 1;  // runaway: synthesis stops, the rest is a guess
+            int cut = t->event_bytes == 4 && n == 4;
+            if (cut) {
+                // A name cut inside a character: its first bytes go too.
+                const unsigned char *b = (const unsigned char *)e->id.string;
+                size_t lead = n;
+                while (lead > 0 && (b[lead - 1] & 0xC0) == 0x80) lead--;
+                if (lead > 0 && b[lead - 1] >= 0xC0) {
+                    size_t need = b[lead - 1] >= 0xF0 ? 4 : b[lead - 1] >= 0xE0 ? 3 : 2;
+                    if (n - (lead - 1) < need) n = lead - 1;
+                }
+            }
+            if (t->count + n + (size_t)cut > t->limit) return 1;  // runaway: synthesis stops, the rest is a guess
             // The two grow together: word_of_byte is moved only when the capacity changes (a
             // realloc on every event made a text of many phonemes quadratic where realloc copies).
             size_t before = t->capacity;
-            if (!grow((void **)&t->bytes, &t->capacity, t->count + n, 1)) { t->failed = 1; return 1; }
+            if (!grow((void **)&t->bytes, &t->capacity, t->count + n + (size_t)cut, 1)) { t->failed = 1; return 1; }
             if (t->capacity != before || !t->word_of_byte) {
                 int *w = realloc(t->word_of_byte, t->capacity * sizeof *w);
                 if (!w) { t->failed = 1; return 1; }
@@ -236,6 +252,11 @@ static int trace_callback(short *wav, int count, espeak_EVENT *events) {
                 const unsigned char *b = (const unsigned char *)e->id.string;
                 if (b[i] == 0xCB && i + 1 < n && (b[i + 1] == 0x88 || b[i + 1] == 0x8C)) { i++; continue; }
                 t->bytes[t->count] = b[i];
+                t->word_of_byte[t->count] = e->text_position + t->offset;
+                t->count++;
+            }
+            if (cut) {
+                t->bytes[t->count] = CUT_EVENT;
                 t->word_of_byte[t->count] = e->text_position + t->offset;
                 t->count++;
             }
@@ -618,6 +639,27 @@ static int trace_window(const char *text, size_t from, size_t to, int offset, ev
     return !t->failed;
 }
 
+void piper_espeak_probe(const piper_espeak *espeak) {
+    if (!espeak->own || espeak->state->event_bytes) return;
+    espeak->state->event_bytes = 8;
+    if (piper_espeak_select(espeak, "en-us") != EE_OK) return;
+    // "car" is kɑːɹ: events that carry 8 bytes of a name give it whole; piper-phonemize's, kɑː.
+    char text[4 + TEXT_PADDING] = "car";
+    event_trace t = { .limit = 4096, .event_bytes = 8 };
+    int traced = trace_window(text, 0, 3, 0, &t, espeak);
+    const void *p = text;
+    const char *phonemes = espeak->text_to_phonemes(&p, espeakCHARS_UTF8, espeakPHONEMES_IPA);
+    char plain[64];
+    size_t n = 0;
+    for (const char *q = phonemes ? phonemes : ""; *q && n < sizeof plain; q++) {
+        const unsigned char *b = (const unsigned char *)q;
+        if (b[0] == 0xCB && (b[1] == 0x88 || b[1] == 0x8C)) { q++; continue; }  // stress marks
+        if (*q != ' ') plain[n++] = *q;
+    }
+    if (traced && !(t.count == n && memcmp(t.bytes, plain, n) == 0)) espeak->state->event_bytes = 4;
+    free(t.bytes), free(t.word_of_byte), free(t.words);
+}
+
 // The scalars in [p, end), counted as next_scalar reads them.
 static int scalars_in(const char *p, const char *end) {
     const unsigned char *q = (const unsigned char *)p, *qend = (const unsigned char *)end;
@@ -626,9 +668,10 @@ static int scalars_in(const char *p, const char *end) {
     return n;
 }
 
-int piper_phonemize(const char *text, const char *espeak_voice, const piper_id_map *map, int early_first_clause,
+int piper_phonemize(const char *text, int espeak_kind, const char *espeak_voice, const piper_id_map *map, int early_first_clause,
                     int (*sentence)(void *context, piper_sentence *s), void *context, char *error, size_t error_size) {
-    const piper_espeak *espeak = piper_espeak_get();
+    const piper_espeak *espeak = piper_espeak_get(espeak_kind);
+    piper_espeak_probe(espeak);
     if (piper_espeak_select(espeak, espeak_voice) != EE_OK) {
         snprintf(error, error_size, "espeak-ng has no voice '%s', which this Piper voice's config names (espeak.voice)", espeak_voice);
         return -1;
@@ -656,7 +699,7 @@ int piper_phonemize(const char *text, const char *espeak_voice, const piper_id_m
     // clause at a time as the walk comes to it (trace_window): a long text's first sentence
     // does not wait for all of it (10,000 characters took 0.5 s), and no more is traced than
     // is spoken when the speech is stopped.
-    event_trace trace = { .limit = text_length * TRACE_LIMIT + 4096 };
+    event_trace trace = { .limit = text_length * TRACE_LIMIT + 4096, .event_bytes = espeak->own ? espeak->state->event_bytes : 8 };
     size_t traced = 0;    // text[0, traced) is traced
     int traced_scalars = 0;
     int status = 0;
@@ -775,6 +818,31 @@ int piper_phonemize(const char *text, const char *espeak_voice, const piper_id_m
                 // Find this phoneme's bytes in the trace: where the cursor is, else a little
                 // further (then the words around here are a guess).
                 size_t n = (size_t)(r - at), found = (size_t)-1;
+                // After an event cut short, a phoneme is the rest of the cut one's name if the
+                // trace does not have it next, or has it but then not the phoneme after it,
+                // which it has next ("are rain": ɑːɹ ɹˈeɪn, traced ɑː ɹ eɪ n).
+                if (cursor < trace.count && trace.bytes[cursor] == CUT_EVENT) {
+                    int next = cursor + 1 + n <= trace.count && memcmp(trace.bytes + cursor + 1, at, n) == 0;
+                    if (next) {
+                        const unsigned char *after = NULL, *after_end = r;
+                        while (after_end < rend) {
+                            const unsigned char *a = after_end;
+                            uint32_t d = next_scalar(&after_end, rend);
+                            if (d != ' ' && d != 0x2C8 && d != 0x2CC) { after = a; break; }
+                        }
+                        size_t m = after ? (size_t)(after_end - after) : 0;
+                        int then_as_next = cursor + 1 + n + m <= trace.count && memcmp(trace.bytes + cursor + 1 + n, after, m) == 0;
+                        int then_as_rest = cursor + 1 + m <= trace.count && memcmp(trace.bytes + cursor + 1, after, m) == 0;
+                        if (m > 0 && !then_as_next && then_as_rest) next = 0;
+                    }
+                    if (!next) {
+                        word = word_index(&s, &trace, trace.word_of_byte[cursor]);
+                        if (word == -2) { snprintf(error, error_size, "out of memory"); status = -1; break; }
+                        last_word = word;
+                        goto matched;
+                    }
+                    cursor++;
+                }
                 for (size_t skip = 0; skip <= 16 && cursor + skip + n <= trace.count; skip++) {
                     if (memcmp(trace.bytes + cursor + skip, at, n) == 0) { found = cursor + skip; break; }
                 }
@@ -789,6 +857,7 @@ int piper_phonemize(const char *text, const char *espeak_voice, const piper_id_m
                 if (word == -2) { snprintf(error, error_size, "out of memory"); status = -1; break; }
                 last_word = word;
             }
+        matched:;
             size_t before = s.id_count;
             if (!push_phoneme(&s, map, c, c == ' ' ? -1 : word, error, error_size)) { status = -1; break; }
             // A phoneme left out gives the word no first id: its next one will.

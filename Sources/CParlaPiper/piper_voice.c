@@ -36,6 +36,7 @@ struct parla_piper_voice {
     voice_part part[PARTS];
     piper_id_map *map;
     char espeak_voice[64];
+    int espeak_kind;  // the espeak-ng it was trained with (PIPER_ESPEAK_TRAINED, _CURRENT)
     int sample_rate;
     float noise_scale, length_scale, noise_w;
     int exact_timing;
@@ -315,7 +316,8 @@ int parla_piper_load_wanted_runtime(void) { return last_load_wanted_runtime; }
 // And reads the decoder's reach from the model (decoder_context).
 static void *load_espeak(void *context) {
     parla_piper_voice *v = context;
-    const piper_espeak *espeak = piper_espeak_get();
+    const piper_espeak *espeak = piper_espeak_get(v->espeak_kind);
+    piper_espeak_probe(espeak);
     if (espeak->own) piper_espeak_select(espeak, v->espeak_voice);
     if (v->loading) decoder_context(v, v->loading);
     return NULL;
@@ -360,6 +362,7 @@ static parla_piper_voice *load_voice(const char *model_path, int warm, char *err
         snprintf(error, error_size, "the voice's config %s has inference scales out of range", config_path);
     } else {
         strcpy(v->espeak_voice, espeak_voice);
+        v->espeak_kind = piper_espeak_kind(pj_string(pj_get(config, "piper_version")));
         v->sample_rate = (int)rate;
         char map_error[300];
         v->map = piper_id_map_create(pj_get(config, "phoneme_id_map"), map_error, sizeof map_error);
@@ -1051,7 +1054,7 @@ int parla_piper_speak(parla_piper_voice *voice, const char *text, int rate, int 
         .fail_chunk = env_size("PARLA_PIPER_FAIL_CHUNK", 0),
         .flow_padding = env_size("PARLA_PIPER_FLOW_PADDING", FLOW_PADDING),
     };
-    int status = piper_phonemize(text, voice->espeak_voice, voice->map, options & PARLA_PIPER_EARLY_FIRST_CLAUSE, speak_sentence, &sp,
+    int status = piper_phonemize(text, voice->espeak_kind, voice->espeak_voice, voice->map, options & PARLA_PIPER_EARLY_FIRST_CLAUSE, speak_sentence, &sp,
                                  error, error_size);
     if (status == PARLA_PIPER_STOPPED) return PARLA_PIPER_STOPPED;
     if (status != 0) {

@@ -265,17 +265,48 @@ struct PiperCLITests {
         #expect(both.status != 0 && both.error.contains("--ipa"), "\(both.error)")
     }
 
-    /// Piper voices are phonemized by espeak-ng 1.52, as they were trained ("more": ɔːɹ, where
-    /// Debian's 1.51 says oːɹ), loaded beside the system's espeak-ng, which still speaks
-    /// espeak-ng voices (scripts/setup unpacks 1.52 into ~/.cache/parla/espeak-ng).
-    @Test func piperVoicesArePhonemizedByEspeak152() async throws {
+    /// Each Piper voice is phonemized by the espeak-ng it was trained with, loaded beside the
+    /// system's, which still speaks espeak-ng voices (Debian's 1.51: "more" is moːɹ):
+    /// - joe (piper_version 1.0.0: Piper 1.x) by piper-phonemize's, as piper-phonemize 1.1.0
+    ///   gives them: "Four or more." is fˈoːɹ ɔːɹ mˈoːɹ (before espeak-ng's horse-hoarse merger);
+    /// - the same voice saying piper_version 1.5.0 (piper1-gpl) by 1.52: fˈɔːɹ ɔːɹ mˈɔːɹ.
+    /// piper-phonemize's phoneme events keep 4 bytes of a phoneme's name ("ɑːɹ" is "ɑː"): the
+    /// words still get their own phonemes, exactly timed ("are rain": ɑːɹ ɹˈeɪn).
+    @Test func piperVoicesArePhonemizedByTheEspeakTheyWereTrainedWith() async throws {
         if let missing = PiperFixture.missing { Issue.record(Comment(rawValue: missing)) }
+        for name in ["piper-phonemize", "espeak-ng"] {
+            let library = PiperFixture.cache + "/\(name)/libespeak-ng.so.1"
+            #expect(FileManager.default.fileExists(atPath: library), "\(library) is missing: run scripts/setup")
+        }
         let dir = try makeTemporaryDirectory()
         defer { removeTemporaryDirectory(dir) }
         let text = "Four or more."
         let joe = try await parla(["say", "-v", PiperFixture.voice, text, "-o", dir.appendingPathComponent("joe.wav").path, "--ipa"])
         #expect(joe.status == 0, "\(joe.error)")
-        #expect(joe.output == "fˈɔːɹ ɔːɹ mˈɔːɹ\n", "\(joe.output)")
+        #expect(joe.output == "fˈoːɹ ɔːɹ mˈoːɹ\n", "\(joe.output)")
+        let timings = dir.appendingPathComponent("rain.json")
+        let rain = try await parla([
+            "say", "-v", PiperFixture.voice, "They are rain upon the world.", "-o", dir.appendingPathComponent("rain.wav").path, "--ipa",
+            "--timings", timings.path,
+        ])
+        #expect(rain.output == "ðeɪ ɑːɹ ɹˈeɪn əpˌɑːn ðə wˈɜːld\n", "\(rain.output)")
+        let words = try JSONSerialization.jsonObject(with: Data(contentsOf: timings)) as? [String: Any]
+        let list = words?["words"] as? [[String: Any]] ?? []
+        #expect(list.map { $0["phonemes"] as? String ?? "" } == ["ðeɪ", "ɑːɹ", "ɹˈeɪn", "əpˌɑːn", "ðə", "wˈɜːld"], "\(list)")
+        #expect(list.count == 6 && list.allSatisfy { $0["estimated"] as? Bool == false }, "\(list)")
+
+        let newer = try PiperFixture.alteredVoice(
+            named: "en_US-newer-medium",
+            config: { $0.replacingOccurrences(of: "\"piper_version\": \"1.0.0\"", with: "\"piper_version\": \"1.5.0\"") })
+        defer { PiperFixture.removeAlteredVoice(newer) }
+        let config = try String(contentsOf: newer.appendingPathComponent("en_US-newer-medium.onnx.json"), encoding: .utf8)
+        #expect(config.contains("\"piper_version\": \"1.5.0\""))
+        let later = try await parla(
+            ["say", "-v", "piper.en_US-newer-medium", text, "-o", dir.appendingPathComponent("newer.wav").path, "--ipa"],
+            piperEnvironment(["PARLA_PIPER_VOICES": newer.path]))
+        #expect(later.status == 0, "\(later.error)")
+        #expect(later.output == "fˈɔːɹ ɔːɹ mˈɔːɹ\n", "\(later.output)")
+
         let espeak = try await parla(["say", "-v", "espeak-ng.en-us", text, "-o", dir.appendingPathComponent("e.wav").path, "--ipa"])
         #expect(espeak.status == 0, "\(espeak.error)")
         #expect(espeak.output.contains("moːɹ"), "the system's espeak-ng (1.51) speaks espeak-ng voices: \(espeak.output)")

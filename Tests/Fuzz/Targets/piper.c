@@ -69,7 +69,7 @@ static void phonemize(const uint8_t *body, size_t length, int early) {
     memcpy(text, body, length);
     text[length] = 0;
     char error[300];
-    (void)piper_phonemize(text, "en-us", map, early, check_sentence, NULL, error, sizeof error);
+    (void)piper_phonemize(text, PIPER_ESPEAK_TRAINED, "en-us", map, early, check_sentence, NULL, error, sizeof error);
     free(text);
 }
 
