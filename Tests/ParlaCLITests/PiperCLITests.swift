@@ -370,6 +370,38 @@ struct PiperCLITests {
         #expect(try Data(contentsOf: warm) == original)
     }
 
+    /// No sample wraps or sits at full scale: at volume 200 joe's shouted sentences go past
+    /// full scale (raw peaks of some 1.2), and the soft limiter above 0.8 keeps each sample
+    /// below it with its sign. Below the knee, a sample is twice the one at volume 100.
+    @Test func loudPiperSpeechIsLimitedNotClipped() async throws {
+        if let missing = PiperFixture.missing { Issue.record(Comment(rawValue: missing)) }
+        let dir = try makeTemporaryDirectory()
+        defer { removeTemporaryDirectory(dir) }
+        func say(_ volume: Int) async throws -> [Int] {
+            let out = dir.appendingPathComponent("\(volume).wav")
+            let r = try await parla([
+                "say", "-v", PiperFixture.voice, "--volume", "\(volume)", "-o", out.path,
+                "Hey! Stop right there! What are you doing? Get out of my house, now!",
+            ])
+            #expect(r.status == 0, "\(r.error)")
+            return try Data(contentsOf: out).dropFirst(44).withUnsafeBytes { $0.bindMemory(to: Int16.self).map { Int($0) } }
+        }
+        let normal = try await say(100), loud = try await say(200)
+        try #require(normal.count == loud.count && !normal.isEmpty)
+        let knee = 26214  // 0.8 of full scale
+        var limited = 0, wrong = 0
+        for (x, y) in zip(normal, loud) {
+            if abs(2 * x) < knee - 200 {
+                if abs(y - 2 * x) > 2 { wrong += 1 }
+            } else {
+                limited += 1
+                if abs(y) >= 32767 || abs(y) < knee - 200 || (x > 0) != (y > 0) { wrong += 1 }
+            }
+        }
+        #expect(wrong == 0, "\(wrong) samples wrapped, at full scale or not twice the quieter ones")
+        #expect(limited > 20, "the limiter was not reached (\(limited) samples)")
+    }
+
     /// A voice whose split parts ONNX Runtime will not take, or that do not fit together (a
     /// graph of a shape the split did not foresee; PARLA_PIPER_FAIL_SPLIT=1 makes joe's so), is
     /// loaded whole and spoken a sentence at a time: the bytes of the whole voice
