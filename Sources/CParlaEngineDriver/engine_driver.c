@@ -215,12 +215,14 @@ static int speak_piper(const parla_run *run, const parla_run_output *output, cha
     parla_piper_voice *voice = piper_voice(piper_path(run->voice), 0, error, error_size);
     if (!voice) return piper_load_failure();
     last_piper_slot = parla_engine_piper_slot(run->voice);
-    // For measuring it, PARLA_PIPER_EARLY_CLAUSE=0 turns the early first clause off, and "all"
-    // asks it of every run (a file rendered the way live speech is spoken).
+    // For measuring it, PARLA_PIPER_EARLY_CLAUSE=0 turns the early first clause off, "all"
+    // asks it of every run (a file rendered the way live speech is spoken), and "live" asks
+    // live speech's chunks too (a file made exactly as live speech makes it).
     const char *early = getenv("PARLA_PIPER_EARLY_CLAUSE");
-    int asked = (run->flags & PARLA_RUN_EARLY_FIRST_CLAUSE) || (early && strcmp(early, "all") == 0);
+    int every = early && (strcmp(early, "all") == 0 || strcmp(early, "live") == 0);
+    int asked = (run->flags & PARLA_RUN_EARLY_FIRST_CLAUSE) || every;
     int options = asked && !(early && strcmp(early, "0") == 0) ? PARLA_PIPER_EARLY_FIRST_CLAUSE : 0;
-    if (run->flags & PARLA_RUN_EARLY_FIRST_CLAUSE) options |= PARLA_PIPER_LIVE;
+    if ((run->flags & PARLA_RUN_EARLY_FIRST_CLAUSE) || (early && strcmp(early, "live") == 0)) options |= PARLA_PIPER_LIVE;
     int status = parla_piper_speak(voice, run->text, run->rate, run->volume, options, output, error, error_size);
     reclaim_espeak();
     if (status == PARLA_PIPER_OK) {

@@ -162,6 +162,42 @@ struct PiperCLITests {
         print("chunk seams: \(items.count) quotations, residual \(worst.dB) dB, largest difference \(worst.largest)")
     }
 
+    /// Live speech's chunks (PARLA_PIPER_EARLY_CLAUSE=live renders a file as live speech makes
+    /// it: a 16-frame first chunk, then doubling, the flow run on each chunk's frames with 32
+    /// frames of context either side) against the same sentences decoded whole, cut at the same
+    /// place: float rounding, no click at a seam. PARLA_PIPER_FLOW_PADDING narrows the flow's
+    /// context, for showing that this test sees it.
+    @Test func liveChunksMatchWholeSentenceDecoding() async throws {
+        if let missing = PiperFixture.missing { Issue.record(Comment(rawValue: missing)) }
+        let dir = try makeTemporaryDirectory()
+        defer { removeTemporaryDirectory(dir) }
+        let quotations = try String(contentsOfFile: #filePath.replacingOccurrences(of: "Tests/ParlaCLITests/PiperCLITests.swift", with: "bench/piper-quotations.tsv"), encoding: .utf8)
+        let items = quotations.split(separator: "\n").enumerated().filter { $0.offset % 20 == 3 }.map(\.element)
+        let input = dir.appendingPathComponent("items.tsv")
+        try (items.joined(separator: "\n") + "\n").write(to: input, atomically: true, encoding: .utf8)
+        var outputs: [URL] = []
+        for (name, extra) in [("live", ["PARLA_PIPER_EARLY_CLAUSE": "live"]), ("whole", ["PARLA_PIPER_EARLY_CLAUSE": "all", "PARLA_PIPER_WHOLE": "1"])] {
+            let out = dir.appendingPathComponent(name)
+            var env = piperEnvironment(["PARLA_PIPER_CACHE": dir.appendingPathComponent("cache-" + name).path])
+            for (k, v) in extra { env[k] = v }
+            let r = try await parla(["render", input.path, "-o", out.path, "--jobs", "1"], env)
+            #expect(r.status == 0, "\(r.error)")
+            outputs.append(out)
+        }
+        var worst = (dB: -200.0, largest: 0)
+        for item in items {
+            let id = String(item.split(separator: "\t")[0])
+            let live = try samples(outputs[0].appendingPathComponent(id + ".wav"))
+            let whole = try samples(outputs[1].appendingPathComponent(id + ".wav"))
+            #expect(live.count == whole.count && whole.count > 22050, "\(id): \(live.count) samples live, \(whole.count) whole")
+            let r = residual(live, whole)
+            worst = (max(worst.dB, r.dB), max(worst.largest, r.largest))
+        }
+        #expect(worst.dB < -80, "residual \(worst.dB) dB")
+        #expect(worst.largest <= 4, "a sample differs by \(worst.largest)")
+        print("live chunks: \(items.count) quotations, residual \(worst.dB) dB, largest difference \(worst.largest)")
+    }
+
     /// The decoder's convolutions are rewritten in two dimensions when the voice loads (its
     /// prepared copy holds the rewrite's axis tensor), and give the samples the decoder as it
     /// was gives (PARLA_PIPER_PLANAR=0) within float rounding.
