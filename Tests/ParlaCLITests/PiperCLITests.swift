@@ -96,6 +96,53 @@ struct PiperCLITests {
         #expect(digests[0] == digests[1])
     }
 
+    /// A Piper render killed (kill -9) after some items and run again gives, byte for byte, the
+    /// files of a clean run with another `--jobs`.
+    @Test func aKilledPiperRenderResumesToTheSameBytes() async throws {
+        if let missing = PiperFixture.missing { Issue.record(Comment(rawValue: missing)) }
+        let dir = try makeTemporaryDirectory()
+        defer { removeTemporaryDirectory(dir) }
+        let input = dir.appendingPathComponent("items.tsv")
+        try (1...24).map { "i\($0)\ten\tLine \($0) of a batch that is killed and resumed, with a few more words." }
+            .joined(separator: "\n").write(to: input, atomically: true, encoding: .utf8)
+        let out = dir.appendingPathComponent("out"), clean = dir.appendingPathComponent("clean")
+        @Sendable func wavs(_ d: URL) -> [String] {
+            ((try? FileManager.default.contentsOfDirectory(atPath: d.path)) ?? []).filter { $0.hasSuffix(".wav") && !$0.hasPrefix(".") }
+        }
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: CLITests.binary)
+        p.arguments = ["render", input.path, "-o", out.path, "--jobs", "2", "--timings", "--progress", "none"]
+        var env = ProcessInfo.processInfo.environment
+        for (k, v) in piperEnvironment() { env[k] = v }
+        p.environment = env
+        p.standardOutput = FileHandle.nullDevice
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        let pid = p.processIdentifier
+        let killed = try await offPool { () -> Bool in
+            for _ in 0..<6000 where kill(pid, 0) == 0 {
+                if wavs(out).count >= 6 { return kill(pid, SIGKILL) == 0 }
+                usleep(5_000)
+            }
+            return false
+        }
+        _ = await exitStatus(p)
+        let partial = wavs(out).count
+        #expect(killed && partial < 24, "the render was not killed midway (\(partial) files)")
+        let resumed = try await parla(["render", input.path, "-o", out.path, "--jobs", "2", "--timings"])
+        #expect(resumed.status == 0 && !resumed.error.contains(" 0 already done"), "\(resumed.error)")
+        let fresh = try await parla(["render", input.path, "-o", clean.path, "--jobs", "1", "--timings"])
+        #expect(fresh.status == 0, "\(fresh.error)")
+        #expect(wavs(out).sorted() == wavs(clean).sorted() && wavs(clean).count == 24)
+        for name in wavs(clean) {
+            let json = String(name.dropLast(4)) + ".json"
+            for file in [name, json] {
+                let a = try? Data(contentsOf: out.appendingPathComponent(file)), b = try? Data(contentsOf: clean.appendingPathComponent(file))
+                #expect(a != nil && a == b, "\(file) differs from the clean run")
+            }
+        }
+    }
+
     /// The 16-bit samples of a WAV file Parla wrote (its "data" chunk).
     func samples(_ url: URL) throws -> [Int16] {
         let data = try Data(contentsOf: url)
