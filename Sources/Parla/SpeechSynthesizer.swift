@@ -162,13 +162,25 @@ public final class SpeechSynthesizer: Sendable {
     public func write(
         _ utterance: Utterance, toBufferCallback callback: @escaping @Sendable (SynthesisEvent) -> Void
     ) async throws(ParlaError) -> SpeechTimeline {
+        try await write(utterance, forPlayback: false, toBufferCallback: callback)
+    }
+
+    /// ``write(_:toBufferCallback:)``, or with `forPlayback` for a caller that plays the audio
+    /// as it comes (libparla's `parla_synthesize_for_playback`, the Spiel provider): a Piper
+    /// voice's first sound comes sooner, as in live speech (a long first sentence spoken as two
+    /// clauses, from a short first chunk), so its audio is not a file's bytes.
+    @discardableResult
+    package func write(
+        _ utterance: Utterance, forPlayback: Bool, toBufferCallback callback: @escaping @Sendable (SynthesisEvent) -> Void
+    ) async throws(ParlaError) -> SpeechTimeline {
         let plan = try plan(utterance)
         // Made once the engine has its sample rate: it loads and starts speaking meanwhile.
         let timeline = Mutex<SpeechTimeline?>(nil)
         let stop = StopFlag()
         _ = try await withCancellation(raising: stop) { () throws(ParlaError) in
             try await engine.synthesize(
-                plan, stop: stop, started: { rate in timeline.withLock { $0 = SpeechTimeline(sampleRate: rate) } }
+                plan, stop: stop, skipsLeadingSilence: false, forPlayback: forPlayback,
+                started: { rate in timeline.withLock { $0 = SpeechTimeline(sampleRate: rate) } }
             ) { event in
                 timeline.withLock { $0?.record(event) }
                 callback(event)
@@ -181,10 +193,16 @@ public final class SpeechSynthesizer: Sendable {
     /// Synthesizes `utterance` as an asynchronous stream of audio blocks and timed marks.
     /// Ending the iteration early stops synthesis.
     public func stream(_ utterance: Utterance) -> AsyncThrowingStream<SynthesisEvent, any Error> {
+        stream(utterance, forPlayback: false)
+    }
+
+    /// ``stream(_:)``, made for playback as it comes with `forPlayback` (see
+    /// ``write(_:forPlayback:toBufferCallback:)``).
+    package func stream(_ utterance: Utterance, forPlayback: Bool) -> AsyncThrowingStream<SynthesisEvent, any Error> {
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: SynthesisEvent.self)
         let task = Task {
             do {
-                try await self.write(utterance) { continuation.yield($0) }
+                try await self.write(utterance, forPlayback: forPlayback) { continuation.yield($0) }
                 continuation.finish()
             } catch {
                 continuation.finish(throwing: error)

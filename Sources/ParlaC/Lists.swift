@@ -261,6 +261,20 @@ public func parlaSegmentListFree(_ handle: OpaquePointer?) { _ = HandleTable.sha
 public func parlaSynthesize(
     _ handle: OpaquePointer?, _ utterance: OpaquePointer?, _ callback: parla_chunk_callback?, _ userData: UnsafeMutableRawPointer?
 ) -> parla_status {
+    synthesize(handle, utterance, callback, userData, forPlayback: false)
+}
+
+@_cdecl("parla_synthesize_for_playback")
+public func parlaSynthesizeForPlayback(
+    _ handle: OpaquePointer?, _ utterance: OpaquePointer?, _ callback: parla_chunk_callback?, _ userData: UnsafeMutableRawPointer?
+) -> parla_status {
+    synthesize(handle, utterance, callback, userData, forPlayback: true)
+}
+
+private func synthesize(
+    _ handle: OpaquePointer?, _ utterance: OpaquePointer?, _ callback: parla_chunk_callback?, _ userData: UnsafeMutableRawPointer?,
+    forPlayback: Bool
+) -> parla_status {
     guard let box = synthesizerBox(handle) else { return PARLA_ERROR_INVALID_HANDLE }
     guard let u = utteranceBox(utterance) else { return PARLA_ERROR_INVALID_HANDLE }
     guard let callback else { return fail(PARLA_ERROR_INVALID_ARGUMENT, "the callback is NULL") }
@@ -269,7 +283,7 @@ public func parlaSynthesize(
     // Synthesis runs on Parla's side; its events are handed to this (the caller's) thread.
     let queue = Mutex<(events: [SynthesisEvent], done: Result<Void, any Error>?)>(([], nil))
     let ready = DispatchSemaphore(value: 0)
-    let stream = box.synthesizer.stream(settings.utterance)
+    let stream = box.synthesizer.stream(settings.utterance, forPlayback: forPlayback)
     let task = Task.detached {
         do {
             for try await event in stream {

@@ -93,7 +93,9 @@ public actor SynthesisEngine {
     /// that thread once the engine has loaded, before the first event: the engine loads (on
     /// first use) and starts on the first words meanwhile. An error it throws ends synthesis.
     /// With `skipsLeadingSilence` (live speech), the engine's silence before the first sound
-    /// is not passed on (``TimelineBuilder/skipsLeadingSilence``).
+    /// is not passed on (``TimelineBuilder/skipsLeadingSilence``). Live speech, and with
+    /// `forPlayback` a caller that plays the audio as it comes, have a Piper voice's first
+    /// sentence made as it is heard soonest (`PARLA_RUN_EARLY_FIRST_CLAUSE`).
     /// - Throws: ``ParlaError/cancelled`` if `stop` was raised, ``ParlaError/engineFailure(_:engine:)``
     ///   if espeak-ng cannot be loaded, rejects a voice or the text, or crashes on it; what
     ///   `started` throws.
@@ -101,10 +103,20 @@ public actor SynthesisEngine {
         _ plan: SpeechPlan, stop: StopFlag, skipsLeadingSilence: Bool = false,
         started: @Sendable (Int) throws(ParlaError) -> Void = { _ in }, emit: @escaping @Sendable (SynthesisEvent) -> Void
     ) throws(ParlaError) -> Int {
+        try synthesize(
+            plan, stop: stop, skipsLeadingSilence: skipsLeadingSilence, forPlayback: skipsLeadingSilence, started: started, emit: emit)
+    }
+
+    /// ``synthesize(_:stop:skipsLeadingSilence:started:emit:)``, made for playback as it comes
+    /// or not whatever `skipsLeadingSilence` says.
+    package func synthesize(
+        _ plan: SpeechPlan, stop: StopFlag, skipsLeadingSilence: Bool, forPlayback: Bool,
+        started: @Sendable (Int) throws(ParlaError) -> Void, emit: @escaping @Sendable (SynthesisEvent) -> Void
+    ) throws(ParlaError) -> Int {
         if isShared { Self.sharedStarted.store(true, ordering: .releasing) }
         return try synthesizePlan(
-            plan, engine: host, stop: stop, marksWords: true, skipsLeadingSilence: skipsLeadingSilence, started: started,
-            emit: emit)
+            plan, engine: host, stop: stop, marksWords: true, skipsLeadingSilence: skipsLeadingSilence, forPlayback: forPlayback,
+            started: started, emit: emit)
     }
 }
 
@@ -190,9 +202,11 @@ protocol RunEngine: AnyObject {
 
 /// Speaks `plan` run by run with `engine`, turning what it reports into timed events.
 /// `started` is told the engine's sample rate once it has loaded, before the first event.
+/// `forPlayback`: the audio is heard as it comes, so a Piper voice's first run is made to be
+/// heard soonest.
 func synthesizePlan(
     _ plan: SpeechPlan, engine: some RunEngine, stop: StopFlag, marksWords: Bool, skipsLeadingSilence: Bool = false,
-    started: (Int) throws(ParlaError) -> Void = { _ in }, emit: @escaping (SynthesisEvent) -> Void
+    forPlayback: Bool = false, started: (Int) throws(ParlaError) -> Void = { _ in }, emit: @escaping (SynthesisEvent) -> Void
 ) throws(ParlaError) -> Int {
     func request(_ index: Int, _ input: EngineInput, endsSentence: Bool) -> RunRequest {
         let run = plan.runs[index]
@@ -206,7 +220,7 @@ func synthesizePlan(
         if input.isMarkup { flags |= UInt32(PARLA_RUN_SSML) }
         if index == plan.runs.count - 1 || endsSentence { flags |= UInt32(PARLA_RUN_END_PAUSE) }
         // Live speech's first run, in a Piper voice: its first clause is heard sooner alone.
-        if skipsLeadingSilence, index == 0, run.voice.engine == SpeechVoice.piperEngine { flags |= UInt32(PARLA_RUN_EARLY_FIRST_CLAUSE) }
+        if forPlayback, index == 0, run.voice.engine == SpeechVoice.piperEngine { flags |= UInt32(PARLA_RUN_EARLY_FIRST_CLAUSE) }
         return RunRequest(
             voice: run.voice.engineVoiceName, rate: Int32(clamping: run.rate), pitch: Int32(clamping: run.pitch),
             volume: Int32(clamping: run.volume), punctuation: Int32(punctuation), flags: flags, text: input.text)

@@ -26,6 +26,29 @@ struct PiperTests {
         return (audio.samples, timeline)
     }
 
+    /// Synthesis for playback as it comes (`parla_synthesize_for_playback`, the Spiel provider)
+    /// makes a Piper voice's audio as live speech does: a long first sentence cut at a word
+    /// after 100 phoneme ids, so that it is heard sooner (the same words, about as long), from
+    /// a 16-frame first chunk; a file's audio is left whole.
+    @Test func synthesisForPlaybackIsMadeAsLiveSpeechIs() async throws {
+        let long = try joe(
+            "Screen reader users choose a voice by how fast it answers so the natural voice now makes its audio a little at a time and plays the first part while it is still working on the rest of this sentence."
+        )
+        var heard: [Bool: (samples: [Int16], words: [String])] = [:]
+        for playback in [false, true] {
+            let audio = AudioCollector()
+            let timeline = try await synth.write(long, forPlayback: playback) { event in
+                if case .audio(let b) = event { audio.append(b) }
+            }
+            heard[playback] = (audio.samples, timeline.words.map(\.word))
+        }
+        let file = try #require(heard[false]), played = try #require(heard[true])
+        #expect(played.words == file.words && file.words.count == 40, "\(played.words)")
+        #expect(played.samples != file.samples, "the first sentence is cut for playback")
+        let ratio = Double(played.samples.count) / Double(file.samples.count)
+        #expect(abs(ratio - 1) < 0.1, "\(played.samples.count) samples for playback, \(file.samples.count) for a file")
+    }
+
     func joe(_ text: String) throws -> Utterance {
         var u = Utterance(string: text, language: "en")
         u.voice = try catalog.voice(identifier: PiperFixture.voice)

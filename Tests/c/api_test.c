@@ -255,6 +255,12 @@ static void test_synthesize(void) {
     expect_status(parla_synthesize(s, u, on_chunk, &early), PARLA_OK, "synthesize, stopped early");
     expect(early.samples > 0 && early.samples < st.samples, "stopped after %lld of %lld samples", (long long)early.samples, (long long)st.samples);
     expect_status(parla_synthesize(s, u, NULL, NULL), PARLA_ERROR_INVALID_ARGUMENT, "no callback");
+    // For playback, with espeak-ng's voices: the same audio and words.
+    stream_state played = { .text = text, .in_order = 1 };
+    expect_status(parla_synthesize_for_playback(s, u, on_chunk, &played), PARLA_OK, "synthesize for playback");
+    expect(played.in_order && played.words == st.words && played.samples == st.samples, "for playback: %lld words, %lld samples",
+           (long long)played.words, (long long)played.samples);
+    expect_status(parla_synthesize_for_playback(NULL, u, on_chunk, &played), PARLA_ERROR_INVALID_HANDLE, "for playback, no synthesizer");
     parla_timeline_free(t);
     unlink(file);
     rmdir(path);

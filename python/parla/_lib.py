@@ -182,6 +182,7 @@ _SIGNATURES = {
     "parla_is_speaking": (_i, [_p]),
     "parla_write_wav": (_i, [_p, _p, _s, ctypes.POINTER(_p)]),
     "parla_synthesize": (_i, [_p, _p, CHUNK_CALLBACK, _p]),
+    "parla_synthesize_for_playback": (_i, [_p, _p, CHUNK_CALLBACK, _p]),
     "parla_timeline_word_count": (ctypes.c_size_t, [_p]),
     "parla_timeline_sentence_count": (ctypes.c_size_t, [_p]),
     "parla_timeline_word": (_i, [_p, ctypes.c_size_t, ctypes.POINTER(TimedRange)]),

@@ -247,7 +247,8 @@ class Provider:
         stream: Optional[Stream] = None
         try:
             stream = Stream(fd)
-            for chunk in self.synth.synthesize(text, **settings):
+            # Its client plays the audio as it comes: made as live speech is.
+            for chunk in self.synth.synthesize(text, for_playback=True, **settings):
                 if chunk.kind == "audio" and chunk.samples:
                     stream.audio(chunk.sample, chunk.samples, chunk.sample_rate)
                 elif chunk.kind in EVENT_KINDS and chunk.start is not None and chunk.end is not None:

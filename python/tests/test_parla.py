@@ -108,6 +108,14 @@ def test_synthesize_streams_the_files_audio_and_words(synth, tmp_path):
         list(synth.synthesize("Hello", voice="no-such-voice"))
 
 
+def test_synthesize_for_playback_gives_espeak_voices_the_same_audio(synth):
+    text = "Streaming works here. Καλημέρα κόσμε."
+    kept = list(synth.synthesize(text))
+    played = list(synth.synthesize(text, for_playback=True))
+    assert [(c.kind, c.sample, c.start, c.end, c.samples) for c in played] == [(c.kind, c.sample, c.start, c.end, c.samples) for c in kept]
+    assert sum(1 for c in kept if c.kind == "word") == 5
+
+
 def test_synthesize_reaches_ssml_marks_where_the_next_word_starts(synth):
     ssml = '<speak>Hello <mark name="één"/>big world.<mark name="end"/></speak>'
     chunks = list(synth.synthesize(ssml, ssml=True))

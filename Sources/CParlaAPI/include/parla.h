@@ -280,6 +280,13 @@ typedef int (*parla_chunk_callback)(const parla_chunk *chunk, void *user_data);
 parla_status parla_synthesize(parla_synthesizer *synthesizer, const parla_utterance *utterance, parla_chunk_callback callback,
                               void *user_data);
 
+/* parla_synthesize for a caller that plays the audio as it comes (a speech provider streaming
+ * to its client): a Piper voice's first sound comes sooner, as with parla_speak (a long first
+ * sentence is spoken as two clauses, the first from a short first chunk), so its audio is not
+ * the bytes parla_write_wav writes. espeak-ng voices give the same audio either way. */
+parla_status parla_synthesize_for_playback(parla_synthesizer *synthesizer, const parla_utterance *utterance,
+                                           parla_chunk_callback callback, void *user_data);
+
 /* MARK: Voices */
 
 typedef struct parla_voice_list parla_voice_list;
