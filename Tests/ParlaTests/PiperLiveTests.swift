@@ -17,6 +17,39 @@ extension LiveSpeechTests {
         return (server, catalog, synth)
     }
 
+    /// SSML marks in joe's speech, live: each arrives just before the word after it, when that
+    /// word is heard (the word is timed by the model, a chunk at a time), and one after the last
+    /// word just before `finished`.
+    @Test func aPiperVoicesMarksArriveWhenTheirWordIsHeard() async throws {
+        let (server, _, synth) = try await piperSynth()
+        defer { withExtendedLifetime(server) {} }
+        let log = EventLog(synth)
+        let ssml =
+            #"<speak xml:lang="en"><voice name="piper.en_US-joe-medium"><mark name="w0"/>Hello <mark name="w1"/>big wide <mark name="w3"/>world.<mark name="end"/></voice></speak>"#
+        let end = await synth.speakAndWait(try Utterance(ssml: ssml))
+        guard case .finished = end.kind else { Issue.record("ended with \(end.kind)"); return }
+        #expect(await log.wait { log.terminal(end.utterance) != nil })
+        let sequence = log.of(end.utterance).compactMap { e -> String? in
+            switch e.kind {
+            case .mark(let name): return "mark:" + name
+            case .willSpeakWord(let r): return r.text
+            case .finished: return "finished"
+            default: return nil
+            }
+        }
+        #expect(sequence == ["mark:w0", "Hello", "mark:w1", "big", "wide", "mark:w3", "world", "mark:end", "finished"], "\(sequence)")
+        let events = log.of(end.utterance)
+        let marks = events.compactMap { e -> (String, UInt64)? in if case .mark(let n) = e.kind { (n, e.time.nanoseconds) } else { nil } }
+        let words = events.compactMap { e -> (String, UInt64)? in
+            if case .willSpeakWord(let r) = e.kind { (r.text, e.time.nanoseconds) } else { nil }
+        }
+        for (mark, word) in [("w0", "Hello"), ("w1", "big"), ("w3", "world")] {
+            let m = marks.first { $0.0 == mark }?.1 ?? 0, w = words.first { $0.0 == word }?.1 ?? .max
+            #expect(w >= m && w - m < 5_000_000, "\(mark) at \(m), \(word) at \(w)")
+        }
+        #expect((marks.last?.1 ?? 0) > (words.last?.1 ?? .max) + 100_000_000)
+    }
+
     /// joe, live, through a private PulseAudio: pause at once, continue from the same word, a
     /// live rate change, and stop. (scripts/test runs the Piper live tests alone: beside the
     /// other live tests, the model on one core can fall behind the stream.)
