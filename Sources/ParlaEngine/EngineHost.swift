@@ -31,8 +31,12 @@ final class EngineHost: RunEngine {
     private var utteranceCrashed: UInt32?
     /// The run sent with the utterance's BEGIN, until it is spoken (or dropped).
     private var queued: UInt32?
-    /// How long the host may stay silent while it speaks or loads before it is given up.
+    /// How long the host may stay silent while it speaks before it is given up.
     static let timeout: Int32 = 15_000
+    /// How long it may take to load a Piper voice: a first load prepares the voice's copies
+    /// (ONNX Runtime's optimizations of a 60 MB model), which took over 15 s on a 2-core
+    /// machine busy with other work.
+    static let loadTimeout: Int32 = 60_000
 
     /// Never blocks: closing its input ends the host, and a thread of its own reaps it. (A
     /// deinit that waited for it, run when an engine actor was released on a cooperative
@@ -140,7 +144,7 @@ final class EngineHost: RunEngine {
         // before a voice that failed is reported, so none is left for the next message.
         var failed: ParlaError?
         for voice in piper {
-            guard let (type, payload) = receive(), type == EngineMessage.preloaded.rawValue else {
+            guard let (type, payload) = receive(timeout: Self.loadTimeout), type == EngineMessage.preloaded.rawValue else {
                 throw failure(while: "loading a Piper voice")
             }
             var r = PayloadReader(payload)
@@ -318,13 +322,13 @@ final class EngineHost: RunEngine {
 
     /// The next message, nil if the host is gone or silent for longer than ``timeout``. The
     /// payload is a slice of the reader's buffer, valid until the next call.
-    private func receive() -> (type: UInt8, payload: ArraySlice<UInt8>)? {
+    private func receive(timeout: Int32 = EngineHost.timeout) -> (type: UInt8, payload: ArraySlice<UInt8>)? {
         guard fromHost >= 0 else { return nil }
         while true {
             if let message = reader.next() { return message }
             var fds = pollfd(fd: fromHost, events: Int16(POLLIN), revents: 0)
             var rc: Int32
-            repeat { rc = poll(&fds, 1, Self.timeout) } while rc < 0 && errno == EINTR
+            repeat { rc = poll(&fds, 1, timeout) } while rc < 0 && errno == EINTR
             guard rc > 0, reader.fill() else { return nil }
         }
     }
