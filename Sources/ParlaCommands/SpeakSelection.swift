@@ -207,8 +207,8 @@ struct SelectionRun {
         printError(reason + ".")
         let notification = Task { await Selection.notify(reason, quietly: true) }
         try? await ready.value
-        // "Cannot read the selection" is heard first, as a sentence of its own: a sentence is
-        // synthesized whole before it plays, so a long first one would delay the first sound.
+        // "Cannot read the selection" is heard first, as a sentence of its own: a Piper voice
+        // reads a whole sentence before its first sound, so a long first one would delay it.
         let spoken =
             reason.firstIndex(of: ":").map { reason[..<$0] + ". " + reason[reason.index(after: $0)...].trimmed() + "." } ?? reason + "."
         _ = await synth.speakAndWait(Utterance(string: spoken, language: "en"))

@@ -22,8 +22,8 @@ extension LiveCLITests {
         let r = try await offPool {
             try runProcess(
                 CLITests.binary,
-                // One sentence: made whole before it plays, so that a loaded machine (the live
-                // tests run side by side) cannot make the stream run dry.
+                // One short sentence: its chunks come far faster than they play, even on a loaded
+                // machine (the live tests run side by side).
                 ["say", "-v", PiperFixture.voice, "--events", "json", "--device", server.sink, "This is Joe speaking now."],
                 environment: piperEnvironment(["PULSE_SERVER": server.server]))
         }
