@@ -160,6 +160,19 @@ def distance(a, b):
     return previous[-1]
 
 
+def ask_phonemes(python, name, setup, call, argument, lines, count):
+    """Each line's phonemes (a string) from a phonemizer in `python`: `setup` then `call`, a
+    list of lists of symbols for `line` (sys.argv[1] is `argument`); None, said, if it fails."""
+    ask = (f"import json, sys\n{setup}for line in sys.stdin:\n"
+           f"    print(json.dumps(''.join(''.join(s) for s in {call})), flush=True)\n")
+    p = subprocess.run([python, "-c", ask, argument], input=lines, capture_output=True, text=True)
+    answers = [json.loads(l) for l in p.stdout.splitlines()]
+    if p.returncode != 0 or len(answers) != count:
+        print(f"  phonemes: {name} could not phonemize the quotations ({p.stderr.strip()[-300:]})")
+        return None
+    return answers
+
+
 def phonemes(parla, piper, model, voice, corpus, tmp, cores):
     """The phonemes Parla feeds the voice (parla render --timings: each word's) against those
     piper-tts feeds it (PiperVoice.phonemize), over the quotations: edit distance in symbols
@@ -173,20 +186,18 @@ def phonemes(parla, piper, model, voice, corpus, tmp, cores):
     print(f"  words timed by a guess, {len(rows)} quotations: {len(guessed)} of {len(timed)} = "
           f"{100 * len(guessed) / max(len(timed), 1):.2f} %{'  (' + ', '.join(guessed[:5]) + ')' if guessed else ''}")
     python = os.path.join(os.path.dirname(piper), "python")
-    ask = ("import json, sys\nfrom piper import PiperVoice\nv = PiperVoice.load(sys.argv[1])\n"
-           "for line in sys.stdin:\n    print(json.dumps(''.join(''.join(s) for s in v.phonemize(line.rstrip('\\n')))), flush=True)\n")
-    p = subprocess.run([python, "-c", ask, model], input="\n".join(r[-1] for r in rows) + "\n", capture_output=True, text=True)
-    theirs = [json.loads(l) for l in p.stdout.splitlines()]
-    if p.returncode != 0 or len(theirs) != len(rows):
-        print(f"  phonemes: piper-tts could not phonemize the quotations ({p.stderr.strip()[-300:]})")
+    lines = "\n".join(r[-1] for r in rows) + "\n"
+    theirs = ask_phonemes(python, "piper-tts", "from piper import PiperVoice\nv = PiperVoice.load(sys.argv[1])\n",
+                          "v.phonemize(line.rstrip('\\n'))", model, lines, len(rows))
+    if theirs is None:
         return
+    ours = [symbols("".join(w.get("phonemes", "") for w in
+                            json.load(open(os.path.join(out, row[0] + ".json"), encoding="utf-8"))["words"])) for row in rows]
     differ = total = linking = 0
-    for row, their in zip(rows, theirs):
-        words = json.load(open(os.path.join(out, row[0] + ".json"), encoding="utf-8"))["words"]
-        ours = symbols("".join(w.get("phonemes", "") for w in words))
+    for mine, their in zip(ours, theirs):
         t = symbols(their)
-        differ += distance(ours, t)
-        linking += distance(ours, [c for c in t if c != "\u02b2"])
+        differ += distance(mine, t)
+        linking += distance(mine, [c for c in t if c != "\u02b2"])
         total += len(t)
     print(f"  phonemes, {len(rows)} quotations: {differ} of piper-tts's {total} phoneme symbols differ (edit distance) = "
           f"{100 * differ / max(total, 1):.2f} %  (target <= 0.2 %)")
@@ -198,19 +209,15 @@ def phonemes(parla, piper, model, voice, corpus, tmp, cores):
     # The phonemizer the voice was trained with: piper-phonemize (its config's piper_version is
     # 1.0.0, Piper 1.x), whose espeak-ng is rhasspy's fork of 2023-11-27, before espeak-ng's
     # horse-hoarse merger (2024-04-30: "more" mˈoːɹ there, mˈɔːɹ in 1.52 and piper-tts 1.8).
-    ask = ("import json, sys\nimport piper_phonemize as p\n"
-           "for line in sys.stdin:\n    print(json.dumps(''.join(''.join(s) for s in p.phonemize_espeak(line.rstrip('\\n'), sys.argv[1]))), flush=True)\n")
     language = json.load(open(model + ".json", encoding="utf-8"))["espeak"]["voice"]
-    p = subprocess.run([python, "-c", ask, language], input="\n".join(r[-1] for r in rows) + "\n", capture_output=True, text=True)
-    trained = [json.loads(l) for l in p.stdout.splitlines()]
-    if p.returncode != 0 or len(trained) != len(rows):
-        print(f"  phonemes: piper-phonemize could not phonemize the quotations ({p.stderr.strip()[-300:]})")
+    trained = ask_phonemes(python, "piper-phonemize", "import piper_phonemize as p\n",
+                           "p.phonemize_espeak(line.rstrip('\\n'), sys.argv[1])", language, lines, len(rows))
+    if trained is None:
         return
     differ = total = peer = 0
-    for row, their, tts in zip(rows, trained, theirs):
-        words = json.load(open(os.path.join(out, row[0] + ".json"), encoding="utf-8"))["words"]
+    for mine, their, tts in zip(ours, trained, theirs):
         t = symbols(their)
-        differ += distance(symbols("".join(w.get("phonemes", "") for w in words)), t)
+        differ += distance(mine, t)
         peer += distance(symbols(tts), t)
         total += len(t)
     print(f"  phonemes against piper-phonemize 1.1.0's, which the voice was trained with: {differ} of {total} symbols differ = "

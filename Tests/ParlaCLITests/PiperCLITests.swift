@@ -171,11 +171,10 @@ struct PiperCLITests {
         return (10 * log10(max(difference, 1e-9) / max(signal, 1)), largest)
     }
 
-    /// Quotations rendered with the latent decoded in small chunks (a seam every 24 frames, some
-    /// 0.28 s) against the same voice decoded a whole sentence at a time (PARLA_PIPER_WHOLE: the
-    /// whole model, with the same noise): the joined chunks are the whole sentence's audio within
-    /// float rounding (the issue asks for -35 dB), with no click at a seam.
-    @Test func chunkSeamsMatchWholeSentenceDecoding() async throws {
+    /// Every 20th of the benchmark's quotations rendered by joe with the environment `chunked`
+    /// adds and with the one `whole` adds (each with a Piper cache of its own): the worst
+    /// residual of the one against the other, and the largest sample difference.
+    func worstResidual(of chunked: [String: String], against whole: [String: String]) async throws -> (dB: Double, largest: Int, items: Int) {
         if let missing = PiperFixture.missing { Issue.record(Comment(rawValue: missing)) }
         let dir = try makeTemporaryDirectory()
         defer { removeTemporaryDirectory(dir) }
@@ -184,7 +183,7 @@ struct PiperCLITests {
         let input = dir.appendingPathComponent("items.tsv")
         try (items.joined(separator: "\n") + "\n").write(to: input, atomically: true, encoding: .utf8)
         var outputs: [URL] = []
-        for (name, extra) in [("chunks", ["PARLA_PIPER_RENDER_CHUNK": "24"]), ("whole", ["PARLA_PIPER_WHOLE": "1"])] {
+        for (name, extra) in [("chunks", chunked), ("whole", whole)] {
             let out = dir.appendingPathComponent(name)
             var env = piperEnvironment(["PARLA_PIPER_CACHE": dir.appendingPathComponent("cache-" + name).path])
             for (k, v) in extra { env[k] = v }
@@ -192,21 +191,30 @@ struct PiperCLITests {
             #expect(r.status == 0, "\(r.error)")
             outputs.append(out)
         }
-        var worst = (dB: -200.0, largest: 0)
+        var worst = (dB: -200.0, largest: 0, items: items.count)
         for item in items {
             let id = String(item.split(separator: "\t")[0])
-            let chunked = try samples(outputs[0].appendingPathComponent(id + ".wav"))
-            let whole = try samples(outputs[1].appendingPathComponent(id + ".wav"))
-            #expect(chunked.count == whole.count, "\(id): \(chunked.count) samples chunked, \(whole.count) whole")
-            #expect(whole.count > 22050, "\(id): \(whole.count) samples")
-            let r = residual(chunked, whole)
-            worst = (max(worst.dB, r.dB), max(worst.largest, r.largest))
+            let a = try samples(outputs[0].appendingPathComponent(id + ".wav"))
+            let b = try samples(outputs[1].appendingPathComponent(id + ".wav"))
+            #expect(a.count == b.count, "\(id): \(a.count) samples chunked, \(b.count) whole")
+            #expect(b.count > 22050, "\(id): \(b.count) samples")
+            let r = residual(a, b)
+            worst = (max(worst.dB, r.dB), max(worst.largest, r.largest), items.count)
         }
+        return worst
+    }
+
+    /// Quotations rendered with the latent decoded in small chunks (a seam every 24 frames, some
+    /// 0.28 s) against the same voice decoded a whole sentence at a time (PARLA_PIPER_WHOLE: the
+    /// whole model, with the same noise): the joined chunks are the whole sentence's audio within
+    /// float rounding (the issue asks for -35 dB), with no click at a seam.
+    @Test func chunkSeamsMatchWholeSentenceDecoding() async throws {
+        let worst = try await worstResidual(of: ["PARLA_PIPER_RENDER_CHUNK": "24"], against: ["PARLA_PIPER_WHOLE": "1"])
         // Float rounding: 1 LSB. Each chunk is decoded with the frames the decoder's graph says its
         // samples reach (11 either side for joe); 3 fewer, and samples were 160 LSB off.
         #expect(worst.dB < -80, "residual \(worst.dB) dB")
         #expect(worst.largest <= 4, "a sample differs by \(worst.largest)")  // a click would be thousands
-        print("chunk seams: \(items.count) quotations, residual \(worst.dB) dB, largest difference \(worst.largest)")
+        print("chunk seams: \(worst.items) quotations, residual \(worst.dB) dB, largest difference \(worst.largest)")
     }
 
     /// Live speech's chunks (PARLA_PIPER_EARLY_CLAUSE=live renders a file as live speech makes
@@ -215,34 +223,11 @@ struct PiperCLITests {
     /// place: float rounding, no click at a seam. PARLA_PIPER_FLOW_PADDING narrows the flow's
     /// context, for showing that this test sees it.
     @Test func liveChunksMatchWholeSentenceDecoding() async throws {
-        if let missing = PiperFixture.missing { Issue.record(Comment(rawValue: missing)) }
-        let dir = try makeTemporaryDirectory()
-        defer { removeTemporaryDirectory(dir) }
-        let quotations = try String(contentsOfFile: #filePath.replacingOccurrences(of: "Tests/ParlaCLITests/PiperCLITests.swift", with: "bench/piper-quotations.tsv"), encoding: .utf8)
-        let items = quotations.split(separator: "\n").enumerated().filter { $0.offset % 20 == 3 }.map(\.element)
-        let input = dir.appendingPathComponent("items.tsv")
-        try (items.joined(separator: "\n") + "\n").write(to: input, atomically: true, encoding: .utf8)
-        var outputs: [URL] = []
-        for (name, extra) in [("live", ["PARLA_PIPER_EARLY_CLAUSE": "live"]), ("whole", ["PARLA_PIPER_EARLY_CLAUSE": "all", "PARLA_PIPER_WHOLE": "1"])] {
-            let out = dir.appendingPathComponent(name)
-            var env = piperEnvironment(["PARLA_PIPER_CACHE": dir.appendingPathComponent("cache-" + name).path])
-            for (k, v) in extra { env[k] = v }
-            let r = try await parla(["render", input.path, "-o", out.path, "--jobs", "1"], env)
-            #expect(r.status == 0, "\(r.error)")
-            outputs.append(out)
-        }
-        var worst = (dB: -200.0, largest: 0)
-        for item in items {
-            let id = String(item.split(separator: "\t")[0])
-            let live = try samples(outputs[0].appendingPathComponent(id + ".wav"))
-            let whole = try samples(outputs[1].appendingPathComponent(id + ".wav"))
-            #expect(live.count == whole.count && whole.count > 22050, "\(id): \(live.count) samples live, \(whole.count) whole")
-            let r = residual(live, whole)
-            worst = (max(worst.dB, r.dB), max(worst.largest, r.largest))
-        }
+        let worst = try await worstResidual(
+            of: ["PARLA_PIPER_EARLY_CLAUSE": "live"], against: ["PARLA_PIPER_EARLY_CLAUSE": "all", "PARLA_PIPER_WHOLE": "1"])
         #expect(worst.dB < -80, "residual \(worst.dB) dB")
         #expect(worst.largest <= 4, "a sample differs by \(worst.largest)")
-        print("live chunks: \(items.count) quotations, residual \(worst.dB) dB, largest difference \(worst.largest)")
+        print("live chunks: \(worst.items) quotations, residual \(worst.dB) dB, largest difference \(worst.largest)")
     }
 
     /// The decoder's convolutions are rewritten in two dimensions when the voice loads (its

@@ -30,6 +30,17 @@ final class EventLog: Sendable {
         of(id).compactMap { if case .willSpeakWord(let r) = $0.kind { return r } else { return nil } }
     }
     func terminal(_ id: UtteranceID) -> SpeechEvent? { of(id).first { $0.kind.isTerminal } }
+    /// Utterance `id`'s marks ("mark:NAME"), words and "finished", in the order they came.
+    func marksAndWords(_ id: UtteranceID) -> [String] {
+        of(id).compactMap { e -> String? in
+            switch e.kind {
+            case .mark(let name): return "mark:" + name
+            case .willSpeakWord(let r): return r.text
+            case .finished: return "finished"
+            default: return nil
+            }
+        }
+    }
 
     /// Waits (up to `timeout` seconds) until `condition` holds.
     @discardableResult
@@ -116,15 +127,7 @@ struct LiveSpeechTests {
         let end = await synth.speakAndWait(try Utterance(ssml: ssml))
         guard case .finished = end.kind else { Issue.record("ended with \(end.kind)"); return }
         #expect(await log.wait { log.terminal(end.utterance) != nil })
-        let sequence = log.of(end.utterance).compactMap { e -> String? in
-            switch e.kind {
-            case .mark(let name): return "mark:" + name
-            case .willSpeakWord(let r): return r.text
-            case .finished: return "finished"
-            default: return nil
-            }
-        }
-        #expect(sequence == ["mark:w0", "Hello", "mark:w1", "world", "mark:w2", "καλημέρα", "mark:end", "finished"])
+        #expect(log.marksAndWords(end.utterance) == ["mark:w0", "Hello", "mark:w1", "world", "mark:w2", "καλημέρα", "mark:end", "finished"])
         // Each mark is delivered with its word, not when it was synthesized (all before any sound).
         let events = log.of(end.utterance)
         let markTimes = events.compactMap { e -> UInt64? in if case .mark = e.kind { e.time.nanoseconds } else { nil } }

@@ -29,14 +29,7 @@ extension LiveSpeechTests {
         let end = await synth.speakAndWait(try Utterance(ssml: ssml))
         guard case .finished = end.kind else { Issue.record("ended with \(end.kind)"); return }
         #expect(await log.wait { log.terminal(end.utterance) != nil })
-        let sequence = log.of(end.utterance).compactMap { e -> String? in
-            switch e.kind {
-            case .mark(let name): return "mark:" + name
-            case .willSpeakWord(let r): return r.text
-            case .finished: return "finished"
-            default: return nil
-            }
-        }
+        let sequence = log.marksAndWords(end.utterance)
         #expect(sequence == ["mark:w0", "Hello", "mark:w1", "big", "wide", "mark:w3", "world", "mark:end", "finished"], "\(sequence)")
         let events = log.of(end.utterance)
         let marks = events.compactMap { e -> (String, UInt64)? in if case .mark(let n) = e.kind { (n, e.time.nanoseconds) } else { nil } }
