@@ -52,11 +52,11 @@ final class TimelineBox: Sendable {
         var texts: [String?] = []
         for w in timeline.words {
             let part = segment(w.startSample, w.segment)
-            texts += [w.word, part?.language.identifier, part?.voice]
+            texts += [w.word, part?.language.identifier, part?.voice, w.phonemes]
         }
         for s in timeline.sentences {
             let part = segment(s.startSample, nil)
-            texts += [text(s.range), part?.language.identifier, part?.voice]
+            texts += [text(s.range), part?.language.identifier, part?.voice, nil]
         }
         strings = CStrings(texts)
         duration = nanoseconds(timeline.sampleCount)
@@ -67,11 +67,12 @@ final class TimelineBox: Sendable {
         let items = sentence ? sentences : words
         guard items.indices.contains(index) else { return nil }
         let i = items[index]
-        let base = 3 * (sentence ? words.count + index : index)
+        let base = 4 * (sentence ? words.count + index : index)
         return parla_timed_range(
             size: MemoryLayout<parla_timed_range>.size, byte_start: i.bytes.lowerBound, byte_end: i.bytes.upperBound,
             scalar_start: Int64(i.scalars.lowerBound), scalar_end: Int64(i.scalars.upperBound), start_ns: i.start, end_ns: i.end,
-            text: strings[base], language: strings[base + 1], voice: strings[base + 2], estimated: i.estimated ? 1 : 0)
+            text: strings[base], language: strings[base + 1], voice: strings[base + 2], estimated: i.estimated ? 1 : 0,
+            phonemes: strings[base + 3])
     }
 }
 

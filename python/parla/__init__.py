@@ -240,6 +240,9 @@ class Word:
     """The identifier of the voice that speaks it."""
     estimated: bool
     """True where the time was interpolated rather than reported by the engine."""
+    phonemes: Optional[str] = None
+    """A word's phonemes (IPA) as the voice was given them; None for a sentence, or where the
+    engine did not say."""
 
 
 @dataclass(frozen=True)
@@ -726,6 +729,7 @@ class Synthesizer:
                             language=_decode(r.language),
                             voice=_decode(r.voice),
                             estimated=bool(r.estimated),
+                            phonemes=_decode(r.phonemes),
                         )
                     )
                 return result

@@ -91,6 +91,7 @@ class TimedRange(_Sized):
         ("language", ctypes.c_char_p),
         ("voice", ctypes.c_char_p),
         ("estimated", ctypes.c_int),
+        ("phonemes", ctypes.c_char_p),
     ]
 
 

@@ -226,6 +226,9 @@ typedef struct {
     const char *language;             /* of the part it is in ("en") */
     const char *voice;                /* the voice that speaks it ("espeak-ng.en-us") */
     int estimated;                    /* 1 if its time was interpolated */
+    const char *phonemes;             /* a word's phonemes (IPA) as the voice was given them
+                                         ("həlˈoʊ"), NULL for a sentence or where the engine
+                                         did not say (added in 0.2: check size) */
 } parla_timed_range;
 
 /* Renders the utterance to a WAV file at `path` (16-bit mono; written whole or not at all)
