@@ -63,24 +63,58 @@ static espeak_ERROR system_synth(const void *text, size_t size, unsigned int pos
     return espeak_Synth(text, size, position, type, end, flags, identifier, user_data);
 }
 
-// Loads the espeak-ng of `kind` from where it is installed or cached; 1 if found.
-static int load_kind(int kind, piper_espeak *into) {
+// Calls `try` on each directory where the espeak-ng of `kind` is looked for, in order, until it
+// returns 1: installed, PREFIX/bin/parla or PREFIX/libexec/parla/… (`program_directory`: the
+// engine host's, NULL: this program's); in the wheel, beside it (where espeak-ng/ is the
+// engine's own, when the system has none: not loaded twice); then the user's cache.
+static int each_place(int kind, const char *program_directory, int (*try)(const char *dir, int kind, void *context), void *context) {
     char base[PATH_MAX], dir[PATH_MAX + 64];
-    if (piper_program_directory(base, sizeof base)) {
-        // Installed: PREFIX/bin/parla, or PREFIX/libexec/parla/…; in the wheel, beside it
-        // (where espeak-ng/ is the engine's own, when the system has none: not loaded twice).
+    if (program_directory ? snprintf(base, sizeof base, "%s", program_directory) < (int)sizeof base : piper_program_directory(base, sizeof base)) {
         const char *places[] = { "%s/../lib/parla/%s", "%s/../../lib/parla/%s", "%s/%s" };
         size_t count = kind == PIPER_ESPEAK_TRAINED ? 3 : 2;
         for (size_t i = 0; i < count; i++) {
             snprintf(dir, sizeof dir, places[i], base, kind_directory[kind]);
-            if (load_from(dir, into, kind)) return 1;
+            if (try(dir, kind, context)) return 1;
         }
     }
     if (piper_cache_directory(base, sizeof base)) {
         snprintf(dir, sizeof dir, "%s/%s", base, kind_directory[kind]);
-        if (load_from(dir, into, kind)) return 1;
+        if (try(dir, kind, context)) return 1;
     }
     return 0;
+}
+
+static int try_load(const char *dir, int kind, void *into) { return load_from(dir, into, kind); }
+
+// Loads the espeak-ng of `kind` from where it is installed or cached; 1 if found.
+static int load_kind(int kind, piper_espeak *into) { return each_place(kind, NULL, try_load, into); }
+
+typedef struct {
+    char *out;
+    size_t size;
+} found_place;
+
+static int try_find(const char *dir, int kind, void *context) {
+    (void)kind;
+    char library[PATH_MAX + 32], data[PATH_MAX + 32];
+    snprintf(library, sizeof library, "%s/libespeak-ng.so.1", dir);
+    snprintf(data, sizeof data, "%s/espeak-ng-data", dir);
+    if (access(library, R_OK) != 0 || access(data, R_OK) != 0) return 0;
+    found_place *found = context;
+    char resolved[PATH_MAX];
+    snprintf(found->out, found->size, "%s", realpath(dir, resolved) ? resolved : dir);
+    return 1;
+}
+
+int piper_espeak_where(int kind, const char *program_directory, char *dir, size_t size) {
+    if (size) dir[0] = 0;
+    if (kind < 0 || kind >= PIPER_ESPEAK_KINDS) kind = PIPER_ESPEAK_CURRENT;
+    found_place found = { dir, size };
+    const char *asked = getenv("PARLA_PIPER_ESPEAK");
+    if (asked && *asked) return strcmp(asked, "system") != 0 && try_find(asked, kind, &found) ? -1 : -2;
+    if (each_place(kind, program_directory, try_find, &found)) return kind;
+    if (each_place(1 - kind, program_directory, try_find, &found)) return 1 - kind;
+    return -2;
 }
 
 int piper_espeak_kind(const char *piper_version) {

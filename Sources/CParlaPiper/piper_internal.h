@@ -93,6 +93,11 @@ typedef struct piper_espeak_state {
 enum { PIPER_ESPEAK_TRAINED = 0, PIPER_ESPEAK_CURRENT = 1, PIPER_ESPEAK_KINDS = 2 };
 /// The kind of a voice whose config says `piper_version` (NULL: none).
 int piper_espeak_kind(const char *piper_version);
+/// Where the espeak-ng of `kind` would be loaded from (`program_directory`: the engine host's,
+/// NULL: this program's), without loading it: its directory in `dir`, and its kind returned
+/// (the other kind's where the first is missing); -1 for $PARLA_PIPER_ESPEAK's, -2 for the
+/// system's libespeak-ng (`dir` empty).
+int piper_espeak_where(int kind, const char *program_directory, char *dir, size_t size);
 /// The espeak-ng of `kind`, chosen (and loaded) on first use.
 const piper_espeak *piper_espeak_get(int kind);
 /// Learns how `e`'s phoneme events carry a name (state->event_bytes), once; its own only

@@ -327,6 +327,23 @@ static void warm_up_loaded(parla_piper_voice *v, const warm_input *cached, float
 static warm_input warm_input_read(const parla_piper_voice *v);
 static void warm_input_free(warm_input *in);
 
+int parla_piper_phonemizer(const char *model_path, const char *program_directory, int *trained, char *used, size_t used_size) {
+    if (used_size) used[0] = 0;
+    *trained = PIPER_ESPEAK_TRAINED;
+    char config_path[4200], error[300];
+    if (!model_path || snprintf(config_path, sizeof config_path, "%s.json", model_path) >= (int)sizeof config_path) return -1;
+    size_t length = 0;
+    unsigned char *text = read_file(config_path, &length, 16u << 20, error, sizeof error, "the voice's config");
+    if (!text) return -1;
+    pj_value *config = pj_parse((const char *)text, length, error, sizeof error);
+    free(text);
+    if (!config) return -1;
+    *trained = piper_espeak_kind(pj_string(pj_get(config, "piper_version")));
+    pj_free(config);
+    int speaking = piper_espeak_where(*trained, program_directory, used, used_size);
+    return speaking == *trained ? 1 : 0;
+}
+
 static parla_piper_voice *load_voice(const char *model_path, int warm, char *error, size_t error_size) {
     error[0] = 0;
     last_load_wanted_runtime = 0;

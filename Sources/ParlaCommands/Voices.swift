@@ -131,6 +131,11 @@ final class InstallReport {
             }
         case .installed(let voice, let directory):
             print("Installed piper.\(voice) in \(directory). Try: parla say -v piper.\(voice) \"Hello\"")
+            // Its maker's licence, as the model card names it (Piper's catalog gives each voice one).
+            let card = directory + "/" + voice + ".MODEL_CARD"
+            print(
+                SpeechVoice.license(modelCard: card).map { "Its licence, as its model card (\(card)) says: \($0)." }
+                    ?? "Its model card names no licence: ask its maker before you ship its audio.")
         case .alreadyInstalled(let voice, let directory):
             print("piper.\(voice) is already installed in \(directory).")
         }
@@ -231,6 +236,11 @@ struct ListVoices: AsyncParsableCommand {
                 printError("warning: \(v.identifier) cannot be used: \(v.path): \(v.reason).")
             }
         }
+        if !json {
+            for v in catalog.voices {
+                if let p = v.piperPhonemizer(), !p.isTrained { printError("warning: " + p.warning(voice: v.identifier) + ".") }
+            }
+        }
         var voices = catalog.voices
         if let language {
             let tag = try LanguageTag(parsing: language)
@@ -250,6 +260,12 @@ struct ListVoices: AsyncParsableCommand {
                 out += "], \"gender\": " + (v.gender.map { JSONText.quoted($0.rawValue) } ?? "null")
                 out += ", \"engine\": \(JSONText.quoted(v.engine)), \"quality\": " + (v.quality.map { JSONText.quoted($0) } ?? "null")
                 out += ", \"sample_rate\": " + (v.sampleRate.map(String.init) ?? "null")
+                out += ", \"license\": " + (v.license().map(JSONText.quoted) ?? "null")
+                if let p = v.piperPhonemizer() {
+                    // The espeak-ng it was trained with, and the one that gives its phonemes.
+                    out += ", \"phonemizer\": {\"trained\": \(JSONText.quoted(p.trained)), \"as_trained\": \(p.isTrained), "
+                    out += "\"library\": " + (p.directory.map { JSONText.quoted($0 + "/libespeak-ng.so.1") } ?? "null") + "}"
+                }
                 switch v.piperDecoding() {
                 case .wholeSentences(let reason)?, .unreadable(let reason)?:
                     out += ", \"streams\": false, \"whole_sentences_because\": \(JSONText.quoted(reason))}"

@@ -264,7 +264,10 @@ final class EngineHost: RunEngine {
     // MARK: The process
 
     /// The `parla-engine` program to start, nil to start this program as the host.
-    private var executable: String? {
+    private var executable: String? { Self.program }
+
+    /// The `parla-engine` program engine hosts are started from, nil for this program.
+    package static var program: String? {
         if let value = getenv("PARLA_ENGINE"), value.pointee != 0 {
             let path = String(cString: value)
             return path == "self" ? nil : path

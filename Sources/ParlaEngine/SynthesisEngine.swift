@@ -229,7 +229,10 @@ func synthesizePlan(
     // it is spoken as soon as the engine is ready.
     let first = plan.runs.isEmpty ? nil : TimelineBuilder.engineInput(of: plan, run: 0)
     var voices: [String] = []
-    for run in plan.runs where !voices.contains(run.voice.engineVoiceName) { voices.append(run.voice.engineVoiceName) }
+    for run in plan.runs where !voices.contains(run.voice.engineVoiceName) {
+        voices.append(run.voice.engineVoiceName)
+        PiperPhonemizerWarning.check(run.voice)
+    }
     try engine.prepare(voices: voices)
     try engine.beginUtterance(first: first.map { request(0, $0.input, endsSentence: $0.endsSentence) })
     defer { engine.endUtterance() }

@@ -380,6 +380,42 @@ struct PiperCLITests {
         #expect(espeak.output.contains("moːɹ"), "the system's espeak-ng (1.51) speaks espeak-ng voices: \(espeak.output)")
     }
 
+    /// `parla voices --json` names each voice's licence (a Piper voice's from its model card)
+    /// and the espeak-ng that phonemizes it. Where the one a voice was trained with is missing
+    /// (a cache with espeak-ng 1.52 alone), the listing says so, and speaking it warns once,
+    /// naming the one that speaks instead.
+    @Test func aVoiceWhoseTrainedPhonemizerIsMissingSaysWhichSpeaksInstead() async throws {
+        if let missing = PiperFixture.missing { Issue.record(Comment(rawValue: missing)) }
+        func joe(_ output: String) throws -> [String: Any] {
+            let all = try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [[String: Any]] ?? []
+            return all.first { $0["identifier"] as? String == PiperFixture.voice } ?? [:]
+        }
+        let listed = try await parla(["voices", "--json"])
+        #expect(listed.status == 0, "\(listed.error)")
+        let voice = try joe(listed.output)
+        #expect(voice["license"] as? String == "CC0", "\(voice)")
+        let phonemizer = voice["phonemizer"] as? [String: Any] ?? [:]
+        #expect(phonemizer["trained"] as? String == "piper-phonemize" && phonemizer["as_trained"] as? Bool == true, "\(voice)")
+        #expect((phonemizer["library"] as? String ?? "").hasSuffix("/piper-phonemize/libespeak-ng.so.1"), "\(voice)")
+
+        let dir = try makeTemporaryDirectory()
+        defer { removeTemporaryDirectory(dir) }
+        let cache = dir.appendingPathComponent("parla")
+        try FileManager.default.createDirectory(at: cache, withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(atPath: cache.path + "/espeak-ng", withDestinationPath: PiperFixture.cache + "/espeak-ng")
+        let without = piperEnvironment(["XDG_CACHE_HOME": dir.path])
+        let warning = "piper.en_US-joe-medium was trained with piper-phonemize's espeak-ng, which is not installed: espeak-ng 1.52"
+        let list = try await parla(["voices", "-l", "en"], without)
+        #expect(list.status == 0 && list.error.contains("warning: " + warning), "\(list.error)")
+        let json = try joe(try await parla(["voices", "--json"], without).output)
+        #expect((json["phonemizer"] as? [String: Any])?["as_trained"] as? Bool == false, "\(json)")
+        let said = try await parla(
+            ["say", "-v", PiperFixture.voice, "Four or more. Four or more.", "-o", dir.appendingPathComponent("a.wav").path, "--ipa"], without)
+        #expect(said.status == 0, "\(said.error)")
+        #expect(said.output == "fˈɔːɹ ɔːɹ mˈɔːɹ\nfˈɔːɹ ɔːɹ mˈɔːɹ\n", "\(said.output)")
+        #expect(said.error.components(separatedBy: warning).count == 2, "warned other than once: \(said.error)")
+    }
+
     /// A chunk that fails (PARLA_PIPER_FAIL_CHUNK=2: the second chunk of a sentence) ends its
     /// utterance with the reason and a non-zero exit, and leaves no WAV behind; without the
     /// fault, the same command writes it.

@@ -77,6 +77,10 @@ def test_write_matches_the_swift_library(synth, tmp_path, text):
     assert [(w.start, w.end) for w in timeline.words] == [(w["start"], w["end"]) for w in reference["words"]]
     for mine, theirs in zip(timeline.words, reference["words"]):
         assert abs(mine.start_time * 1000 - theirs["startMs"]) < 1 and abs(mine.end_time * 1000 - theirs["endMs"]) < 1
+        # Each word's phonemes, as the timings file gives them.
+        assert mine.phonemes == theirs.get("phonemes"), (mine, theirs)
+    assert all(w.phonemes for w in timeline.words), timeline.words
+    assert all(s.phonemes is None for s in timeline.sentences)
     assert (tmp_path / "cli.wav").read_bytes() == (tmp_path / "out.wav").read_bytes()
 
 

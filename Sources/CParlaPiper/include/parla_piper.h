@@ -82,6 +82,17 @@ int parla_piper_model_streams(const char *model_path, char *why, size_t why_size
 int parla_piper_speak(parla_piper_voice *voice, const char *text, int rate, int volume, int options,
                       const parla_piper_output *output, char *error, size_t error_size);
 
+/// The espeak-ng builds that phonemize for Piper voices (parla_piper_phonemizer's `trained`).
+enum { PARLA_PIPER_PHONEMIZE = 0, PARLA_PIPER_ESPEAK_1_52 = 1 };
+
+/// Which espeak-ng phonemizes the Piper voice at `model_path` in an engine host whose program
+/// is in `program_directory` (NULL: this program's), found without loading it: `trained` is
+/// the one the voice was trained with (PARLA_PIPER_PHONEMIZE for Piper 1.x voices, else
+/// PARLA_PIPER_ESPEAK_1_52), `used` the directory of the one that speaks ("" for the system's
+/// libespeak-ng). Returns 1 if the trained one speaks, 0 if another stands in, -1 if the
+/// voice's config cannot be read.
+int parla_piper_phonemizer(const char *model_path, const char *program_directory, int *trained, char *used, size_t used_size);
+
 /// Where ONNX Runtime was loaded from, or NULL if it is not loaded.
 const char *parla_piper_runtime_path(void);
 #endif

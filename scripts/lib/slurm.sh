@@ -1,0 +1,110 @@
+# A one-node Slurm of Debian's packages for scripts/check-slurm and scripts/bench-slurm:
+# slurmctld, slurmd and munged on this machine, their state in a private directory ($work),
+# their own ports; the node offers 4 CPUs whatever the machine has (config_overrides), so a
+# 4-task array runs at once, as a one-machine run's 4 workers do.
+#   source scripts/lib/slurm.sh; slurm_start   (needs root: slurmd starts tasks as their user)
+# Then: array DIR (a 4-task array of Examples/slurm/render-array.sbatch over $input into DIR,
+# with ${options[@]}; prints its id), wait_for ID (sets $most), $parla, $input, $work.
+
+slurm_install() {
+  if ! command -v slurmctld >/dev/null || ! command -v munged >/dev/null; then
+    local sudo=()
+    if [ "$(id -u)" -ne 0 ]; then
+      command -v sudo >/dev/null || { echo "error: need root or sudo to install slurm-wlm and munge" >&2; exit 1; }
+      sudo=(sudo)
+    fi
+    echo "Installing slurm-wlm and munge" >&2
+    "${sudo[@]}" apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends slurm-wlm munge >/dev/null
+  fi
+  [ "$(id -u)" -eq 0 ] || { echo "error: run as root (slurmd starts the tasks as their user)" >&2; exit 1; }
+}
+
+slurm_stop() {
+  [ -f "$work/slurmd.pid" ] && kill "$(cat "$work/slurmd.pid")" 2>/dev/null || true
+  [ -f "$work/slurmctld.pid" ] && kill "$(cat "$work/slurmctld.pid")" 2>/dev/null || true
+  [ -f "$work/munged.pid" ] && kill "$(cat "$work/munged.pid")" 2>/dev/null || true
+  sleep 0.5
+  rm -rf "$work"
+}
+
+slurm_start() {
+  slurm_install
+  work=$(mktemp -d /tmp/parla-slurm.XXXXXX)
+  chmod 755 "$work"
+  trap slurm_stop EXIT
+  # munge: a key of its own and a socket in the private directory.
+  mkdir -m 700 "$work/munge"
+  dd if=/dev/urandom of="$work/munge/key" bs=1024 count=1 status=none
+  chmod 400 "$work/munge/key"
+  munged --force --key-file="$work/munge/key" --socket="$work/munge/socket" --pid-file="$work/munged.pid" \
+    --log-file="$work/munged.log" --seed-file="$work/munge/seed"
+  local host port memory
+  host=$(hostname -s)
+  port=$((20000 + RANDOM % 20000))
+  memory=$(slurmd -C | grep -o 'RealMemory=[0-9]*' | head -1)
+  mkdir -p "$work/state" "$work/spool"
+  cat > "$work/slurm.conf" <<CONF
+ClusterName=parla-check
+SlurmctldHost=$host
+SlurmUser=root
+SlurmdUser=root
+SlurmctldPort=$port
+SlurmdPort=$((port + 1))
+AuthType=auth/munge
+CredType=cred/munge
+AuthInfo=socket=$work/munge/socket
+StateSaveLocation=$work/state
+SlurmdSpoolDir=$work/spool
+SlurmctldPidFile=$work/slurmctld.pid
+SlurmdPidFile=$work/slurmd.pid
+SlurmctldLogFile=$work/slurmctld.log
+SlurmdLogFile=$work/slurmd.log
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+JobCompType=jobcomp/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_CPU
+SchedulerType=sched/backfill
+SchedulerParameters=sched_interval=1
+MessageTimeout=30
+ReturnToService=2
+MpiDefault=none
+SlurmdParameters=config_overrides
+NodeName=$host CPUs=4 $memory State=UNKNOWN
+PartitionName=check Nodes=$host Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
+CONF
+  export SLURM_CONF="$work/slurm.conf"
+  slurmctld -f "$SLURM_CONF"
+  slurmd -f "$SLURM_CONF"
+  for _ in $(seq 100); do
+    sinfo -h -o %t 2>/dev/null | grep -q idle && break
+    sleep 0.2
+  done
+  sinfo -h -o %t | grep -q idle || { echo "error: the Slurm node did not come up:" >&2; tail -20 "$work/slurmctld.log" "$work/slurmd.log" >&2; exit 1; }
+  cpus=$(sinfo -h -o %c)
+  echo "Slurm $(sinfo -V | cut -d' ' -f2) up: one node, $cpus CPUs" >&2
+  input=${input:-$(realpath bench/render-corpus.tsv)}
+  local cache="${XDG_CACHE_HOME:-$HOME/.cache}/parla"
+  export PARLA_PIPER_VOICES="$cache/piper-voices" PARLA_ONNXRUNTIME="$cache/onnxruntime/libonnxruntime.so.1" PARLA="$parla"
+  options=(--isolate --prefer-voice en=piper.en_US-joe-medium)
+  job=$(realpath Examples/slurm/render-array.sbatch)
+}
+
+# Runs the array into $1; prints the job id.
+array() {
+  sbatch --parsable --array=0-3 --cpus-per-task=1 --chdir="$work" --export=ALL --output="$work/task-%a.log" "$job" "$input" "$1" "${options[@]}"
+}
+
+# Waits for the job $1 and everything it requeues; $most: the most tasks seen running at once.
+wait_for() {
+  most=0
+  local running
+  while squeue -h -j "$1" 2>/dev/null | grep -q .; do
+    running=$(squeue -h -j "$1" -t RUNNING 2>/dev/null | wc -l)
+    [ "$running" -gt "$most" ] && most=$running
+    sleep 0.2
+  done
+}
