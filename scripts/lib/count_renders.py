@@ -8,6 +8,7 @@ line per id and cannot tell.
 
   count_renders.py DIR EXPECTED_RESULTS   (EXPECTED_RESULTS: a results.jsonl naming every id)
 Exits 1, naming the ids, if any item was rendered other than once or is missing.
+  count_renders.py --done RESULTS_FILE   prints how many items it says are done (last line "ok")
 """
 import collections
 import json
@@ -48,7 +49,23 @@ def problems(directory, expected_ids):
     return renders, found
 
 
+def done(path):
+    last = {}
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                try:
+                    entry = json.loads(line)
+                except ValueError:
+                    continue
+                last[entry["id"]] = entry.get("status")
+    return sum(1 for status in last.values() if status == "ok")
+
+
 if __name__ == "__main__":
+    if sys.argv[1] == "--done":
+        print(done(sys.argv[2]))
+        sys.exit(0)
     directory, expected = sys.argv[1], sys.argv[2]
     ids = [json.loads(line)["id"] for line in open(expected, encoding="utf-8")]
     renders, found = problems(directory, ids)
