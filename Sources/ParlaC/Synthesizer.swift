@@ -42,6 +42,10 @@ final class SynthesizerBox: Sendable {
     let callback = Mutex(Callback())
     let utterances = Mutex(Utterances())
     private let pump = Mutex<Task<Void, Never>?>(nil)
+    /// Signalled when the pump's loop has ended: close() waits for it on the calling thread,
+    /// without a thread of Swift's cooperative pool (as few as cores: on 2 cores, both may be
+    /// busy with live speech, and a close that waited for one hung a Python program's exit).
+    private let pumpEnded = DispatchSemaphore(value: 0)
 
     /// How many ended utterances are remembered for parla_wait.
     static let endedKept = 4096
@@ -49,7 +53,9 @@ final class SynthesizerBox: Sendable {
     init(device: String?) {
         synthesizer = SpeechSynthesizer(audioOutput: AudioOutputOptions(device: device))
         let events = synthesizer.events()
+        let ended = pumpEnded
         let task = Task(executorPreference: callbackExecutor) { [weak self] in
+            defer { ended.signal() }
             for await event in events {
                 guard let self else { return }
                 self.deliver(event)
@@ -59,14 +65,17 @@ final class SynthesizerBox: Sendable {
     }
 
     /// Stops speech and the event pump, and waits for the callback to return (unless called
-    /// from it).
+    /// from it), at most 5 s: a callback that never returns must not hang the caller's exit.
     func close() {
         synthesizer.stop(at: .immediate)
         guard let task = pump.withLock({ $0 }) else { return }
         task.cancel()
         if parla_internal_in_callback() == 0 {
-            _ = blocking { await task.value }
+            _ = pumpEnded.wait(timeout: .now() + .seconds(5))
         }
+        // Closing cut off what was speaking: a parla_wait on another thread for an utterance
+        // whose end the pump never delivered wakes, and is told so.
+        for id in utterances.withLock({ Array($0.waiters.keys) }) { ended(id, PARLA_EVENT_INTERRUPTED) }
     }
 
     /// Submits `settings`, remembering its text's offsets before any event can arrive.
@@ -170,7 +179,15 @@ final class SynthesizerBox: Sendable {
         }
         if let early { return early }
         let forever = timeout < 0 || timeout > 365 * 86_400 * 1_000_000_000
-        let result = forever ? .success : semaphore.wait(timeout: .now() + .nanoseconds(Int(timeout)))
+        // Without a limit, waited for until the utterance ends (it always does: finished, cut
+        // off, dropped or failed; closing the synthesizer cuts it off).
+        let result: DispatchTimeoutResult
+        if forever {
+            semaphore.wait()
+            result = .success
+        } else {
+            result = semaphore.wait(timeout: .now() + .nanoseconds(Int(timeout)))
+        }
         return utterances.withLock { u -> WaitOutcome in
             if let kind = u.ended[id] { return .ended(kind) }
             if result == .timedOut { u.waiters[id]?.removeAll { $0 === semaphore } }

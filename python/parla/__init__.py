@@ -25,6 +25,7 @@ import ctypes
 import os
 import queue as _queue
 import threading
+import time as _time
 import traceback
 import weakref
 from collections import OrderedDict
@@ -482,20 +483,23 @@ class Synthesizer:
                 error=_decode(e.error),
                 heard=None if e.announcement_heard < 0 else bool(e.announcement_heard),
             )
-            with self._condition:
-                record = self._record(event.utterance)
-                record.events.append(event)
-                if event.is_terminal:
-                    record.ended = event
-                listeners = list(self._subscribers)
-                self._condition.notify_all()
-            for listener in listeners:
-                try:
-                    listener(event)
-                except Exception:  # a listener's error must not reach Parla's thread
-                    traceback.print_exc()
+            self._dispatch(event)
         except BaseException:  # never let an exception unwind into C
             pass
+
+    def _dispatch(self, event: Event) -> None:
+        with self._condition:
+            record = self._record(event.utterance)
+            record.events.append(event)
+            if event.is_terminal:
+                record.ended = event
+            listeners = list(self._subscribers)
+            self._condition.notify_all()
+        for listener in listeners:
+            try:
+                listener(event)
+            except Exception:  # a listener's error must not reach Parla's thread
+                traceback.print_exc()
 
     def _record(self, utterance: int) -> _Utterance:
         record = self._utterances.get(utterance)
@@ -918,7 +922,17 @@ class Synthesizer:
         """Stops this synthesizer's speech at once and releases it."""
         handle, self._handle = self._handle, None
         if handle is not None and _library is not None:
+            # No event reaches Python while (or after) it closes: at the interpreter's exit, a
+            # callback from Parla's event thread could not take the GIL again.
+            _library.parla_set_event_callback(handle, None, None)
             _library.parla_synthesizer_free(handle)
+            # Closing cut off what was speaking and dropped what was queued: a wait() or
+            # events() on another thread ends with it.
+            with self._condition:
+                unended = [(u, r) for u, r in self._utterances.items() if r.ended is None]
+            for u, record in unended:
+                started = any(e.kind == "started" for e in record.events)
+                self._dispatch(Event(kind="interrupted" if started else "dropped", utterance=u, time=_time.monotonic()))
 
     def __enter__(self) -> "Synthesizer":
         return self

@@ -323,6 +323,30 @@ def test_asyncio_events(synth):
 
 
 @live
+def _children(pid: int) -> list[int]:
+    """The live processes whose parent is `pid` (zombies are gone: only a parent can reap them)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            stat = (proc / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()
+        if int(fields[1]) == pid and fields[0] != "Z":
+            found.append(int(proc.name))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2 :].split()[0] != "Z"
+
+
 def test_keyboard_interrupt_leaves_no_process(tmp_path):
     script = tmp_path / "speak.py"
     script.write_text(
@@ -336,24 +360,24 @@ def test_keyboard_interrupt_leaves_no_process(tmp_path):
             """
         )
     )
-    child = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # -X faulthandler: on SIGABRT (sent below if it has not exited), every Python thread's
+    # stack is printed, so that a hang says where it is.
+    child = subprocess.Popen([sys.executable, "-X", "faulthandler", str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert child.stdout is not None and child.stdout.readline().strip() == "speaking"
     time.sleep(1.0)
+    # Its engine host: a child process of its own, which must be gone with it.
+    hosts = _children(child.pid)
+    assert hosts, "the speaking program has no engine host to check"
     child.send_signal(signal.SIGINT)
-    _, err = child.communicate(timeout=10)
+    try:
+        _, err = child.communicate(timeout=10)
+    except subprocess.TimeoutExpired:
+        child.send_signal(signal.SIGABRT)
+        _, err = child.communicate(timeout=10)
+        pytest.fail(f"10 s after SIGINT it had not exited; its threads, at SIGABRT:\n{err[-6000:]}")
     assert "KeyboardInterrupt" in err
-    # Its engine host (marked PARLA_ENGINE_HOST=1:<pid>) is gone too.
-    marker = f"PARLA_ENGINE_HOST=1:{child.pid}".encode()
     deadline = time.monotonic() + 5
-    while True:
-        left = []
-        for proc in Path("/proc").iterdir():
-            try:
-                if proc.name.isdigit() and marker in (proc / "environ").read_bytes().split(b"\0"):
-                    left.append(proc.name)
-            except OSError:
-                pass
-        if not left or time.monotonic() > deadline:
-            break
+    while any(_alive(h) for h in hosts) and time.monotonic() < deadline:
         time.sleep(0.1)
+    left = [h for h in hosts if _alive(h)]
     assert not left, f"engine hosts left running: {left}"
