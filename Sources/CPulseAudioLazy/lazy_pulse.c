@@ -25,7 +25,6 @@ static struct {
     __typeof__(pa_context_subscribe) *pa_context_subscribe;
     __typeof__(pa_context_unref) *pa_context_unref;
     __typeof__(pa_cvolume_valid) *pa_cvolume_valid;
-    __typeof__(pa_mainloop_free) *pa_mainloop_free;
     __typeof__(pa_mainloop_get_api) *pa_mainloop_get_api;
     __typeof__(pa_mainloop_iterate) *pa_mainloop_iterate;
     __typeof__(pa_mainloop_new) *pa_mainloop_new;
@@ -50,6 +49,7 @@ static struct {
     __typeof__(pa_stream_new_with_proplist) *pa_stream_new_with_proplist;
     __typeof__(pa_stream_peek) *pa_stream_peek;
     __typeof__(pa_stream_readable_size) *pa_stream_readable_size;
+    __typeof__(pa_stream_set_buffer_attr) *pa_stream_set_buffer_attr;
     __typeof__(pa_stream_set_read_callback) *pa_stream_set_read_callback;
     __typeof__(pa_stream_set_state_callback) *pa_stream_set_state_callback;
     __typeof__(pa_stream_set_underflow_callback) *pa_stream_set_underflow_callback;
@@ -102,7 +102,6 @@ static void load(void) {
     if (!(real.pa_context_subscribe = (__typeof__(pa_context_subscribe) *)dlsym(library, "pa_context_subscribe")) && !absent) absent = "pa_context_subscribe";
     if (!(real.pa_context_unref = (__typeof__(pa_context_unref) *)dlsym(library, "pa_context_unref")) && !absent) absent = "pa_context_unref";
     if (!(real.pa_cvolume_valid = (__typeof__(pa_cvolume_valid) *)dlsym(library, "pa_cvolume_valid")) && !absent) absent = "pa_cvolume_valid";
-    if (!(real.pa_mainloop_free = (__typeof__(pa_mainloop_free) *)dlsym(library, "pa_mainloop_free")) && !absent) absent = "pa_mainloop_free";
     if (!(real.pa_mainloop_get_api = (__typeof__(pa_mainloop_get_api) *)dlsym(library, "pa_mainloop_get_api")) && !absent) absent = "pa_mainloop_get_api";
     if (!(real.pa_mainloop_iterate = (__typeof__(pa_mainloop_iterate) *)dlsym(library, "pa_mainloop_iterate")) && !absent) absent = "pa_mainloop_iterate";
     if (!(real.pa_mainloop_new = (__typeof__(pa_mainloop_new) *)dlsym(library, "pa_mainloop_new")) && !absent) absent = "pa_mainloop_new";
@@ -127,6 +126,7 @@ static void load(void) {
     if (!(real.pa_stream_new_with_proplist = (__typeof__(pa_stream_new_with_proplist) *)dlsym(library, "pa_stream_new_with_proplist")) && !absent) absent = "pa_stream_new_with_proplist";
     if (!(real.pa_stream_peek = (__typeof__(pa_stream_peek) *)dlsym(library, "pa_stream_peek")) && !absent) absent = "pa_stream_peek";
     if (!(real.pa_stream_readable_size = (__typeof__(pa_stream_readable_size) *)dlsym(library, "pa_stream_readable_size")) && !absent) absent = "pa_stream_readable_size";
+    if (!(real.pa_stream_set_buffer_attr = (__typeof__(pa_stream_set_buffer_attr) *)dlsym(library, "pa_stream_set_buffer_attr")) && !absent) absent = "pa_stream_set_buffer_attr";
     if (!(real.pa_stream_set_read_callback = (__typeof__(pa_stream_set_read_callback) *)dlsym(library, "pa_stream_set_read_callback")) && !absent) absent = "pa_stream_set_read_callback";
     if (!(real.pa_stream_set_state_callback = (__typeof__(pa_stream_set_state_callback) *)dlsym(library, "pa_stream_set_state_callback")) && !absent) absent = "pa_stream_set_state_callback";
     if (!(real.pa_stream_set_underflow_callback = (__typeof__(pa_stream_set_underflow_callback) *)dlsym(library, "pa_stream_set_underflow_callback")) && !absent) absent = "pa_stream_set_underflow_callback";
@@ -237,10 +237,6 @@ int pa_cvolume_valid(const pa_cvolume *a0) {
     if (!parla_pulse_load()) return -1;
     return real.pa_cvolume_valid(a0);
 }
-void pa_mainloop_free(pa_mainloop *a0) {
-    if (!parla_pulse_load()) return;
-    real.pa_mainloop_free(a0);
-}
 pa_mainloop_api *pa_mainloop_get_api(pa_mainloop *a0) {
     if (!parla_pulse_load()) return NULL;
     return real.pa_mainloop_get_api(a0);
@@ -336,6 +332,10 @@ int pa_stream_peek(pa_stream *a0, const void **a1, size_t *a2) {
 size_t pa_stream_readable_size(const pa_stream *a0) {
     if (!parla_pulse_load()) return (size_t)0;
     return real.pa_stream_readable_size(a0);
+}
+pa_operation *pa_stream_set_buffer_attr(pa_stream *a0, const pa_buffer_attr *a1, pa_stream_success_cb_t a2, void *a3) {
+    if (!parla_pulse_load()) return NULL;
+    return real.pa_stream_set_buffer_attr(a0, a1, a2, a3);
 }
 void pa_stream_set_read_callback(pa_stream *a0, pa_stream_request_cb_t a1, void *a2) {
     if (!parla_pulse_load()) return;

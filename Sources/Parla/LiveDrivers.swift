@@ -72,6 +72,13 @@ package protocol AudioStream: AnyObject, Sendable {
     func setCorked(_ corked: Bool)
     /// Stops at once and releases the stream.
     func close()
+    /// How it has played so far (underflows, the buffer it keeps).
+    var report: PlaybackReport { get }
+}
+
+extension AudioStream {
+    /// A stream that cannot say: no underflow, no buffer.
+    package var report: PlaybackReport { PlaybackReport(underflows: 0, latency: .zero) }
 }
 
 extension PlaybackStream: AudioStream {}

@@ -286,8 +286,9 @@ final class LiveSpeech: Sendable {
     func end(_ key: Int, _ kind: SpeechEvent.Kind, in s: inout State) {
         guard let i = s.index(key) else { return }
         let id = s.playing[i].id
+        let report = s.playing[i].stream?.report
         silence(key, in: &s)
-        terminate(id, kind, in: &s)
+        terminate(id, kind, playback: report, in: &s)
         perform(s.scheduler.ended(id), in: &s)
     }
 
@@ -300,13 +301,13 @@ final class LiveSpeech: Sendable {
     }
 
     /// Delivers the terminal event of `id` (once) and wakes whoever awaits it.
-    func terminate(_ id: UtteranceID, _ kind: SpeechEvent.Kind, in s: inout State) {
+    func terminate(_ id: UtteranceID, _ kind: SpeechEvent.Kind, playback: PlaybackReport? = nil, in s: inout State) {
         guard let request = s.requests.removeValue(forKey: id) else { return }
         var success = false
         if case .finished = kind { success = true }
         let event = SpeechEvent(
             utterance: id, kind: kind, time: now(),
-            announcement: request.announcement.map { AnnouncementResult(string: $0, wasSuccessful: success) })
+            announcement: request.announcement.map { AnnouncementResult(string: $0, wasSuccessful: success) }, playback: playback)
         for c in s.subscribers.values { c.yield(event) }
         for observe in s.observers { observe(event) }
         request.waiter?.resume(returning: event)

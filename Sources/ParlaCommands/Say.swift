@@ -29,7 +29,9 @@ struct Say: AsyncParsableCommand {
             {"event": "word", "t_ns": 123, "utterance": 1, "start": 0, "end": 5, "text": "Hello", "audio_ms": 42.1} \
             (event: started, sentence, word, paused, continued, finished, interrupted or failed; t_ns: \
             CLOCK_MONOTONIC when delivered; start/end: Unicode-scalar offsets into the input; audio_ms: the \
-            word's offset in the utterance's audio). Ctrl-C or SIGTERM silences the audio at once and exits \
+            word's offset in the utterance's audio; the last event of each utterance adds underflows, the \
+            times the sound server ran out of audio, and buffer_ms, the buffer its stream kept at the end, \
+            which grows after each underflow). Ctrl-C or SIGTERM silences the audio at once and exits \
             with status 130. With no sound server, it says so: render with -o FILE.wav instead.
 
             The --timings file lists every segment (language, voice), sentence and word with its range in \
@@ -159,6 +161,9 @@ struct Say: AsyncParsableCommand {
             fields.append("\"error\": \(JSONText.quoted(error.description))")
         default:
             break
+        }
+        if let playback = event.playback {
+            fields += ["\"underflows\": \(playback.underflows)", "\"buffer_ms\": \(String(format1: playback.latency.inMilliseconds))"]
         }
         return "{" + fields.joined(separator: ", ") + "}\n"
     }

@@ -66,6 +66,15 @@ package final class PlaybackStream: @unchecked Sendable {
     private var playedHighWater = 0
     /// Number of times the server ran out of audio while playing.
     package private(set) var underflows = 0
+    /// The buffer the stream asks the server to keep (`tlength`, bytes): the output's target
+    /// latency at first, doubled after each underflow up to ``latencyCapBytes``, as PulseAudio's
+    /// own clients grow theirs. Under CPU contention PipeWire's pulse server ran dry with 30 ms
+    /// (about 22 ms of ring at 22,050 Hz) and played silence, and the rest came late. Stop and
+    /// pause stay immediate: closing drops the buffer, and corking stops it where it is.
+    private var latencyBytes: UInt32 = 0
+    /// The most the buffer grows to: 8 times the target latency, at most 250 ms (but never
+    /// below the target).
+    private var latencyCapBytes: UInt32 = 0
     /// When the stream was asked for, whether the server has made it, and when its played
     /// position last moved: a server that leaves it waiting fails it (``checkProgress()``).
     private let createdAt = monotonicNanoseconds()
@@ -107,12 +116,13 @@ package final class PlaybackStream: @unchecked Sendable {
             s,
             { _, userdata in
                 guard let userdata else { return }
-                Unmanaged<PlaybackStream>.fromOpaque(userdata).takeUnretainedValue().underflows += 1
+                Unmanaged<PlaybackStream>.fromOpaque(userdata).takeUnretainedValue().underflowed()
             }, me)
         // 5 ms to 10 s: outside that a latency is a mistake, and would not fit the server's field.
         let latency =
             output.options.targetLatency.inSeconds
-        let latencyBytes = UInt32(clamping: Int(min(max(latency.isNaN ? 0 : latency, 0.005), 10) * Double(sampleRate)) * 2)
+        latencyBytes = UInt32(clamping: Int(min(max(latency.isNaN ? 0 : latency, 0.005), 10) * Double(sampleRate)) * 2)
+        latencyCapBytes = max(latencyBytes, min(latencyBytes &* 8, UInt32(clamping: sampleRate / 4 * 2)))
         var attr = pa_buffer_attr(
             maxlength: UInt32.max, tlength: latencyBytes, prebuf: UInt32.max, minreq: UInt32.max, fragsize: UInt32.max)
         let flags = pa_stream_flags_t(
@@ -153,6 +163,28 @@ package final class PlaybackStream: @unchecked Sendable {
             }
         }
         pa_threaded_mainloop_signal(output.mainloop, 0)
+    }
+
+    /// The server ran out of audio: counted, the buffer grown (``latencyBytes``), and the
+    /// server asked for its timing at once, so that the played position follows the stall
+    /// rather than libpulse's interpolation of a clock that ran on. Lock held (callback).
+    private func underflowed() {
+        underflows += 1
+        guard let s = stream else { return }
+        if let op = pa_stream_update_timing_info(s, nil, nil) { pa_operation_unref(op) }
+        guard latencyBytes < latencyCapBytes else { return }
+        latencyBytes = min(latencyCapBytes, latencyBytes &* 2)
+        var attr = pa_buffer_attr(
+            maxlength: UInt32.max, tlength: latencyBytes, prebuf: UInt32.max, minreq: UInt32.max, fragsize: UInt32.max)
+        if let op = pa_stream_set_buffer_attr(s, &attr, nil, nil) { pa_operation_unref(op) }
+    }
+
+    /// How the stream has played so far: how often the server ran dry, and the buffer it now
+    /// keeps.
+    package var report: PlaybackReport {
+        output.lock()
+        defer { output.unlock() }
+        return PlaybackReport(underflows: underflows, latency: .samples(Int(latencyBytes / 2), atRate: sampleRate))
     }
 
     /// Sends as much pending audio as the server asks for. Lock held.
@@ -282,9 +314,10 @@ package final class PlaybackStream: @unchecked Sendable {
         guard let s = stream, case .active = status else { return nil }
         guard let usec = serverClock(s) else { return nil }
         guard sentSamples > 0, timedSinceFirstWrite else { return 0 }
-        // The server's clock is untrusted: a time beyond what was written is what was written,
-        // and beyond the time since the first write is that time.
-        let written = sentSamples + pending.count - pendingOffset
+        // The server's clock is untrusted: a time beyond the samples handed to it is those
+        // samples (what is still waiting here cannot have been heard), and beyond the time since
+        // the first write is that time.
+        let written = sentSamples
         let sinceFirstWrite = Int(clamping: (monotonicNanoseconds() &- firstWriteAt) / 1000)
         let (product, overflow) = Int(clamping: min(usec, UInt64(sinceFirstWrite))).multipliedReportingOverflow(by: sampleRate)
         playedHighWater = max(playedHighWater, overflow ? written : min(product / 1_000_000, written))

@@ -181,4 +181,39 @@ public final class PulseAudioRecorder: @unchecked Sendable {
         }
         return times
     }
+
+    /// How late each word event came (ms; negative: early) against the moment its own sound
+    /// reached the source. `synthesized` is the utterance's audio (at `sampleRate`, as
+    /// ``/Parla/SpeechSynthesizer/write(_:toBufferCallback:)`` makes it) and `words` each word
+    /// event's delivery time and audio sample. A word's onset is its first loud sample
+    /// (`threshold`); the n-th loud sample synthesized is taken to be the n-th loud sample
+    /// recorded after `after`, scaled by their counts (a server may resample), so silence the
+    /// server plays when it runs dry moves the words after it and their onsets alike. `leadIn`:
+    /// the synthesized samples before the stream's first (live speech skips the engine's
+    /// silence before its first sound, and counts its words' samples from there). Words with no
+    /// loud sample after their start are left out. Empty if nothing loud was recorded.
+    public func wordDrift(
+        words: [(time: UInt64, sample: Int)], synthesized: [Int16], sampleRate: Int, after: UInt64, leadIn: Int = 0,
+        threshold: Int16 = 300
+    ) -> [Double] {
+        let made = synthesized.indices.filter { synthesized[$0].magnitude >= threshold.magnitude }
+        let heard = loudSampleTimes(threshold: threshold, after: after)
+        guard !made.isEmpty, !heard.isEmpty, sampleRate > 0 else { return [] }
+        let ratio = Double(heard.count) / Double(made.count)
+        var drift: [Double] = []
+        for word in words {
+            let start = word.sample + leadIn
+            // Its first loud sample (a binary search: `made` is sorted).
+            var lo = 0, hi = made.count
+            while lo < hi {
+                let mid = (lo + hi) / 2
+                if made[mid] < start { lo = mid + 1 } else { hi = mid }
+            }
+            guard lo < made.count else { continue }
+            let arrived = heard[min(heard.count - 1, Int((Double(lo) * ratio).rounded()))]
+            let due = Double(arrived) - Double(made[lo] - start) * 1e9 / Double(sampleRate)
+            drift.append((Double(word.time) - due) / 1e6)
+        }
+        return drift
+    }
 }

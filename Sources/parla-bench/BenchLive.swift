@@ -151,6 +151,10 @@ struct BenchLive: AsyncParsableCommand {
                     + (drift.isEmpty ? "n/a" : fmt(percentile(absDrift, 0.95))).padding(13, left: true) + cell(gap))
         }
         print("targets: onset ≤ 15, stop ≤ 10, |drift median| ≤ 15 and p95 ≤ 30, gap ≤ 20")
+        print(
+            "parla: word drift against each word's own onset at the monitor; the server ran dry \(Int(parla.underflows.reduce(0, +))) times in "
+                + "\(parla.underflows.count) runs (\(parla.underflows.filter { $0 > 0 }.count) runs with one or more); the buffer at the end, median / max: "
+                + "\(fmt(percentile(parla.buffer, 0.5))) / \(fmt(parla.buffer.max() ?? .nan)) ms")
         print("voices: " + voices.joined(separator: ", ") + "; switch gap: at the English → Greek switch, beyond the engines' own silence")
         print(
             "silence between two English sentences beyond the voice's own, median / p95: " + cell(parla.sentenceGap) + " ms (target ≤ 10)")
@@ -276,6 +280,9 @@ struct BenchLive: AsyncParsableCommand {
         var drift: [Double] = []
         var gap: [Double] = []
         var sentenceGap: [Double] = []
+        /// Per run of the mixed sentence: the server's underflows, and the buffer at the end (ms).
+        var underflows: [Double] = []
+        var buffer: [Double] = []
     }
 
     static let twoSentences = "Hello there, how are you today. I am fine, thank you, and the weather is good."
@@ -329,21 +336,27 @@ struct BenchLive: AsyncParsableCommand {
             let t0 = monotonicNanoseconds()
             let id = synth.speak(Utterance(string: Self.mixed))
             var words: [(UInt64, Int)] = []
+            var playback: PlaybackReport?
             for await e in events where e.utterance == id {
                 if case .willSpeakWord(let r) = e.kind { words.append((e.time.nanoseconds, r.audioSample)) }
-                if e.kind.isTerminal { break }
+                if e.kind.isTerminal {
+                    playback = e.playback
+                    break
+                }
             }
             try await Task.sleep(for: .milliseconds(150))
             let loud = recorder.loudSampleTimes(after: t0)
             guard let first = loud.first else { continue }
             f.onset.append(ms(first - t0))
-            // Sample s of the utterance reached the monitor at first + (s - firstLoudPCM) / rate.
+            // Each word against its own onset at the monitor (silence the server plays when it
+            // runs dry moves both); how often the server ran dry, and the buffer it ended with.
             var line: [String] = []
-            for (time, sample) in words {
-                let heard = Double(first) + Double(sample + leadIn - firstLoudPCM) * 1e9 / 22050
-                f.drift.append((Double(time) - heard) / 1e6)
-                line.append("\(sample):\(fmt(f.drift.last ?? .nan))")
-            }
+            let drift = recorder.wordDrift(
+                words: words.map { (time: $0.0, sample: $0.1) }, synthesized: pcm, sampleRate: timeline.sampleRate, after: t0,
+                leadIn: leadIn)
+            for (word, d) in zip(words, drift) { line.append("\(word.1):\(fmt(d))") }
+            f.drift += drift
+            if let playback { f.underflows.append(Double(playback.underflows)); f.buffer.append(playback.latency.inMilliseconds) }
             if getenv("PARLA_BENCH_VERBOSE") != nil { FileHandleErr.write("drift " + line.joined(separator: " ") + "\n") }
             let boundaryTime = Double(first) + Double(boundary - firstLoudPCM) * 1e9 / 22050
             f.gap.append(longestSilence(loud, near: boundaryTime) - pcmSilence)

@@ -36,6 +36,10 @@ struct LiveCLITests {
         #expect(events.allSatisfy { ($0["t_ns"] as? Int ?? 0) > 0 && $0["utterance"] as? Int != nil })
         let times = events.map { $0["t_ns"] as? Int ?? 0 }
         #expect(times == times.sorted())
+        // The last event says how the stream played: underflows, and the buffer (30 ms, or grown).
+        let last = events.last ?? [:]
+        #expect(last["underflows"] as? Int ?? -1 >= 0 && (last["buffer_ms"] as? Double ?? 0) >= 29.9, "\(last)")
+        #expect(events.dropLast().allSatisfy { $0["underflows"] == nil })
         // The audio really arrived, before `finished` was printed.
         let loud = server.recorder.loudSampleTimes()
         #expect(loud.count > 3000)

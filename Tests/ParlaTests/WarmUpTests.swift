@@ -124,3 +124,36 @@ extension LiveSpeechTests {
         #expect(throws: ParlaError.self) { _ = try output.openStream(sampleRate: 22050, name: "reaches nothing") }
     }
 }
+
+extension LiveSpeechTests {
+    /// A stream the server runs dry (audio written in pieces with gaps longer than its buffer,
+    /// as a loaded machine's synthesis falls behind) counts each underflow and doubles the
+    /// buffer it asks for, from the 30 ms target up to 8 times it (240 ms); the heard position
+    /// never passes the samples handed to the server.
+    @Test(arguments: SoundServer.allCases)
+    func aStreamThatRunsDryGrowsItsBuffer(_ kind: SoundServer) async throws {
+        let server = try await TestAudioServer.start(kind)
+        let output = PulseAudioOutput(options: AudioOutputOptions(device: server.sink, server: server.server))
+        let stream = try output.openStream(sampleRate: 22050, name: "runs dry")
+        // 30 ms is 661 samples at 22,050 Hz (29.98 ms).
+        #expect(stream.report.underflows == 0 && abs(stream.report.latency.inMilliseconds - 30) < 0.1, "\(stream.report)")
+        let piece = (0..<2205).map { Int16((sin(Double($0) * 0.06) * 12000).rounded()) }  // 100 ms
+        var written = 0
+        for _ in 0..<8 {
+            try stream.write(piece)
+            written += piece.count
+            try await Task.sleep(for: .milliseconds(300))  // it plays 100 ms, then has none
+            #expect((stream.playedSamples() ?? 0) <= written)
+        }
+        stream.finishInput()
+        var polls = 0
+        while stream.currentStatus == .active, polls < 500 {
+            try await Task.sleep(for: .milliseconds(10))
+            polls += 1
+        }
+        let report = stream.report
+        stream.close()
+        #expect(report.underflows >= 3, "\(kind): \(report)")
+        #expect(abs(report.latency.inMilliseconds - 240) < 0.5, "\(kind): \(report)")
+    }
+}

@@ -47,6 +47,21 @@ public struct AnnouncementResult: Sendable, Hashable {
     }
 }
 
+/// How an utterance's audio played through the sound server: how often the server ran out of
+/// audio (it then plays silence, and the rest comes that much later), and the buffer the stream
+/// kept at the end (it grows after each underflow, up to 8 times the target latency or 250 ms).
+public struct PlaybackReport: Sendable, Hashable {
+    /// Times the server ran dry while playing.
+    public var underflows: Int
+    /// The buffer the stream asked the server to keep at the end.
+    public var latency: Duration
+    /// Creates a report.
+    public init(underflows: Int, latency: Duration) {
+        self.underflows = underflows
+        self.latency = latency
+    }
+}
+
 /// Something that happened to an utterance, at the moment the listener hears it.
 public struct SpeechEvent: Sendable {
     /// What happened.
@@ -110,12 +125,17 @@ public struct SpeechEvent: Sendable {
     public var time: SpeechInstant
     /// For the terminal event of an announcement: its text and whether it was spoken to the end.
     public var announcement: AnnouncementResult?
+    /// For the terminal event of an utterance that played: how its (last) stream played.
+    public var playback: PlaybackReport?
 
     /// Creates an event.
-    public init(utterance: UtteranceID, kind: Kind, time: SpeechInstant, announcement: AnnouncementResult? = nil) {
+    public init(
+        utterance: UtteranceID, kind: Kind, time: SpeechInstant, announcement: AnnouncementResult? = nil, playback: PlaybackReport? = nil
+    ) {
         self.utterance = utterance
         self.kind = kind
         self.time = time
         self.announcement = announcement
+        self.playback = playback
     }
 }
