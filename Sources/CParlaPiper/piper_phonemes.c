@@ -831,8 +831,9 @@ int piper_phonemize(const char *text, int espeak_kind, const char *espeak_voice,
                             if (d != ' ' && d != 0x2C8 && d != 0x2CC) { after = a; break; }
                         }
                         size_t m = after ? (size_t)(after_end - after) : 0;
-                        int then_as_next = cursor + 1 + n + m <= trace.count && memcmp(trace.bytes + cursor + 1 + n, after, m) == 0;
-                        int then_as_rest = cursor + 1 + m <= trace.count && memcmp(trace.bytes + cursor + 1, after, m) == 0;
+                        // (No phoneme after it: m is 0 and `after` NULL, which memcmp may not be given.)
+                        int then_as_next = m > 0 && cursor + 1 + n + m <= trace.count && memcmp(trace.bytes + cursor + 1 + n, after, m) == 0;
+                        int then_as_rest = m > 0 && cursor + 1 + m <= trace.count && memcmp(trace.bytes + cursor + 1, after, m) == 0;
                         if (m > 0 && !then_as_next && then_as_rest) next = 0;
                     }
                     if (!next) {

@@ -11,8 +11,15 @@
 //             events and phonemes, and the split of words spoken joined to the one before. Every
 //             sentence's words must keep their order, their first ids inside the sentence.
 // Built by scripts/fuzz with the sanitizers; no ONNX Runtime.
+// Built with PARLA_FUZZ_FORK (scripts/fuzz's piper-fork target), every input is text (mode 2),
+// phonemized by piper-phonemize's espeak-ng as users get it: rhasspy's fork, loaded from
+// $PARLA_FUZZ_FORK with dlopen(RTLD_DEEPBIND) beside the system's, whose phoneme events keep 4
+// bytes of a name (the cut names the walk mends). AddressSanitizer refuses RTLD_DEEPBIND, so that
+// build has UndefinedBehaviorSanitizer and libFuzzer's own checks, and checks that the fork is
+// what speaks (loaded as its own, 4-byte events) before the first input.
 #include "piper_internal.h"
 #include <espeak-ng/speak_lib.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -58,10 +65,27 @@ static piper_id_map *ipa_map(void) {
 static void phonemize(const uint8_t *body, size_t length, int early) {
     static piper_id_map *map;
     if (!map) {
+#ifdef PARLA_FUZZ_FORK
+        const char *fork = getenv("PARLA_FUZZ_FORK");
+        if (!fork || !*fork) {
+            fprintf(stderr, "set PARLA_FUZZ_FORK to the directory of piper-phonemize's libespeak-ng.so.1 and espeak-ng-data\n");
+            abort();
+        }
+        setenv("PARLA_PIPER_ESPEAK", fork, 1);
+        const piper_espeak *e = piper_espeak_get(PIPER_ESPEAK_TRAINED);
+        piper_espeak_probe(e);
+        if (!e->own || e->state->event_bytes != 4) {
+            fprintf(stderr, "the fork at %s did not load as its own with 4-byte phoneme events (own %d, %d bytes)\n", fork, e->own,
+                    e->own ? e->state->event_bytes : 0);
+            abort();
+        }
+        fprintf(stderr, "phonemizing with the fork at %s: its own, %d-byte phoneme events\n", fork, e->state->event_bytes);
+#else
         // The system's espeak-ng: a private one is loaded with RTLD_DEEPBIND, which the
         // sanitizers' runtime refuses.
         setenv("PARLA_PIPER_ESPEAK", "system", 1);
         if (espeak_Initialize(AUDIO_OUTPUT_SYNCHRONOUS, 0, NULL, 0x8000 | espeakINITIALIZE_PHONEME_EVENTS | espeakINITIALIZE_PHONEME_IPA) <= 0) abort();
+#endif
         map = ipa_map();
     }
     char *text = malloc(length + 1);
@@ -78,6 +102,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const uint8_t *body = data + 1;
     size_t length = size - 1;
     char error[300];
+#ifdef PARLA_FUZZ_FORK
+    phonemize(body, length, data[0] & 4);
+    return 0;
+#endif
     if ((data[0] & 3) == 2) {
         phonemize(body, length, data[0] & 4);
         return 0;
