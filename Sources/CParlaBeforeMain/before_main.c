@@ -38,7 +38,10 @@ __attribute__((constructor)) static void parla_before_main(int argc, char **argv
         if (getppid() == 1) _exit(0);
         _exit(parla_engine_host_main());
     }
-    if (parla_render_worker_main && parla_helper_role(PARLA_RENDER_WORKER_ENV)) _exit(parla_render_worker_main());
+    if (parla_render_worker_main && parla_helper_role(PARLA_RENDER_WORKER_ENV)) {
+        parla_helper_prepare_environment();
+        _exit(parla_render_worker_main());
+    }
     if (parla_duck_guard_role()) _exit(parla_duck_guard_main());
     if (parla_prestart_if_speaking) parla_prestart_if_speaking(argc, argv);
 }

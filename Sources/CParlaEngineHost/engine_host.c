@@ -560,7 +560,13 @@ static int idle(int milliseconds) {
     return ready == 0;
 }
 
+void parla_helper_prepare_environment(void) {
+    // ONNX Runtime otherwise keeps a telemetry database under ~/.cache/Microsoft.
+    setenv("ORT_DISABLE_TELEMETRY", "1", 0);
+}
+
 int parla_engine_host_main(void) {
+    parla_helper_prepare_environment();
     signal(SIGPIPE, SIG_IGN);  // a write to a gone Parla fails and ends the loop instead
     char why[600];
     int rate = parla_engine_init(why, sizeof why);

@@ -75,8 +75,10 @@ int piper_runtime_load(char *error, size_t error_size) {
         return 0;
     }
     load_tried = 1;
-    // ONNX Runtime otherwise keeps a telemetry database under ~/.cache/Microsoft.
-    setenv("ORT_DISABLE_TELEMETRY", "1", 0);
+    // No setenv here (ORT_DISABLE_TELEMETRY): this runs beside the voice's espeak-ng thread,
+    // whose getenv would read an environment array a growing setenv frees (it crashed the
+    // engine host). The helper processes set it while they have one thread
+    // (parla_helper_prepare_environment).
     char tried[1536] = { 0 };
     void *library = NULL;
     const char *explicit = getenv("PARLA_ONNXRUNTIME");

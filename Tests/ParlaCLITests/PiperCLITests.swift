@@ -416,6 +416,37 @@ struct PiperCLITests {
         #expect(said.error.components(separatedBy: warning).count == 2, "warned other than once: \(said.error)")
     }
 
+    /// No Parla process changes its environment while it has more than one thread: glibc's
+    /// getenv takes no lock, and a setenv that grows the environment frees the array another
+    /// thread may be reading. The engine host set ORT_DISABLE_TELEMETRY while loading a Piper
+    /// voice, beside its espeak-ng thread reading PARLA_PIPER_ESPEAK, XDG_CACHE_HOME and HOME:
+    /// "espeak-ng crashed (Segmentation fault) while loading a Piper voice", twice in a long
+    /// benchmark sequence. Here every such call aborts (Tests/Fixtures/environment_guard.c,
+    /// preloaded), in `parla say` with its engine host, with a cold and a warm prepared copy,
+    /// and in `parla render`'s workers.
+    @Test func theEnvironmentIsNeverChangedBesideAnotherThread() async throws {
+        if let missing = PiperFixture.missing { Issue.record(Comment(rawValue: missing)) }
+        let dir = try makeTemporaryDirectory()
+        defer { removeTemporaryDirectory(dir) }
+        let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Fixtures/environment_guard.c").path
+        let guardLibrary = dir.appendingPathComponent("environment_guard.so").path
+        let built = try runProcess("/usr/bin/cc", ["-shared", "-fPIC", "-O1", "-o", guardLibrary, source, "-ldl"])
+        #expect(built.status == 0, "\(built.error)")
+        let env = piperEnvironment(["LD_PRELOAD": guardLibrary, "PARLA_PIPER_CACHE": dir.appendingPathComponent("cache").path])
+        for run in ["cold", "warm"] {
+            let r = try await parla(
+                ["say", "-v", PiperFixture.voice, "--ipa", "-o", dir.appendingPathComponent(run + ".wav").path, "Hello world."], env)
+            #expect(r.status == 0 && !r.error.contains("environment_guard"), "\(run): \(r.error)")
+        }
+        let input = dir.appendingPathComponent("items.tsv")
+        try "a\ten\tOne item for joe.\nb\ten\tAnother item.\n".write(to: input, atomically: true, encoding: .utf8)
+        let rendered = try await parla(
+            ["render", input.path, "-o", dir.appendingPathComponent("out").path, "-v", PiperFixture.voice, "--jobs", "2", "--progress", "none"],
+            env)
+        #expect(rendered.status == 0 && !rendered.error.contains("environment_guard"), "\(rendered.error)")
+    }
+
     /// A chunk that fails (PARLA_PIPER_FAIL_CHUNK=2: the second chunk of a sentence) ends its
     /// utterance with the reason and a non-zero exit, and leaves no WAV behind; without the
     /// fault, the same command writes it.

@@ -6,6 +6,12 @@
 /// The engine host's loop: loads espeak-ng, then speaks the runs read from standard input
 /// until it ends (engine_host.c). Returns the exit status.
 int parla_engine_host_main(void);
+
+/// Sets the environment a helper process that speaks (an engine host, a render worker) needs,
+/// while it has one thread: ORT_DISABLE_TELEMETRY for ONNX Runtime. Never later: glibc's getenv
+/// takes no lock, and a setenv that grows the environment frees the array that another thread
+/// (a voice's espeak-ng loading beside ONNX Runtime) may be reading.
+void parla_helper_prepare_environment(void);
 /// Starts an engine host now, by forking this process (which must still have one thread: it is
 /// called from CParlaBeforeMain's constructor), for ``parla_take_prestarted_host`` to hand over later. The child
 /// runs ``parla_engine_host_main`` with a socket from this process as its standard input and a
