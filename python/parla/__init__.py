@@ -924,7 +924,7 @@ class Synthesizer:
         if handle is not None and _library is not None:
             # No event reaches Python while (or after) it closes: at the interpreter's exit, a
             # callback from Parla's event thread could not take the GIL again.
-            _library.parla_set_event_callback(handle, None, None)
+            _library.parla_set_event_callback(handle, _lib.CALLBACK(), None)  # NULL: no callback
             _library.parla_synthesizer_free(handle)
             # Closing cut off what was speaking and dropped what was queued: a wait() or
             # events() on another thread ends with it.

@@ -322,7 +322,6 @@ def test_asyncio_events(synth):
     assert events[-1].kind == "finished"
 
 
-@live
 def _children(pid: int) -> list[int]:
     """The live processes whose parent is `pid` (zombies are gone: only a parent can reap them)."""
     found = []
@@ -347,6 +346,7 @@ def _alive(pid: int) -> bool:
     return stat[stat.rindex(")") + 2 :].split()[0] != "Z"
 
 
+@live
 def test_keyboard_interrupt_leaves_no_process(tmp_path):
     script = tmp_path / "speak.py"
     script.write_text(
