@@ -264,7 +264,7 @@ struct CLITests {
         let wav = dir.appendingPathComponent("h.wav").path
         let parla = URL(fileURLWithPath: Self.binary).resolvingSymlinksInPath().path
         let script = "mount --bind /dev/null '\(library)' && '\(parla)' say -o '\(wav)' Hello && exec '\(parla)' say Hello"
-        let r = try runProcess("/usr/bin/unshare", ["--map-root-user", "--mount", "/bin/sh", "-c", script], environment: ["LANG": "C.UTF-8"])
+        let r = try runProcess("/usr/bin/unshare", unshareMountArguments + ["/bin/sh", "-c", script], environment: ["LANG": "C.UTF-8"])
         #expect(r.status == 1, "\(r.error)")
         #expect(r.error.contains("Wrote \(wav)"), "\(r.error)")
         #expect(try FileManager.default.attributesOfItem(atPath: wav)[.size] as! Int > 44)

@@ -232,7 +232,7 @@ final class VoiceInstallCLITests: Sendable {
             '\(parlaPath)' voices install \(VoiceMirror.tiny) --catalog '\(mirror.url())'; s=$?; ls -A '\(voices.path)'; exit $s
             """
         let r = try runProcess(
-            "/usr/bin/unshare", ["--map-root-user", "--mount", "/bin/sh", "-c", script],
+            "/usr/bin/unshare", unshareMountArguments + ["/bin/sh", "-c", script],
             environment: ["XDG_DATA_HOME": data.path, "PARLA_PIPER_VOICES": nil, "LANG": "C.UTF-8"])
         #expect(r.status != 0)
         #expect(r.error.contains("Not enough space in \(voices.path)") && r.error.contains("Free some space"), "\(r.error)")

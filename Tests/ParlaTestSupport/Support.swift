@@ -60,6 +60,12 @@ public func supportsUnnamedFiles(_ dir: URL) -> Bool {
     return fd >= 0
 }
 
+/// `unshare`'s arguments for a mount namespace of a test's own: as root, a mount namespace
+/// alone; otherwise inside a user namespace where this user is root. Root in a chroot (a fresh
+/// Debian root, as `fresh-machine` runs the suite) may not make a user namespace at all
+/// ("unshare failed: Operation not permitted"), but may make a mount namespace.
+public var unshareMountArguments: [String] { getuid() == 0 ? ["--mount"] : ["--map-root-user", "--mount"] }
+
 /// A new empty directory under the system's temporary directory.
 public func makeTemporaryDirectory() throws -> URL {
     let url = FileManager.default.temporaryDirectory.appendingPathComponent("parla-test-\(UUID().uuidString)")
