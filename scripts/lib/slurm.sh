@@ -30,6 +30,8 @@ slurm_stop() {
 
 slurm_start() {
   slurm_install
+  # A step that fails says which, with the daemons' last words (set -e would exit silently).
+  trap 'echo "error: ${BASH_SOURCE[0]}:$LINENO failed: $BASH_COMMAND" >&2; tail -5 "$work"/*.log >&2 2>/dev/null' ERR
   work=$(mktemp -d /tmp/parla-slurm.XXXXXX)
   chmod 755 "$work"
   trap slurm_stop EXIT
