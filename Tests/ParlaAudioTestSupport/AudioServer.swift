@@ -66,22 +66,52 @@ public final class TestAudioServer: @unchecked Sendable {
         return env
     }
 
+    /// Starts one of the server's processes, its output kept in `<name>.log` in the runtime
+    /// directory for the error a failed start gives.
     private func run(_ path: String, _ arguments: [String]) throws -> Process {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: path)
         p.arguments = arguments
         p.environment = environment
-        p.standardOutput = FileHandle.nullDevice
-        p.standardError = FileHandle.nullDevice
+        let log = logPath(path)
+        FileManager.default.createFile(atPath: log, contents: nil)
+        let handle = FileHandle(forWritingAtPath: log) ?? FileHandle.nullDevice
+        p.standardOutput = handle
+        p.standardError = handle
         try p.run()
         processes.append(p)
         return p
     }
 
-    /// Waits (up to 15 s from `launched`) until `path` exists.
+    private func logPath(_ program: String) -> String {
+        directory.appendingPathComponent(URL(fileURLWithPath: program).lastPathComponent + ".log").path
+    }
+
+    /// Why a start failed: `what`, and for each of the server's processes that has exited, its
+    /// status and the end of its output.
+    private func startFailure(_ what: String) -> TestAudioServerError {
+        var message = "\(kind) \(what) within \(Int(Self.startLimit)) s"
+        for p in processes where !p.isRunning {
+            let name = p.executableURL?.lastPathComponent ?? "?"
+            let log = (try? String(contentsOfFile: logPath(name), encoding: .utf8)) ?? ""
+            let tail = log.split(separator: "\n").suffix(5).joined(separator: " | ")
+            message += "; \(name) exited with status \(p.terminationStatus)" + (tail.isEmpty ? "" : ": \(tail)")
+        }
+        return TestAudioServerError(message: message)
+    }
+
+    /// Starts WirePlumber again if it gave up: it exits at once (status 69) when PipeWire's
+    /// socket exists but does not yet take connections.
+    private func reviveSessionManager() throws {
+        guard kind == .pipewire, let p = sessionManager, !p.isRunning else { return }
+        processes.removeAll { $0 === p }
+        sessionManager = try run("/usr/bin/wireplumber", [])
+    }
+
+    /// Waits (up to ``startLimit`` from `launched`) until `path` exists.
     private func waitFor(_ path: String, since launched: Date) async throws {
         while !FileManager.default.fileExists(atPath: path) {
-            if Date().timeIntervalSince(launched) > Self.startLimit { throw TestAudioServerError(message: "\(kind) did not create \(path) within \(Int(Self.startLimit)) s") }
+            if Date().timeIntervalSince(launched) > Self.startLimit { throw startFailure("did not create \(path)") }
             try await Task.sleep(for: .milliseconds(10))
         }
     }
@@ -104,6 +134,13 @@ public final class TestAudioServer: @unchecked Sendable {
             try? FileManager.default.removeItem(atPath: bus)
             _ = try run("/usr/bin/dbus-daemon", ["--session", "--nofork", "--nopidfile", "--address=unix:path=\(bus)"])
             try await waitFor(bus, since: launched)
+            // A killed PipeWire leaves its sockets behind: a restart that found the old
+            // `pipewire-0` would start WirePlumber before the new server listens, and
+            // WirePlumber gives up at once (the CI run of 2026-12-01: "pipewire did not start
+            // within 45 s" in serverKilledMidUtteranceFailsItAndTheNextReconnects).
+            for name in ["pipewire-0", "pipewire-0.lock", "pipewire-0-manager", "pipewire-0-manager.lock"] {
+                try? FileManager.default.removeItem(at: directory.appendingPathComponent(name))
+            }
             _ = try run("/usr/bin/pipewire", [])
             try await waitFor(directory.appendingPathComponent("pipewire-0").path, since: launched)
             sessionManager = try run("/usr/bin/wireplumber", [])
@@ -115,17 +152,20 @@ public final class TestAudioServer: @unchecked Sendable {
                     try runProcess("/usr/bin/pactl", ["-s", server, "load-module", "module-null-sink", "sink_name=\(sink)", "rate=22050", "channels=1"])
                 }
                 if r?.status == 0 { break }
-                if Date().timeIntervalSince(launched) > Self.startLimit { throw TestAudioServerError(message: "pipewire-pulse did not load a null sink within \(Int(Self.startLimit)) s: \(r?.error ?? "")") }
+                try reviveSessionManager()
+                if Date().timeIntervalSince(launched) > Self.startLimit { throw startFailure("did not load a null sink (\(r?.error ?? "pactl did not run"))") }
                 try await Task.sleep(for: .milliseconds(20))
             }
         }
         // The socket appears before the null sink is ready: retry until the monitor exists.
         var recorder: PulseAudioRecorder?
+        var lastError = "no socket"
         while recorder == nil {
-            if Date().timeIntervalSince(launched) > Self.startLimit { throw TestAudioServerError(message: "\(kind) did not start within \(Int(Self.startLimit)) s") }
+            if Date().timeIntervalSince(launched) > Self.startLimit { throw startFailure("did not let its monitor be recorded (\(lastError))") }
             if FileManager.default.fileExists(atPath: socket) {
-                recorder = try? PulseAudioRecorder(source: sink + ".monitor", server: server)
+                do { recorder = try PulseAudioRecorder(source: sink + ".monitor", server: server) } catch { lastError = "\(error)" }
             }
+            if recorder == nil { try reviveSessionManager() }
             if recorder == nil { try await Task.sleep(for: .milliseconds(20)) }
         }
         self.recorder = recorder
