@@ -79,8 +79,14 @@ NodeName=$host CPUs=4 $memory State=UNKNOWN
 PartitionName=check Nodes=$host Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
 CONF
   export SLURM_CONF="$work/slurm.conf"
-  slurmctld -f "$SLURM_CONF"
-  slurmd -f "$SLURM_CONF"
+  # A daemon that fails before its log is open says why only in the foreground.
+  local daemon
+  for daemon in slurmctld slurmd; do
+    "$daemon" -f "$SLURM_CONF" && continue
+    echo "error: $daemon did not start; in the foreground it says:" >&2
+    timeout 5 "$daemon" -D -f "$SLURM_CONF" 2>&1 | grep -E "error|fatal" | tail -5 >&2 || true
+    exit 1
+  done
   for _ in $(seq 100); do
     sinfo -h -o %t 2>/dev/null | grep -q idle && break
     sleep 0.2
