@@ -6,7 +6,9 @@ import Testing
 @Suite("parla render", .serialized)
 struct RenderCLITests {
     func render(_ args: [String]) async throws -> ProcessResult {
-        try await offPool { try runProcess(CLITests.binary, ["render"] + args, environment: ["LANG": "C.UTF-8", "LANGUAGE": nil]) }
+        // Unpinned: the suites that render run side by side, and pinned workers of theirs all
+        // land on the first CPU (aKilledWorkerCostsOneItemAndIsReplaced checks the pinning).
+        try await offPool { try runProcess(CLITests.binary, ["render"] + args + ["--no-pin"], environment: ["LANG": "C.UTF-8", "LANGUAGE": nil]) }
     }
 
     /// The lines of DIR/results.jsonl, or of a shard's results-K-of-N.jsonl files where there is none.
@@ -120,7 +122,7 @@ struct RenderCLITests {
     func interrupt(_ args: [String], out: URL, after count: Int, with sig: Int32) async throws -> (Int32, String) {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: CLITests.binary)
-        p.arguments = ["render"] + args + ["--progress", "none"]
+        p.arguments = ["render"] + args + ["--progress", "none", "--no-pin"]
         let err = Pipe()
         p.standardError = err
         p.standardOutput = FileHandle.nullDevice
@@ -130,7 +132,8 @@ struct RenderCLITests {
             let children = Self.childProcesses(of: pid)
             return kill(pid, sig) == 0 ? children : nil
         }
-        let message = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let reader = err.fileHandleForReading
+        let message = try await offPool { String(decoding: reader.readDataToEndOfFile(), as: UTF8.self) }
         let status = await exitStatus(p)
         let gone = try await offPool { () -> Bool in
             for _ in 0..<4000 {
@@ -230,7 +233,9 @@ struct RenderCLITests {
         #expect(killedWorkersCPUs != nil, "the worker was not killed")
         // The one worker ran on the first CPU this process may use.
         #expect(killedWorkersCPUs == .some(Self.cpusAllowed(getpid()).map { String($0.prefix { $0.isNumber }) }))
-        let message = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        // (Off the cooperative pool: the command renders 37 more items before its stderr ends.)
+        let reader = err.fileHandleForReading
+        let message = try await offPool { String(decoding: reader.readDataToEndOfFile(), as: UTF8.self) }
         #expect(await exitStatus(p) == 1, "\(message)")
         #expect(message.contains("39 rendered, 1 failed"), "\(message)")
         #expect(message.contains("the render worker stopped while rendering this item"))

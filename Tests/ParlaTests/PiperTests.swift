@@ -15,8 +15,11 @@ struct PiperTests {
     init() throws {
         if let missing = PiperFixture.missing { Issue.record(Comment(rawValue: missing)) }
         catalog = try VoiceCatalog.default().adding(piperVoicesAt: [PiperFixture.voiceDirectory])
-        synth = SpeechSynthesizer(catalog: catalog)
+        synth = SpeechSynthesizer(catalog: catalog, engine: Self.engine)
     }
+
+    /// An engine of the suite's own (see SynthesisTests.engine).
+    static let engine = SynthesisEngine()
 
     func render(_ u: Utterance, with synth: SpeechSynthesizer? = nil) async throws -> (samples: [Int16], timeline: SpeechTimeline) {
         let audio = AudioCollector()
@@ -237,7 +240,7 @@ struct PiperTests {
         let catalog = try VoiceCatalog.default().adding(piperVoicesIn: [dir])
         var u = Utterance(string: "Hello there.", language: "en")
         u.voice = try catalog.voice(identifier: "piper.damaged")
-        let error = await #expect(throws: ParlaError.self) { try await render(u, with: SpeechSynthesizer(catalog: catalog)) }
+        let error = await #expect(throws: ParlaError.self) { try await render(u, with: SpeechSynthesizer(catalog: catalog, engine: Self.engine)) }
         #expect("\(error.map { "\($0)" } ?? "")".contains("damaged"), "\(String(describing: error))")
         // Its own kind of failure, naming the voice: not the engine's, nor a missing runtime.
         #expect(error?.code == .voiceUnavailable && error?.subject == "piper.damaged", "\(String(describing: error))")
@@ -255,7 +258,7 @@ struct PiperTests {
         let catalog = try VoiceCatalog.default().adding(piperVoicesIn: [dir])
         var u = Utterance(string: "Hello there, a test.", language: "en")
         u.voice = try catalog.voice(identifier: "piper.mismatch")
-        let error = await #expect(throws: ParlaError.self) { try await render(u, with: SpeechSynthesizer(catalog: catalog)) }
+        let error = await #expect(throws: ParlaError.self) { try await render(u, with: SpeechSynthesizer(catalog: catalog, engine: Self.engine)) }
         #expect("\(error.map { "\($0)" } ?? "")".contains("may not belong to its model"), "\(String(describing: error))")
     }
 
@@ -269,7 +272,7 @@ struct PiperTests {
         let text = "Hello there, this is a test of the other sound."
         var u = Utterance(string: text, language: "en")
         u.voice = try catalog.voice(identifier: "piper.noschwa")
-        let (samples, timeline) = try await render(u, with: SpeechSynthesizer(catalog: catalog))
+        let (samples, timeline) = try await render(u, with: SpeechSynthesizer(catalog: catalog, engine: Self.engine))
         let (full, fullTimeline) = try await render(joe(text))
         #expect(samples.count > 22050 / 2)
         #expect(samples != full)  // the schwas are gone
@@ -298,7 +301,7 @@ struct PiperTests {
         let catalog = try VoiceCatalog.default().adding(piperVoicesIn: [dir])
         var u = Utterance(string: "Hello there, this is a test.", language: "en")
         u.voice = try catalog.voice(identifier: "piper.otherphonemes")
-        let error = await #expect(throws: ParlaError.self) { try await render(u, with: SpeechSynthesizer(catalog: catalog)) }
+        let error = await #expect(throws: ParlaError.self) { try await render(u, with: SpeechSynthesizer(catalog: catalog, engine: Self.engine)) }
         let message = "\(error.map { "\($0)" } ?? "")"
         #expect(message.contains("phonemes espeak-ng gave") && message.contains("not for espeak-ng's IPA phonemes"), "\(message)")
     }
@@ -325,7 +328,7 @@ struct PiperTests {
         let text = "Hello world, without durations."
         var u = Utterance(string: text, language: "en")
         u.voice = try catalog.voice(identifier: "piper.noceil")
-        let (samples, timeline) = try await render(u, with: SpeechSynthesizer(catalog: catalog))
+        let (samples, timeline) = try await render(u, with: SpeechSynthesizer(catalog: catalog, engine: Self.engine))
         #expect(samples.count > 10000)
         #expect(timeline.words.map(\.word) == ["Hello", "world", "without", "durations"])
         #expect(timeline.words.allSatisfy { $0.isEstimated })
@@ -342,7 +345,7 @@ struct PiperTests {
         let catalog = try VoiceCatalog.default().adding(piperVoicesIn: [dir]).preferring(["en": "piper.sixteen"])
         #expect(try catalog.voice(identifier: "piper.sixteen").sampleRate == 16000)
         let text = "Hello world. Καλημέρα κόσμε."
-        let (samples, timeline) = try await render(Utterance(string: text), with: SpeechSynthesizer(catalog: catalog))
+        let (samples, timeline) = try await render(Utterance(string: text), with: SpeechSynthesizer(catalog: catalog, engine: Self.engine))
         #expect(timeline.sampleRate == 22050)
         #expect(timeline.segments.map(\.voice) == ["piper.sixteen", "espeak-ng.el"])
         #expect(timeline.invariantViolation(input: text) == nil, "\(timeline.invariantViolation(input: text) ?? "")")

@@ -1,6 +1,7 @@
 import Foundation
 import Parla
 import ParlaAudioTestSupport
+import ParlaEngine
 import Testing
 
 /// Real text at scale: the strings of the language-identification test set
@@ -24,7 +25,8 @@ struct RealTextTests {
     func check(
         _ utterances: [(label: String, utterance: Utterance)], with given: SpeechSynthesizer? = nil
     ) async -> (problems: [String], voices: [String: Int]) {
-        let synth = given ?? SpeechSynthesizer()
+        // Each test an engine of its own: on the shared one they queued on one engine thread.
+        let synth = given ?? SpeechSynthesizer(engine: SynthesisEngine())
         var problems: [String] = []
         var voices: [String: Int] = [:]
         for (label, u) in utterances {
@@ -70,7 +72,7 @@ struct RealTextTests {
         var utterances = quotations.map { f in ("piper-quotations \(f[0])", Utterance(string: String(f[2]), language: "en")) }
         let strings = try Self.rows("langid-test.tsv").enumerated().filter { $0.offset % 8 == 0 }
         utterances += strings.map { (i, f) in ("langid-test string \(i) (\(f[0]))", Utterance(string: String(f[2]))) }
-        let (problems, voices) = await check(utterances, with: SpeechSynthesizer(catalog: catalog))
+        let (problems, voices) = await check(utterances, with: SpeechSynthesizer(catalog: catalog, engine: SynthesisEngine()))
         #expect(problems.isEmpty, "\(problems.count) of \(utterances.count) failed: \(problems.prefix(5))")
         #expect((voices[PiperFixture.voice] ?? 0) >= quotations.count, "joe spoke \(voices[PiperFixture.voice] ?? 0) segments")
         #expect(voices.keys.contains { $0.hasPrefix("espeak-ng.") }, "other languages fell to espeak-ng: \(voices)")

@@ -8,7 +8,10 @@ import ParlaAudioTestSupport
 /// End-to-end tests against the real espeak-ng: no fakes.
 @Suite("Synthesis with espeak-ng", .serialized)
 struct SynthesisTests {
-    let synth = SpeechSynthesizer()
+    /// An engine of the suite's own: on the shared one, the suites that synthesize queued on
+    /// one engine thread and host, and the test process used less than one of two cores.
+    static let engine = SynthesisEngine()
+    let synth = SpeechSynthesizer(engine: SynthesisTests.engine)
 
     /// Synthesizes to memory: all samples and the timeline.
     func render(_ u: Utterance) async throws -> (samples: [Int16], timeline: SpeechTimeline) {

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import Parla
 import ParlaAudioTestSupport
+import ParlaEngine
 
 /// Property tests over the real engine: random compositions of the text that breaks
 /// timelines (``TextCaseGenerator``) are rendered with timings through the library, and every
@@ -14,7 +15,9 @@ import ParlaAudioTestSupport
 /// A failing case prints its seed and a minimised text.
 @Suite("Timeline properties over the real engine", .serialized)
 struct TimelinePropertyTests {
-    let synth = SpeechSynthesizer()
+    /// An engine of the suite's own (see SynthesisTests.engine).
+    static let engine = SynthesisEngine()
+    let synth = SpeechSynthesizer(engine: TimelinePropertyTests.engine)
 
     /// What rendering `c` breaks, or nil.
     func failure(of c: TextCase) async -> String? {
