@@ -568,6 +568,12 @@ void parla_helper_prepare_environment(void) {
 int parla_engine_host_main(void) {
     parla_helper_prepare_environment();
     signal(SIGPIPE, SIG_IGN);  // a write to a gone Parla fails and ends the loop instead
+    // Ctrl-C (and Ctrl-\) in a terminal signal its whole foreground process group, the host
+    // with its program: the program decides what they mean, and the host ends when its input
+    // does (or with it, PR_SET_PDEATHSIG). Killed by one before parla acted on it, the host
+    // turned an interrupted `parla say` into "espeak-ng crashed (Interrupt)", exit status 1.
+    signal(SIGINT, SIG_IGN);
+    signal(SIGQUIT, SIG_IGN);
     char why[600];
     int rate = parla_engine_init(why, sizeof why);
     if (rate <= 0) {

@@ -45,8 +45,11 @@ int parla_prestart_host(void) {
         // Crashes of espeak-ng must kill this process (the host's zygote reports its children's
         // deaths); the Swift runtime's crash handler may already be installed.
         const int defaults[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP, SIGSYS,
-                                SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGQUIT, SIGCHLD};
+                                SIGTERM, SIGHUP, SIGPIPE, SIGCHLD};
         for (size_t i = 0; i < sizeof defaults / sizeof defaults[0]; i++) signal(defaults[i], SIG_DFL);
+        // The terminal's Ctrl-C and Ctrl-\ are the program's to act on (parla_engine_host_main).
+        signal(SIGINT, SIG_IGN);
+        signal(SIGQUIT, SIG_IGN);
         sigset_t none;
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);

@@ -77,6 +77,68 @@ struct LiveCLITests {
         #expect(loud.filter { $0 > signalled + 150_000_000 }.count < 50)  // isolated samples from a rewind at most
     }
 
+    /// Ctrl-C in a terminal signals the whole foreground process group: parla's engine host
+    /// as well as parla. The host ignores it (its program decides), so the speech ends as
+    /// interrupted with 130, not as "espeak-ng crashed (Interrupt)" with 1 (seen once in
+    /// highlightTakesRateAndVolumeKeys, whose Ctrl-C goes through tmux, when the host died
+    /// before parla stopped). First the host alone gets it, which decides the race.
+    @Test(arguments: SoundServer.allCases)
+    func ctrlCToTheProcessGroupIsAnInterruptNotACrash(_ kind: SoundServer) async throws {
+        let server = try await TestAudioServer.start(kind)
+        for round in 1...3 {
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: CLITests.binary)
+            p.arguments = ["say", "--events", "json", "One two three four five six seven eight nine ten eleven twelve."]
+            var env = ProcessInfo.processInfo.environment
+            env["PULSE_SERVER"] = server.server
+            p.environment = env
+            let out = Pipe(), err = Pipe()
+            p.standardOutput = out
+            p.standardError = err
+            try p.run()
+            // Foundation starts it in a process group of its own, as a shell does a command.
+            try #require(getpgid(p.processIdentifier) == p.processIdentifier, "parla leads no process group")
+            let reader = out.fileHandleForReading
+            var received = Data()
+            while !(String(decoding: received, as: UTF8.self).components(separatedBy: "\"word\"").count > 2) {
+                let chunk = try await offPool { reader.availableData }
+                if chunk.isEmpty { break }
+                received += chunk
+            }
+            if round == 1 {
+                // The host alone first, as when the terminal's signal reaches it before parla
+                // acts on its own: it ignores it, and the speech goes on to its end.
+                let hosts = RenderCLITests.childProcesses(of: p.processIdentifier).filter {
+                    (try? String(contentsOfFile: "/proc/\($0)/comm", encoding: .utf8))?.hasPrefix("parla-engine") == true
+                }
+                #expect(!hosts.isEmpty, "no engine host among parla's children")
+                for host in hosts { kill(host, SIGINT) }
+                try await Task.sleep(for: .milliseconds(300))
+                for host in hosts {
+                    // Alive: neither gone nor a zombie (its state, after the name, is not Z).
+                    let stat = (try? String(contentsOfFile: "/proc/\(host)/stat", encoding: .utf8)) ?? ""
+                    let state = stat.lastIndex(of: ")").map { stat[stat.index($0, offsetBy: 2)...].prefix(1) } ?? "gone"
+                    #expect(state != "Z" && state != "gone", "the engine host \(host) died of a SIGINT (state \(state))")
+                }
+                received += try await offPool { reader.readDataToEndOfFile() }
+                let message = String(decoding: try await offPool { err.fileHandleForReading.readDataToEndOfFile() }, as: UTF8.self)
+                #expect(await exitStatus(p) == 0, "a SIGINT to the engine host alone: \(message)")
+                #expect(!message.contains("crashed"), "a SIGINT to the engine host alone: \(message)")
+                let last = try lines(String(decoding: received, as: UTF8.self)).last
+                #expect(last?["event"] as? String == "finished", "a SIGINT to the engine host alone: \(last ?? [:])")
+                continue
+            }
+            kill(-p.processIdentifier, SIGINT)
+            received += try await offPool { reader.readDataToEndOfFile() }
+            let errorReader = err.fileHandleForReading
+            let message = String(decoding: try await offPool { errorReader.readDataToEndOfFile() }, as: UTF8.self)
+            #expect(await exitStatus(p) == 130, "round \(round): \(message)")
+            #expect(!message.contains("crashed"), "round \(round): \(message)")
+            let last = try lines(String(decoding: received, as: UTF8.self)).last
+            #expect(last?["event"] as? String == "interrupted", "round \(round): \(last ?? [:])")
+        }
+    }
+
     /// `--duck` lowers other audio while speaking; when parla is killed (SIGKILL) mid-speech,
     /// its guard process puts the music back to the volume it had.
     @Test(arguments: SoundServer.allCases)
