@@ -234,8 +234,14 @@ struct LiveCLITests {
         try await Task.sleep(for: .milliseconds(400))
         let pressed = monotonicNanoseconds()
         _ = try await offPool { try runProcess("/usr/bin/tmux", tmux + ["send-keys", "-t", session, "-l", "[[[++"]) }
-        // A second of the quieter speech, then Ctrl-C (the text is long enough to still be playing).
+        // Some of the quieter speech, then Ctrl-C (the text is long enough to still be playing):
+        // waited for at the monitor, not for a fixed time (a clean clone's loaded live phase had
+        // a gap after the rate change, and 700 ms after the 600 below held no speech).
+        let heardDeadline = Date().addingTimeInterval(20)
         try await Task.sleep(for: .milliseconds(1300))
+        while server.recorder.loudSampleTimes(after: pressed + 600_000_000).count < 8000 && Date() < heardDeadline {
+            try await Task.sleep(for: .milliseconds(50))
+        }
         _ = try await offPool { try runProcess("/usr/bin/tmux", tmux + ["send-keys", "-t", session, "C-c"]) }
         let exitDeadline = Date().addingTimeInterval(30)
         while !FileManager.default.fileExists(atPath: dir.appendingPathComponent("stty").path) && Date() < exitDeadline {
