@@ -12,6 +12,17 @@ struct LiveCLITests {
         try await offPool { try runProcess(CLITests.binary, ["say"] + args, environment: ["PULSE_SERVER": server, "LANG": "C.UTF-8", "LANGUAGE": nil]) }
     }
 
+    /// `parla say ARGS` on `server`, not yet started: for tests that signal it while it speaks.
+    func sayProcess(_ args: [String], server: String) -> Process {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: CLITests.binary)
+        p.arguments = ["say"] + args
+        var env = ProcessInfo.processInfo.environment
+        env["PULSE_SERVER"] = server
+        p.environment = env
+        return p
+    }
+
     func lines(_ output: String) throws -> [[String: Any]] {
         try output.split(separator: "\n").map { try JSONSerialization.jsonObject(with: Data($0.utf8)) as! [String: Any] }
     }
@@ -49,12 +60,7 @@ struct LiveCLITests {
     @Test(arguments: SoundServer.allCases)
     func ctrlCSilencesAtOnceAndExits130(_ kind: SoundServer) async throws {
         let server = try await TestAudioServer.start(kind)
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: CLITests.binary)
-        p.arguments = ["say", "--events", "json", "One two three four five six seven eight nine ten eleven twelve thirteen."]
-        var env = ProcessInfo.processInfo.environment
-        env["PULSE_SERVER"] = server.server
-        p.environment = env
+        let p = sayProcess(["--events", "json", "One two three four five six seven eight nine ten eleven twelve thirteen."], server: server.server)
         let out = Pipe()
         p.standardOutput = out
         p.standardError = FileHandle.nullDevice
@@ -86,19 +92,14 @@ struct LiveCLITests {
     func ctrlCToTheProcessGroupIsAnInterruptNotACrash(_ kind: SoundServer) async throws {
         let server = try await TestAudioServer.start(kind)
         for round in 1...3 {
-            let p = Process()
-            p.executableURL = URL(fileURLWithPath: CLITests.binary)
-            p.arguments = ["say", "--events", "json", "One two three four five six seven eight nine ten eleven twelve."]
-            var env = ProcessInfo.processInfo.environment
-            env["PULSE_SERVER"] = server.server
-            p.environment = env
+            let p = sayProcess(["--events", "json", "One two three four five six seven eight nine ten eleven twelve."], server: server.server)
             let out = Pipe(), err = Pipe()
             p.standardOutput = out
             p.standardError = err
             try p.run()
             // Foundation starts it in a process group of its own, as a shell does a command.
             try #require(getpgid(p.processIdentifier) == p.processIdentifier, "parla leads no process group")
-            let reader = out.fileHandleForReading
+            let reader = out.fileHandleForReading, errorReader = err.fileHandleForReading
             var received = Data()
             while !(String(decoding: received, as: UTF8.self).components(separatedBy: "\"word\"").count > 2) {
                 let chunk = try await offPool { reader.availableData }
@@ -123,7 +124,7 @@ struct LiveCLITests {
                     #expect(state != "Z", "the engine host \(host) died of a SIGINT (state \(state))")
                 }
                 received += try await offPool { reader.readDataToEndOfFile() }
-                let message = String(decoding: try await offPool { err.fileHandleForReading.readDataToEndOfFile() }, as: UTF8.self)
+                let message = String(decoding: try await offPool { errorReader.readDataToEndOfFile() }, as: UTF8.self)
                 #expect(await exitStatus(p) == 0, "a SIGINT to the engine host alone: \(message)")
                 #expect(!message.contains("crashed"), "a SIGINT to the engine host alone: \(message)")
                 let last = try lines(String(decoding: received, as: UTF8.self)).last
@@ -132,7 +133,6 @@ struct LiveCLITests {
             }
             kill(-p.processIdentifier, SIGINT)
             received += try await offPool { reader.readDataToEndOfFile() }
-            let errorReader = err.fileHandleForReading
             let message = String(decoding: try await offPool { errorReader.readDataToEndOfFile() }, as: UTF8.self)
             #expect(await exitStatus(p) == 130, "round \(round): \(message)")
             #expect(!message.contains("crashed"), "round \(round): \(message)")
@@ -149,14 +149,9 @@ struct LiveCLITests {
         let music = try await TestMusic.start(on: server)
         let now = monotonicNanoseconds()
         let full = try #require(music.level(from: now - 400_000_000, to: now))
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: CLITests.binary)
         // About 20 s of speech, so it is still speaking when killed even on a loaded machine.
         let text = (1...4).map { _ in "One two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen." }
-        p.arguments = ["say", "--duck-by", "20", "--device", server.sink, text.joined(separator: " ")]
-        var env = ProcessInfo.processInfo.environment
-        env["PULSE_SERVER"] = server.server
-        p.environment = env
+        let p = sayProcess(["--duck-by", "20", "--device", server.sink, text.joined(separator: " ")], server: server.server)
         p.standardOutput = FileHandle.nullDevice
         p.standardError = FileHandle.nullDevice
         try p.run()
