@@ -144,6 +144,26 @@ public final class PulseAudioRecorder: @unchecked Sendable {
         return blocks
     }
 
+    /// Everything recorded so far, each block stamped with the time its last sample reached the
+    /// source (see ``loudSampleTimes(threshold:after:)``) instead of when it was read: a reader
+    /// that woke late (a busy machine) reads seconds of audio at once, and by arrival all of it
+    /// would look that late. Times never decrease.
+    public func clockedBlocks() -> [Block] {
+        let blocks = recorded()
+        let origins = sampleClockOrigins(blocks)
+        var clocked: [Block] = []
+        clocked.reserveCapacity(blocks.count)
+        var end = 0
+        var previous: UInt64 = 0
+        for (k, block) in blocks.enumerated() {
+            end += block.samples.count
+            let t = max(UInt64(max(0, origins[k] + Int64(end) * 1_000_000_000 / Int64(sampleRate))), previous)
+            previous = t
+            clocked.append(Block(samples: block.samples, arrivalNanoseconds: t))
+        }
+        return clocked
+    }
+
     /// The time every sample whose magnitude is at least `threshold` reached the source, in order.
     ///
     /// A monitor delivers an unbroken stream of samples, so within a stretch of it sample `i`
@@ -154,25 +174,15 @@ public final class PulseAudioRecorder: @unchecked Sendable {
     /// rewind (cork, stream removal) shifts the estimate only locally. Times never decrease.
     public func loudSampleTimes(threshold: Int16 = 300, after: UInt64 = 0) -> [UInt64] {
         let blocks = recorded()
-        var offsets: [Int64] = []
-        var end = 0
-        for block in blocks {
-            end += block.samples.count
-            offsets.append(Int64(block.arrivalNanoseconds) - Int64(end) * 1_000_000_000 / Int64(sampleRate))
-        }
+        let origins = sampleClockOrigins(blocks)
         var times: [UInt64] = []
         var index = 0
-        var lo = 0, hi = 0
         var previous: UInt64 = 0
         for (k, block) in blocks.enumerated() {
-            let arrival = block.arrivalNanoseconds
-            while blocks[lo].arrivalNanoseconds + 250_000_000 < arrival { lo += 1 }
-            while hi + 1 < blocks.count && blocks[hi + 1].arrivalNanoseconds <= arrival + 250_000_000 { hi += 1 }
-            let origin = offsets[lo...max(hi, k)].min() ?? offsets[k]
             for s in block.samples {
                 if s.magnitude >= threshold.magnitude {
                     // Never before an earlier sample (the estimate may step back between blocks).
-                    let t = max(UInt64(origin + Int64(index) * 1_000_000_000 / Int64(sampleRate)), previous)
+                    let t = max(UInt64(max(0, origins[k] + Int64(index) * 1_000_000_000 / Int64(sampleRate))), previous)
                     previous = t
                     if t >= after { times.append(t) }
                 }
@@ -180,6 +190,28 @@ public final class PulseAudioRecorder: @unchecked Sendable {
             }
         }
         return times
+    }
+
+    /// For each block, the estimated time sample 0 of the recording reached the source: the
+    /// smallest `arrival − end / rate` among the blocks that arrived within 250 ms of it.
+    private func sampleClockOrigins(_ blocks: [Block]) -> [Int64] {
+        var offsets: [Int64] = []
+        offsets.reserveCapacity(blocks.count)
+        var end = 0
+        for block in blocks {
+            end += block.samples.count
+            offsets.append(Int64(block.arrivalNanoseconds) - Int64(end) * 1_000_000_000 / Int64(sampleRate))
+        }
+        var origins: [Int64] = []
+        origins.reserveCapacity(blocks.count)
+        var lo = 0, hi = 0
+        for (k, block) in blocks.enumerated() {
+            let arrival = block.arrivalNanoseconds
+            while blocks[lo].arrivalNanoseconds + 250_000_000 < arrival { lo += 1 }
+            while hi + 1 < blocks.count && blocks[hi + 1].arrivalNanoseconds <= arrival + 250_000_000 { hi += 1 }
+            origins.append(offsets[lo...max(hi, k)].min() ?? offsets[k])
+        }
+        return origins
     }
 
     /// How late each word event came (ms; negative: early) against the moment its own sound

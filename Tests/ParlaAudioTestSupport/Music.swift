@@ -66,10 +66,11 @@ public final class TestMusic: @unchecked Sendable {
         self.directory = directory
     }
 
-    /// The music's RMS level in dBFS in blocks that arrived between `from` and `to` (monotonic
-    /// nanoseconds), nil if none did.
+    /// The music's RMS level in dBFS in blocks that reached the monitor between `from` and `to`
+    /// (monotonic nanoseconds; by the recording's sample clock, not when the test's reader woke,
+    /// see ``PulseAudioRecorder/clockedBlocks()``), nil if none did.
     public func level(from: UInt64, to: UInt64) -> Double? {
-        let samples = recorder.recorded().filter { $0.arrivalNanoseconds > from && $0.arrivalNanoseconds <= to }.flatMap(\.samples)
+        let samples = recorder.clockedBlocks().filter { $0.arrivalNanoseconds > from && $0.arrivalNanoseconds <= to }.flatMap(\.samples)
         guard !samples.isEmpty else { return nil }
         let power = samples.reduce(0.0) { $0 + Double($1) * Double($1) } / Double(samples.count)
         return 10 * log10(max(power, 1e-3) / (32768.0 * 32768.0))

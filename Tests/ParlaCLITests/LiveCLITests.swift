@@ -167,6 +167,18 @@ struct LiveCLITests {
             try await Task.sleep(for: .milliseconds(20))
         }
         #expect(ducked != nil, "the music was not lowered")
+        // The guard is started when the music is lowered (a process of its own) and connects to
+        // the server then; killed before it is connected, parla's music comes back once it is,
+        // which on a loaded machine took seconds (3.4 s once in a clean clone's live phase, with
+        // a debug build). What is measured here is the restore by a guard that stands ready.
+        let guardDeadline = Date().addingTimeInterval(15)
+        var guardConnected = false
+        while !guardConnected && Date() < guardDeadline {
+            let clients = try await offPool { try runProcess("/usr/bin/pactl", ["-s", server.server, "list", "clients"]) }
+            guardConnected = clients.output.contains("Parla (restoring ducked volumes)")
+            if !guardConnected { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        #expect(guardConnected, "the ducking guard never connected to the server")
         #expect(p.isRunning)
         let killedAt = monotonicNanoseconds()
         kill(p.processIdentifier, SIGKILL)
@@ -174,10 +186,14 @@ struct LiveCLITests {
         try await Task.sleep(for: .milliseconds(1500))
         let back = music.firstTime(atLevel: full, from: killedAt, to: monotonicNanoseconds())
         let restoreMilliseconds = back.map { Double($0 - killedAt) / 1e6 } ?? .infinity
-        #expect(restoreMilliseconds < 1000, "the music was not back within 1 s of the kill")
+        // The levels are by the recording's sample clock; how long the test's reader slept
+        // between two reads says whether a busy machine delayed the reading or the restore.
+        let arrivals = music.recorder.recorded().map(\.arrivalNanoseconds).filter { $0 > killedAt }
+        let readerGap = zip(arrivals, arrivals.dropFirst()).map { Double($1 - $0) / 1e6 }.max() ?? 0
+        #expect(restoreMilliseconds < 1000, "the music was not back within 1 s of the kill (longest wait between reads: \(readerGap) ms)")
         let after = try #require(music.level(from: killedAt + 1_000_000_000, to: killedAt + 1_500_000_000))
         #expect(abs(after - full) < 0.5, "after the kill the music is at \(after) dBFS, before it was \(full)")
-        print("ducking guard on \(kind): music at \(String(format: "%.1f", (ducked ?? 0) - full)) dB, back \(String(format: "%.0f", restoreMilliseconds)) ms after SIGKILL")
+        print("ducking guard on \(kind): music at \(String(format: "%.1f", (ducked ?? 0) - full)) dB, back \(String(format: "%.0f", restoreMilliseconds)) ms after SIGKILL (reader's longest wait \(String(format: "%.0f", readerGap)) ms)")
     }
 
     @Test func highlightShowsTheWordBeingHeard() async throws {
@@ -209,7 +225,7 @@ struct LiveCLITests {
         let tmux = ["-L", session, "-f", "/dev/null"]
         // The shell survives the Ctrl-C sent to the pane (its trap runs once parla has exited).
         let command = "trap true INT; PULSE_SERVER='\(server.server)' LANG=C.UTF-8 \(CLITests.binary) say --highlight -f '\(textFile.path)' 2>\(dir.path)/err; "
-            + "echo $? >\(dir.path)/status; stty -a >\(dir.path)/stty; sleep 2"
+            + "echo $? >\(dir.path)/status; stty -a >\(dir.path)/stty.part; mv \(dir.path)/stty.part \(dir.path)/stty; sleep 2"
         defer { _ = try? runProcess("/usr/bin/tmux", tmux + ["kill-server"]) }
         let loudSince = monotonicNanoseconds()
         let started = try await offPool { try runProcess("/usr/bin/tmux", tmux + ["new-session", "-d", "-s", session, "-x", "100", "-y", "10", command]) }
@@ -254,7 +270,7 @@ struct LiveCLITests {
         #expect(stty.contains(" icanon") && stty.contains(" echo "), "\(stty)")
         // The level dropped by about 9 dB once the keys were read.
         func peak(_ from: UInt64, _ to: UInt64) -> Double {
-            let blocks = server.recorder.recorded().filter { $0.arrivalNanoseconds > from && $0.arrivalNanoseconds <= to }
+            let blocks = server.recorder.clockedBlocks().filter { $0.arrivalNanoseconds > from && $0.arrivalNanoseconds <= to }
             return Double(blocks.flatMap(\.samples).map { Int($0.magnitude) }.max() ?? 0)
         }
         // The new volume applies to samples not yet handed to the server, so it is heard once

@@ -122,7 +122,7 @@ extension LiveSpeechTests {
         _ = synth.stop()
         // Peak level in the 0.7 s before the change and from 0.2 s after it: 0.25 is −12 dB.
         func peak(_ from: UInt64, _ to: UInt64) -> Double {
-            let blocks = server.recorder.recorded().filter { $0.arrivalNanoseconds > from && $0.arrivalNanoseconds <= to }
+            let blocks = server.recorder.clockedBlocks().filter { $0.arrivalNanoseconds > from && $0.arrivalNanoseconds <= to }
             return Double(blocks.flatMap(\.samples).map { Int($0.magnitude) }.max() ?? 0)
         }
         let loud = peak(loudAt, changedAt), quiet = peak(changedAt + 200_000_000, endAt)
