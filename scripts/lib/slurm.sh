@@ -1,7 +1,8 @@
 # A one-node Slurm of Debian's packages for scripts/check-slurm and scripts/bench-slurm:
 # slurmctld, slurmd and munged on this machine, their state in a private directory ($work),
-# their own ports; the node offers 4 CPUs whatever the machine has (config_overrides), so a
-# 4-task array runs at once, as a one-machine run's 4 workers do.
+# their own ports, reached at 127.0.0.1 (a fresh root may not resolve its own host name); the
+# node offers 4 CPUs whatever the machine has (config_overrides), so a 4-task array runs at
+# once, as a one-machine run's 4 workers do.
 #   source scripts/lib/slurm.sh; slurm_start   (needs root: slurmd starts tasks as their user)
 # Then: array DIR (a 4-task array of Examples/slurm/render-array.sbatch over $input into DIR,
 # with ${options[@]}; prints its id), wait_for ID (sets $most), $parla, $input, $work.
@@ -24,7 +25,10 @@ slurm_stop() {
   [ -f "$work/slurmd.pid" ] && kill "$(cat "$work/slurmd.pid")" 2>/dev/null || true
   [ -f "$work/slurmctld.pid" ] && kill "$(cat "$work/slurmctld.pid")" 2>/dev/null || true
   [ -f "$work/munged.pid" ] && kill "$(cat "$work/munged.pid")" 2>/dev/null || true
+  # A daemon that failed to start, or had not yet written its pid file, is found by its config path.
+  pkill -f -- "-f $work/slurm.conf" 2>/dev/null || true
   sleep 0.5
+  pkill -KILL -f -- "-f $work/slurm.conf" 2>/dev/null || true
   rm -rf "$work"
 }
 
@@ -48,7 +52,7 @@ slurm_start() {
   mkdir -p "$work/state" "$work/spool"
   cat > "$work/slurm.conf" <<CONF
 ClusterName=parla-check
-SlurmctldHost=$host
+SlurmctldHost=$host(127.0.0.1)
 SlurmUser=root
 SlurmdUser=root
 SlurmctldPort=$port
@@ -75,7 +79,7 @@ MessageTimeout=30
 ReturnToService=2
 MpiDefault=none
 SlurmdParameters=config_overrides
-NodeName=$host CPUs=4 $memory State=UNKNOWN
+NodeName=$host NodeAddr=127.0.0.1 CPUs=4 $memory State=UNKNOWN
 PartitionName=check Nodes=$host Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
 CONF
   export SLURM_CONF="$work/slurm.conf"
