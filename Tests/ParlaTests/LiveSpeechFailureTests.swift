@@ -7,8 +7,14 @@ import ParlaPulseAudio
 import Testing
 
 /// Live speech when things go wrong: the sound server dies or is missing, the engine crashes,
-/// connections race, and many utterances end at once; and word events against the audio.
-extension LiveSpeechTests {
+/// connections race, and many utterances end at once; with resuming after an interruption
+/// (ResumeTests.swift). A suite of its own, serial as ``LiveSpeechTests`` is and run beside
+/// it: as one suite, these and ``LiveSpeechTests`` took 229 s of the 254 s live phase, while
+/// the other live suites, beside them, had ended after 115 s.
+@Suite("Live speech that recovers: failures, stress, resuming", .serialized)
+struct LiveRecoveryTests {}
+
+extension LiveRecoveryTests {
     @Test(arguments: SoundServer.allCases)
     func serverKilledMidUtteranceFailsItAndTheNextReconnects(_ kind: SoundServer) async throws {
         let server = try await TestAudioServer.start(kind)
@@ -76,84 +82,6 @@ extension LiveSpeechTests {
         #expect(log.words(second).map(\.text) == ["Still", "here"])
         #expect(await engine.hostProcessID() != host)
         #expect(server.recorder.loudSampleTimes().count > 1000)
-    }
-
-    /// Each word event is delivered when its audio reaches the sink: compared with the
-    /// monitor's recording, through the synthesized audio of the same text (the same on every
-    /// run: each utterance starts from the same engine state). Each word is timed against its
-    /// own onset in the recording: the n-th loud sample synthesized is the n-th loud sample
-    /// recorded (scaled by their counts, for a server that resamples), so silence the server
-    /// plays when it runs dry (an underflow, on a loaded machine) moves the words after it and
-    /// their onsets alike, and is not mistaken for drift.
-    @Test(arguments: SoundServer.allCases)
-    func wordEventsFollowTheAudio(_ kind: SoundServer) async throws {
-        let server = try await TestAudioServer.start(kind)
-        let synth = liveSynth(server)
-        let text = "One two three four five, six seven eight nine ten."
-        let audio = AudioCollector()
-        let rate = try await synth.write(Utterance(string: text, language: "en")) { e in
-            if case .audio(let b) = e { audio.append(b) }
-        }.sampleRate
-        let loudPCM = audio.samples.indices.filter { audio.samples[$0].magnitude >= 300 }
-        try #require(loudPCM.count > 1000)
-        _ = await synth.speakAndWait(Utterance(string: "Warm up.", language: "en"))
-        let log = EventLog(synth)
-        let t0 = monotonicNanoseconds()
-        let end = await synth.speakAndWait(Utterance(string: text, language: "en"))
-        guard case .finished = end.kind else { Issue.record("ended with \(end.kind)"); return }
-        #expect(await log.wait { log.words(end.utterance).count == 10 })
-        // The monitor's reader may still be behind the sink: waited for until it has the sound.
-        #expect(await log.wait { server.recorder.loudSampleTimes(after: t0).count >= loudPCM.count * 9 / 10 })
-        let heard = server.recorder.loudSampleTimes(after: t0)
-        try #require(!heard.isEmpty)
-        let ratio = Double(heard.count) / Double(loudPCM.count)
-        let words = log.of(end.utterance).compactMap { e -> (time: UInt64, sample: Int)? in
-            if case .willSpeakWord(let r) = e.kind { return (e.time.nanoseconds, r.audioSample) } else { return nil }
-        }
-        // Live speech skips espeak-ng's zeros before the first sound.
-        let leadIn = audio.samples.firstIndex { $0 != 0 } ?? 0
-        var drift = server.recorder.wordDrift(words: words, synthesized: audio.samples, sampleRate: rate, after: t0, leadIn: leadIn)
-        drift.sort()
-        // What the failure says: how often the server ran dry, and how much longer the sound
-        // took to arrive than it lasts (the silence it played meanwhile).
-        let recordedSpan = Double((heard.last ?? 0) - (heard.first ?? 0)) / 1e6
-        let synthesizedSpan = Double((loudPCM.last ?? 0) - (loudPCM.first ?? 0)) * 1000 / Double(rate)
-        let context =
-            "\(kind): drift in ms \(drift); underflows \(end.playback?.underflows ?? -1), buffer at the end "
-            + "\(end.playback.map { $0.latency.inMilliseconds } ?? -1) ms; recorded minus synthesized loud span "
-            + "\(String(format: "%.1f", recordedSpan - synthesizedSpan)) ms; loud samples heard/made \(String(format: "%.3f", ratio))"
-        #expect(drift.count == 10, "\(context)")
-        #expect(ratio > 0.8 && ratio < 1.25, "\(context)")
-        // The median, and 8 words in 10: a loaded test machine can make a word or two look
-        // early (the monitor's reader wakes late); scripts/bench-live measures it properly.
-        let median = drift.isEmpty ? .infinity : drift[drift.count / 2]
-        let p80 = drift.isEmpty ? .infinity : drift.map(abs).sorted()[max(drift.count * 8 / 10 - 1, 0)]
-        #expect(abs(median) <= 30 && p80 <= 80, "\(context)")
-    }
-
-    /// A PipeWire whose session manager is stuck takes the stream and never plays it: the
-    /// utterance fails within the deadline, with an error that says what to check, and plays
-    /// once the session manager goes on.
-    @Test func wedgedSessionManagerFailsWithinTheDeadline() async throws {
-        let server = try await TestAudioServer.start(.pipewire)
-        server.wedgeSessionManager()
-        let synth = liveSynth(server, serverTimeout: .seconds(1))
-        _ = try synth.plan(Utterance(string: "Is anybody there?"))  // catalog and detector loaded
-        _ = try await synth.sampleRate()  // engine started
-        let asked = monotonicNanoseconds()
-        let r = await synth.speakAndWait(Utterance(string: "Is anybody there?"))
-        let took = Double(monotonicNanoseconds() - asked) / 1e9
-        guard case .failed(let error) = r.kind, error.code == .audioServerStalled, let what = error.reason else {
-            Issue.record("got \(r.kind)")
-            return
-        }
-        // 1 s deadlines: 1.0 s alone, up to 12.6 s seen while the whole suite loads both cores
-        // (every server operation may come just inside its deadline); it was 30 s, or a hang.
-        #expect(took < 20, "took \(took) s")
-        #expect(ParlaError.audioServerStalled(what).description.contains("wireplumber"))
-        server.resumeSessionManager()
-        let again = await synth.speakAndWait(Utterance(string: "Back again"))
-        guard case .finished = again.kind else { Issue.record("after resuming: \(again.kind)"); return }
     }
 
     /// `parla say` connects while it reads the text, and the utterance's stream asks for the
@@ -257,5 +185,87 @@ extension LiveSpeechTests {
         #expect(afterTerminal == 0)
         #expect(Set(all).isSubset(of: seen))
         #expect(!synth.isSpeaking)
+    }
+}
+
+/// Word drift against the audio, and a wedged session manager's deadline: the halves balanced
+/// (about 115 s of live speech each).
+extension LiveSpeechTests {
+    /// Each word event is delivered when its audio reaches the sink: compared with the
+    /// monitor's recording, through the synthesized audio of the same text (the same on every
+    /// run: each utterance starts from the same engine state). Each word is timed against its
+    /// own onset in the recording: the n-th loud sample synthesized is the n-th loud sample
+    /// recorded (scaled by their counts, for a server that resamples), so silence the server
+    /// plays when it runs dry (an underflow, on a loaded machine) moves the words after it and
+    /// their onsets alike, and is not mistaken for drift.
+    @Test(arguments: SoundServer.allCases)
+    func wordEventsFollowTheAudio(_ kind: SoundServer) async throws {
+        let server = try await TestAudioServer.start(kind)
+        let synth = liveSynth(server)
+        let text = "One two three four five, six seven eight nine ten."
+        let audio = AudioCollector()
+        let rate = try await synth.write(Utterance(string: text, language: "en")) { e in
+            if case .audio(let b) = e { audio.append(b) }
+        }.sampleRate
+        let loudPCM = audio.samples.indices.filter { audio.samples[$0].magnitude >= 300 }
+        try #require(loudPCM.count > 1000)
+        _ = await synth.speakAndWait(Utterance(string: "Warm up.", language: "en"))
+        let log = EventLog(synth)
+        let t0 = monotonicNanoseconds()
+        let end = await synth.speakAndWait(Utterance(string: text, language: "en"))
+        guard case .finished = end.kind else { Issue.record("ended with \(end.kind)"); return }
+        #expect(await log.wait { log.words(end.utterance).count == 10 })
+        // The monitor's reader may still be behind the sink: waited for until it has the sound.
+        #expect(await log.wait { server.recorder.loudSampleTimes(after: t0).count >= loudPCM.count * 9 / 10 })
+        let heard = server.recorder.loudSampleTimes(after: t0)
+        try #require(!heard.isEmpty)
+        let ratio = Double(heard.count) / Double(loudPCM.count)
+        let words = log.of(end.utterance).compactMap { e -> (time: UInt64, sample: Int)? in
+            if case .willSpeakWord(let r) = e.kind { return (e.time.nanoseconds, r.audioSample) } else { return nil }
+        }
+        // Live speech skips espeak-ng's zeros before the first sound.
+        let leadIn = audio.samples.firstIndex { $0 != 0 } ?? 0
+        var drift = server.recorder.wordDrift(words: words, synthesized: audio.samples, sampleRate: rate, after: t0, leadIn: leadIn)
+        drift.sort()
+        // What the failure says: how often the server ran dry, and how much longer the sound
+        // took to arrive than it lasts (the silence it played meanwhile).
+        let recordedSpan = Double((heard.last ?? 0) - (heard.first ?? 0)) / 1e6
+        let synthesizedSpan = Double((loudPCM.last ?? 0) - (loudPCM.first ?? 0)) * 1000 / Double(rate)
+        let context =
+            "\(kind): drift in ms \(drift); underflows \(end.playback?.underflows ?? -1), buffer at the end "
+            + "\(end.playback.map { $0.latency.inMilliseconds } ?? -1) ms; recorded minus synthesized loud span "
+            + "\(String(format: "%.1f", recordedSpan - synthesizedSpan)) ms; loud samples heard/made \(String(format: "%.3f", ratio))"
+        #expect(drift.count == 10, "\(context)")
+        #expect(ratio > 0.8 && ratio < 1.25, "\(context)")
+        // The median, and 8 words in 10: a loaded test machine can make a word or two look
+        // early (the monitor's reader wakes late); scripts/bench-live measures it properly.
+        let median = drift.isEmpty ? .infinity : drift[drift.count / 2]
+        let p80 = drift.isEmpty ? .infinity : drift.map(abs).sorted()[max(drift.count * 8 / 10 - 1, 0)]
+        #expect(abs(median) <= 30 && p80 <= 80, "\(context)")
+    }
+
+    /// A PipeWire whose session manager is stuck takes the stream and never plays it: the
+    /// utterance fails within the deadline, with an error that says what to check, and plays
+    /// once the session manager goes on.
+    @Test func wedgedSessionManagerFailsWithinTheDeadline() async throws {
+        let server = try await TestAudioServer.start(.pipewire)
+        server.wedgeSessionManager()
+        let synth = liveSynth(server, serverTimeout: .seconds(1))
+        _ = try synth.plan(Utterance(string: "Is anybody there?"))  // catalog and detector loaded
+        _ = try await synth.sampleRate()  // engine started
+        let asked = monotonicNanoseconds()
+        let r = await synth.speakAndWait(Utterance(string: "Is anybody there?"))
+        let took = Double(monotonicNanoseconds() - asked) / 1e9
+        guard case .failed(let error) = r.kind, error.code == .audioServerStalled, let what = error.reason else {
+            Issue.record("got \(r.kind)")
+            return
+        }
+        // 1 s deadlines: 1.0 s alone, up to 12.6 s seen while the whole suite loads both cores
+        // (every server operation may come just inside its deadline); it was 30 s, or a hang.
+        #expect(took < 20, "took \(took) s")
+        #expect(ParlaError.audioServerStalled(what).description.contains("wireplumber"))
+        server.resumeSessionManager()
+        let again = await synth.speakAndWait(Utterance(string: "Back again"))
+        guard case .finished = again.kind else { Issue.record("after resuming: \(again.kind)"); return }
     }
 }

@@ -3,16 +3,16 @@ import Parla
 import ParlaAudioTestSupport
 import Testing
 
-/// Resume after interruption, through a private sound server: an interrupting announcement
-/// suspends a resumable utterance, which carries on after it from the sentence (or word) that
-/// was being heard, with its original offsets. Part of the serialized live suite: run beside
-/// it, under the rest of the test load, a queued utterance once failed to finish.
-extension LiveSpeechTests {
+/// The reading and the helpers that the resume tests here and Piper's in PiperLiveTests.swift share.
+protocol ResumeReading {}
+
+extension ResumeReading {
     /// Long enough after the second sentence (about 5 s) that an announcement made when its
     /// "has" is heard still finds it speaking on a loaded machine: once, with only one short
     /// sentence after it, the reading ended before the test's announcement was made.
-    static let reading =
+    static var reading: String {
         "The first sentence is here. The second sentence has seven words. The third one is short. The fourth one gives the listener time. The fifth one ends it all."
+    }
 
     /// Scalar offset of `needle` in `text`.
     func scalarOffset(of needle: String, in text: String) -> Int {
@@ -22,7 +22,16 @@ extension LiveSpeechTests {
     func resumed(_ log: EventLog, _ id: UtteranceID) -> [SpokenRange] {
         log.of(id).compactMap { if case .resumed(let r) = $0.kind { return r } else { return nil } }
     }
+}
 
+extension LiveSpeechTests: ResumeReading {}
+
+/// Resume after interruption, through a private sound server: an interrupting announcement
+/// suspends a resumable utterance, which carries on after it from the sentence (or word) that
+/// was being heard, with its original offsets. Serial, in ``LiveRecoveryTests``: run in
+/// parallel with one another and with the rest of the test load, a queued utterance once
+/// failed to finish.
+extension LiveRecoveryTests: ResumeReading {
     @Test(arguments: SoundServer.allCases)
     func announcementSuspendsAndTheReadingCarriesOnFromItsSentence(_ kind: SoundServer) async throws {
         let server = try await TestAudioServer.start(kind)

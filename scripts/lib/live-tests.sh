@@ -3,7 +3,7 @@
 
 # The tests that play live audio through private sound servers (and buses, displays and
 # speech-dispatchers of their own).
-live_tests='ParlaTests\.(LiveSpeechTests|DuckingTests)|ParlaCLITests\.(LiveCLITests|SpeakSelectionTests|SpeechdTests|CLITests)'
+live_tests='ParlaTests\.(LiveSpeechTests|LiveRecoveryTests|DuckingTests)|ParlaCLITests\.(LiveCLITests|SpeakSelectionTests|SpeechdTests|CLITests)'
 
 # Points every variable by which a program finds the session's sound server, buses, display
 # and speech-dispatcher at a socket that nobody listens on. A test that forgets to hand a child
