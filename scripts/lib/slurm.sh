@@ -29,7 +29,7 @@ slurm_stop() {
   pkill -f -- "-f $work/slurm.conf" 2>/dev/null || true
   sleep 0.5
   pkill -KILL -f -- "-f $work/slurm.conf" 2>/dev/null || true
-  rm -rf "$work"
+  [ -n "${PARLA_KEEP_SLURM:-}" ] && echo "kept $work" >&2 || rm -rf "$work"
 }
 
 slurm_start() {
@@ -47,7 +47,14 @@ slurm_start() {
     --log-file="$work/munged.log" --seed-file="$work/munge/seed"
   local host port memory
   host=$(hostname -s)
-  port=$((20000 + RANDOM % 20000))
+  # Two free ports below the kernel's ephemeral range (a port drawn inside it was once taken by
+  # an outgoing connection: slurmctld died with "Address already in use" and sinfo waited on it).
+  local low
+  read -r low _ </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || low=32768
+  for _ in $(seq 50); do
+    port=$((10000 + RANDOM % (low - 10002)))
+    ss -Htan "( sport = :$port or sport = :$((port + 1)) )" 2>/dev/null | grep -q . || break
+  done
   memory=$(slurmd -C | grep -o 'RealMemory=[0-9]*' | head -1)
   mkdir -p "$work/state" "$work/spool"
   cat > "$work/slurm.conf" <<CONF
@@ -59,7 +66,7 @@ SlurmctldPort=$port
 SlurmdPort=$((port + 1))
 AuthType=auth/munge
 CredType=cred/munge
-AuthInfo=socket=$work/munge/socket
+AuthInfo=socket=$work/munge/socket,cred_expire=15
 StateSaveLocation=$work/state
 SlurmdSpoolDir=$work/spool
 SlurmctldPidFile=$work/slurmctld.pid
@@ -91,11 +98,16 @@ CONF
     timeout 5 "$daemon" -D -f "$SLURM_CONF" 2>&1 | grep -E "error|fatal" | tail -5 >&2 || true
     exit 1
   done
+  # Each question bounded (sinfo waits MessageTimeout, 30 s, for a controller that is not there),
+  # and a controller that died says so at once.
   for _ in $(seq 100); do
-    sinfo -h -o %t 2>/dev/null | grep -q idle && break
+    timeout 5 sinfo -h -o %t 2>/dev/null | grep -q idle && break
+    if [ -s "$work/slurmctld.pid" ] && ! kill -0 "$(cat "$work/slurmctld.pid")" 2>/dev/null; then
+      echo "error: slurmctld stopped while starting:" >&2; tail -5 "$work/slurmctld.log" >&2; exit 1
+    fi
     sleep 0.2
   done
-  sinfo -h -o %t | grep -q idle || { echo "error: the Slurm node did not come up:" >&2; tail -20 "$work/slurmctld.log" "$work/slurmd.log" >&2; exit 1; }
+  timeout 5 sinfo -h -o %t | grep -q idle || { echo "error: the Slurm node did not come up:" >&2; tail -20 "$work/slurmctld.log" "$work/slurmd.log" >&2; exit 1; }
   cpus=$(sinfo -h -o %c)
   echo "Slurm $(sinfo -V | cut -d' ' -f2) up: one node, $cpus CPUs" >&2
   input=${input:-$(realpath bench/render-corpus.tsv)}
