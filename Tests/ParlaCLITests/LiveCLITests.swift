@@ -252,7 +252,7 @@ struct LiveCLITests {
         // a gap after the rate change, and 700 ms after the 600 below held no speech).
         let heardDeadline = Date().addingTimeInterval(20)
         try await Task.sleep(for: .milliseconds(1300))
-        while server.recorder.loudSampleTimes(after: pressed + 600_000_000).count < 8000 && Date() < heardDeadline {
+        while server.recorder.loudSampleTimes(after: pressed + 600_000_000).count < 16000 && Date() < heardDeadline {
             try await Task.sleep(for: .milliseconds(50))
         }
         _ = try await offPool { try runProcess("/usr/bin/tmux", tmux + ["send-keys", "-t", session, "C-c"]) }
@@ -268,10 +268,14 @@ struct LiveCLITests {
         #expect(err.contains("Rate ×1.21, volume -9.0 dB"), "\(err)")
         // The terminal is back in canonical mode with echo.
         #expect(stty.contains(" icanon") && stty.contains(" echo "), "\(stty)")
-        // The level dropped by about 9 dB once the keys were read.
+        // The level dropped by about 9 dB once the keys were read: the 90th percentile of the
+        // sounding blocks' peaks, before and after. (The loudest block after was once from the
+        // audio before: −3.7 dB on PipeWire in a clean clone's live phase, the keys all read,
+        // when the keys reached parla later than `pressed` and the after window held 0.4 s.)
         func peak(_ from: UInt64, _ to: UInt64) -> Double {
-            let blocks = server.recorder.clockedBlocks().filter { $0.arrivalNanoseconds > from && $0.arrivalNanoseconds <= to }
-            return Double(blocks.flatMap(\.samples).map { Int($0.magnitude) }.max() ?? 0)
+            let peaks = server.recorder.clockedBlocks().filter { $0.arrivalNanoseconds > from && $0.arrivalNanoseconds <= to }
+                .map { block in block.samples.map { Int($0.magnitude) }.max() ?? 0 }.filter { $0 >= 300 }.sorted()
+            return peaks.isEmpty ? 0 : Double(peaks[min(peaks.count - 1, peaks.count * 9 / 10)])
         }
         // The new volume applies to samples not yet handed to the server, so it is heard once
         // the server's buffer has played: 30 ms, but up to 250 ms once a stream that ran dry
