@@ -223,7 +223,7 @@ static int speak_piper(const parla_run *run, const parla_run_output *output, cha
     int asked = (run->flags & PARLA_RUN_EARLY_FIRST_CLAUSE) || every;
     int options = asked && !(early && strcmp(early, "0") == 0) ? PARLA_PIPER_EARLY_FIRST_CLAUSE : 0;
     if ((run->flags & PARLA_RUN_EARLY_FIRST_CLAUSE) || (early && strcmp(early, "live") == 0)) options |= PARLA_PIPER_LIVE;
-    int status = parla_piper_speak(voice, run->text, run->rate, run->volume, options, output, error, error_size);
+    int status = parla_piper_speak(voice, run->text, run->rate, run->pitch, run->volume, options, output, error, error_size);
     reclaim_espeak();
     if (status == PARLA_PIPER_OK) {
         if (error_size) error[0] = 0;

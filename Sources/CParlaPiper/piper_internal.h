@@ -186,4 +186,23 @@ int piper_session_run(piper_session *session, const int64_t *ids, size_t count, 
 int piper_session_frames(piper_session *session, const float *latent, int64_t channels, const float *side, int64_t side_channels,
                          int64_t frames, int64_t speaker, float **out, size_t *samples, int64_t *out_channels, char *error,
                          size_t error_size);
+
+// MARK: Time-stretching (piper_stretch.c)
+
+typedef struct piper_stretch piper_stretch;
+/// Whether libsonic could be loaded (on first call).
+int piper_stretch_available(void);
+/// Where it was loaded from, NULL if it was not.
+const char *piper_stretch_path(void);
+/// A stream that plays `sample_rate` Hz mono audio `speed` times as fast, its pitch times
+/// `pitch`; NULL if libsonic is missing or out of memory.
+piper_stretch *piper_stretch_new(int sample_rate, float speed, float pitch);
+float piper_stretch_speed(const piper_stretch *stretch);
+/// Feeds samples in (0: out of memory).
+int piper_stretch_write(piper_stretch *stretch, const int16_t *samples, int count);
+/// Takes up to `most` samples of what is ready out.
+int piper_stretch_read(piper_stretch *stretch, int16_t *out, int most);
+/// Makes all that was fed in ready (0: out of memory).
+int piper_stretch_flush(piper_stretch *stretch);
+void piper_stretch_free(piper_stretch *stretch);
 #endif

@@ -19,6 +19,11 @@
 /// The rate runs are delivered at: espeak-ng's, so that one utterance mixing both engines is
 /// one stream with one timeline. A voice at another rate is resampled.
 #define OUTPUT_RATE 22050
+/// The most of a fast rate's speed that the model's length_scale gives (1.5: 262 words a
+/// minute); the time-stretch gives the rest. Past it the model no longer follows its scale:
+/// on joe, a sentence at 1.5 times the voice's speed is 1.35 times as fast, at 2 times 1.53, at
+/// 2.57 times 1.70 (ids bottom out at one frame), and the words run together. See DESIGN.md.
+#define MODEL_MOST 1.5
 
 // A voice's parts: the whole voice or its encoder; its flow (none: the flow is in the encoder);
 // its decoder (none: the voice is spoken a whole sentence at a time). See piper_model.c.
@@ -841,7 +846,13 @@ static size_t env_size(const char *name, size_t fallback) {
 typedef struct {
     parla_piper_voice *voice;
     const parla_piper_output *out;
-    float scales[3];
+    float scales[3];       // the model's scales: its length_scale gives `model` of the speed
+    float natural_scale;   // the voice's own length_scale
+    double asked;          // the speed asked for: the rate / 175
+    double model;          // the part of it the model's length_scale gives (see MODEL_MOST)
+    float pitch;           // the pitch asked for (a multiplier; 1: the voice's)
+    piper_stretch *stretch;  // the sentence's time-stretch and pitch shift (NULL: none)
+    int stretch_failed;
     float gain;
     int live;
     size_t first_chunk, most_chunk, pad_back, pad_ahead, flow_padding;
@@ -867,6 +878,7 @@ typedef struct {
     int *order;            // the word of each event (-1: the sentence)
     size_t events, next_event;
     float scale;
+    long long delivered;   // the sentence's samples handed to the output (after any stretch)
 } outgoing;
 
 // Works out where the sentence's events fall, once its length is known.
@@ -914,6 +926,49 @@ static int plan_events(outgoing *o, const float *durations) {
     return 1;
 }
 
+// Passes on the events that the audio handed out so far has reached (all of them with `all`).
+// Through a stretch, an event's sample is mapped by its speed.
+static void pass_events(outgoing *o, int all) {
+    speaking *sp = o->sp;
+    int estimated = o->s->estimated || !sp->voice->exact_timing ? PARLA_PIPER_ESTIMATED : 0;
+    double speed = sp->stretch ? piper_stretch_speed(sp->stretch) : 1;
+    while (o->next_event < o->events) {
+        long long at = o->event_samples[o->next_event];
+        if (sp->stretch) at = llround((double)at / speed);
+        if (at >= o->delivered && !all) break;
+        if (sp->stretch && at > o->delivered) at = o->delivered;
+        int w = o->order[o->next_event];
+        int sample = (int)(sp->samples + at);
+        if (w < 0) sp->out->event(sp->out->context, 2 | estimated, o->s->sentence_position, 0, sample);
+        else {
+            const struct piper_word *word = &o->s->words[w];
+            sp->out->event(sp->out->context, 1 | estimated, word->position, word->length, sample);
+            if (sp->out->phonemes && word->ipa_length > 0) sp->out->phonemes(sp->out->context, word->position, word->ipa, word->ipa_length);
+        }
+        o->next_event++;
+    }
+}
+
+// Hands `n` samples to the output, through the sentence's stretch if it has one (`flush`: the
+// sentence's last, after which all it holds comes out).
+static void deliver(outgoing *o, int16_t *block, size_t n, int flush) {
+    speaking *sp = o->sp;
+    if (!sp->stretch) {
+        if (n) sp->out->audio(sp->out->context, block, (int)n);
+        o->delivered += (long long)n;
+        return;
+    }
+    if ((n && !piper_stretch_write(sp->stretch, block, (int)n)) || (flush && !piper_stretch_flush(sp->stretch))) {
+        sp->stretch_failed = 1;
+        return;
+    }
+    int16_t out[2048];
+    for (int got; (got = piper_stretch_read(sp->stretch, out, (int)(sizeof out / sizeof out[0]))) > 0;) {
+        sp->out->audio(sp->out->context, out, got);
+        o->delivered += got;
+    }
+}
+
 // Hands out what the audio decoded so far allows (all of it when `last`).
 static void hand_out(outgoing *o, int last) {
     speaking *sp = o->sp;
@@ -926,8 +981,7 @@ static void hand_out(outgoing *o, int last) {
     }
     if (o->next < o->skip) o->next = o->skip < ready ? o->skip : ready;
     int16_t block[2048];
-    int estimated = o->s->estimated || !sp->voice->exact_timing ? PARLA_PIPER_ESTIMATED : 0;
-    while (o->next < ready || (last && o->next_event < o->events)) {
+    for (;;) {
         size_t n = 0;
         for (; n < sizeof block / sizeof block[0] && o->next < ready; n++, o->next++) {
             size_t i = o->next;
@@ -937,20 +991,10 @@ static void hand_out(outgoing *o, int last) {
             float a = k < o->available ? o->audio[k] : 0, b = k + 1 < o->available ? o->audio[k + 1] : a;
             block[n] = (int16_t)lrintf(limit((float)((a + (b - a) * f) * o->scale)) * 32767.0f);
         }
-        if (n) sp->out->audio(sp->out->context, block, (int)n);
-        size_t handed = o->next - o->skip;
-        while (o->next_event < o->events && (o->event_samples[o->next_event] < (long long)handed || (last && o->next >= ready))) {
-            int w = o->order[o->next_event];
-            int sample = (int)(sp->samples + o->event_samples[o->next_event]);
-            if (w < 0) sp->out->event(sp->out->context, 2 | estimated, o->s->sentence_position, 0, sample);
-            else {
-                const struct piper_word *word = &o->s->words[w];
-                sp->out->event(sp->out->context, 1 | estimated, word->position, word->length, sample);
-                if (sp->out->phonemes && word->ipa_length > 0) sp->out->phonemes(sp->out->context, word->position, word->ipa, word->ipa_length);
-            }
-            o->next_event++;
-        }
-        if (!n) break;
+        int done = o->next >= ready;
+        deliver(o, block, n, last && done);
+        pass_events(o, last && done);
+        if (done || sp->stretch_failed) break;
     }
 }
 
@@ -1006,9 +1050,37 @@ static int speak_sentence(void *context, piper_sentence *s) {
     float *first = NULL, *durations = NULL, *side = NULL, *latent = NULL;
     size_t count = 0;
     int64_t channels = 1, side_channels = 0, latent_channels = 0;
+    // A length_scale other than the voice's does not change the sentence's length in
+    // proportion (each id lasts a whole number of frames, and the short ones stay at one), so
+    // the stretch makes up the rest, measured on this sentence: its frames at the voice's own
+    // scale (one more run of the encoder, a small part of the cost) against those at the model's.
+    double natural_frames = 0;
+    if (sp->model != 1 && v->part[DECODER].session && piper_session_has_durations(v->part[ENCODER].session)) {
+        float natural[3] = { sp->scales[0], sp->natural_scale, sp->scales[2] };
+        float *f0 = NULL, *d0 = NULL, *s0 = NULL;
+        size_t c0 = 0;
+        int64_t ch0 = 1, sc0 = 0;
+        int rc = piper_session_run(v->part[ENCODER].session, s->ids, s->id_count, natural, 0, &f0, &c0, &ch0, &d0, &s0, &sc0, sp->error, sp->error_size);
+        for (size_t i = 0; rc == 0 && d0 && i < s->id_count; i++) natural_frames += d0[i] > 0 && isfinite(d0[i]) ? d0[i] : 0;
+        free(f0); free(d0); free(s0);
+        if (rc != 0) return fail(sp, NULL);
+    }
     if (piper_session_run(v->part[ENCODER].session, s->ids, s->id_count, sp->scales, 0, &first, &count, &channels, &durations, &side,
                           &side_channels, sp->error, sp->error_size) != 0)
         return fail(sp, NULL);
+    double speed = sp->asked / sp->model;
+    if (natural_frames > 0 && durations) {
+        double frames_now = 0;
+        for (size_t i = 0; i < s->id_count; i++) frames_now += durations[i] > 0 && isfinite(durations[i]) ? durations[i] : 0;
+        if (frames_now > 0) speed = frames_now * sp->asked / natural_frames;
+    }
+    if (!(speed > 0.1 && speed < 20)) speed = sp->asked / sp->model;
+    if ((fabs(speed - 1) > 0.005 || sp->pitch != 1) && piper_stretch_available()) {
+        if (!(sp->stretch = piper_stretch_new(OUTPUT_RATE, (float)speed, sp->pitch))) {
+            free(first); free(durations); free(side);
+            return fail(sp, "out of memory");
+        }
+    }
     outgoing o = { .sp = sp, .s = s, .ratio = (double)OUTPUT_RATE / v->sample_rate, .scale = sp->gain * LEVEL / v->reference };
     int status = 0;
     if (!v->part[DECODER].session) {
@@ -1068,23 +1140,49 @@ static int speak_sentence(void *context, piper_sentence *s) {
         }
         if (status == 0 && frames == 0 && plan_events(&o, durations)) hand_out(&o, 1);
     }
-    if (status == 0) sp->samples += (long long)(o.end - o.skip);
+    if (status == 0 && sp->stretch_failed) status = fail(sp, "out of memory (time-stretching)");
+    if (status == 0) sp->samples += o.delivered;
+    piper_stretch_free(sp->stretch);
+    sp->stretch = NULL;
     free(o.audio); free(o.event_samples); free(o.order); free(first); free(durations); free(side); free(latent);
     return status;
 }
 
-int parla_piper_speak(parla_piper_voice *voice, const char *text, int rate, int volume, int options,
+int parla_piper_can_stretch(void) { return piper_stretch_available(); }
+
+const char *parla_piper_stretch_path(void) { return piper_stretch_path(); }
+
+int parla_piper_speak(parla_piper_voice *voice, const char *text, int rate, int pitch, int volume, int options,
                       const parla_piper_output *output, char *error, size_t error_size) {
     error[0] = 0;
-    if (rate < 80) rate = 80;
-    if (rate > 450) rate = 450;
+    if (rate < PARLA_PIPER_RATE_MIN) rate = PARLA_PIPER_RATE_MIN;
+    if (rate > PARLA_PIPER_RATE_MAX) rate = PARLA_PIPER_RATE_MAX;
+    if (pitch < 0) pitch = 0;
+    if (pitch > 100) pitch = 100;
     if (volume < 0) volume = 0;
     if (volume > 200) volume = 200;
     warm_up(voice);
     int live = (options & PARLA_PIPER_LIVE) != 0;
+    // The speed: the model's length_scale gives up to MODEL_MOST of it (PARLA_PIPER_MODEL_SPEED),
+    // the stretch the rest. A voice spoken a whole sentence at a time leaves it all to the
+    // stretch (measuring the model's share would take a second run of the whole voice). Without
+    // libsonic, the model gives it all, up to 450 words a minute, at the voice's pitch.
+    double asked = rate / 175.0, model = asked, most = MODEL_MOST;
+    const char *most_text = getenv("PARLA_PIPER_MODEL_SPEED");
+    if (most_text && atof(most_text) >= 1 && atof(most_text) <= 10) most = atof(most_text);
+    int stretch = piper_stretch_available();
+    if (!stretch) {
+        if (model > 450 / 175.0) model = 450 / 175.0;
+    } else if (!voice->part[DECODER].session) {
+        model = 1;
+    } else if (model > most) {
+        model = most;
+    }
     speaking sp = {
         .voice = voice, .out = output,
-        .scales = { voice->noise_scale, voice->length_scale * 175.0f / (float)rate, voice->noise_w },
+        .scales = { voice->noise_scale, (float)(voice->length_scale / model), voice->noise_w },
+        .natural_scale = voice->length_scale, .asked = stretch ? asked : model, .model = model,
+        .pitch = stretch ? (float)pow(2.0, (pitch - 50) / 50.0) : 1,
         .gain = (float)volume / 100.0f, .live = live, .samples = 0, .error = error, .error_size = error_size,
         .first_chunk = env_size("PARLA_PIPER_FIRST_CHUNK", LIVE_FIRST),
         .most_chunk = env_size(live ? "PARLA_PIPER_MOST_CHUNK" : "PARLA_PIPER_RENDER_CHUNK", live ? LIVE_MOST : RENDER_CHUNK),

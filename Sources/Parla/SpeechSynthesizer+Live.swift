@@ -149,7 +149,7 @@ extension SpeechSynthesizer {
     /// hold yet (typically 0.1 to 0.4 s of audio: the server's buffer, a margin of 60 ms, and the
     /// rest of the word being heard); from that word on it is spoken again at the new rate.
     /// Word events keep their offsets: no word is repeated or skipped. The result stays inside
-    /// the engine's 80 to 450 words per minute.
+    /// the engine's 80 to 1,000 words per minute.
     /// - Throws: ``/ParlaCore/ParlaError/parameterOutOfRange(name:value:range:)`` outside
     ///   ``LiveProsody/rateRange``.
     public func setRate(_ multiplier: Double) throws(ParlaError) {
@@ -241,7 +241,7 @@ public struct LiveProsody: Sendable, Hashable {
     public var volume: Double = 1
 
     /// Accepted live rates.
-    public static let rateRange: ClosedRange<Double> = 0.25...4
+    public static let rateRange: ClosedRange<Double> = 0.25...6
     /// Accepted live pitches.
     public static let pitchRange: ClosedRange<Double> = 0...2
     /// Accepted live volumes.

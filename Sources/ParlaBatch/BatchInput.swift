@@ -12,7 +12,7 @@ public struct BatchItem: Sendable, Hashable, Codable {
     /// The voice for text whose language it speaks (nil: the batch's, else each language's
     /// default).
     public var voice: SpeechVoice?
-    /// The rate in words per minute, 80–450 (nil: the voice's), as ``/ParlaCore/Utterance/wordsPerMinute``.
+    /// The rate in words per minute, 80–1,000 (nil: the voice's), as ``/ParlaCore/Utterance/wordsPerMinute``.
     public var wordsPerMinute: Double?
     /// Pitch multiplier, 0–2 (nil: 1, the voice's normal pitch), as ``/ParlaCore/Utterance/pitch``.
     public var pitch: Double?

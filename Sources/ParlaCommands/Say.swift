@@ -71,7 +71,7 @@ struct Say: AsyncParsableCommand {
 
     @Option(
         name: [.customShort("r"), .customLong("rate")],
-        help: ArgumentHelp("Speaking rate in words per minute, 80–450 (default: the voice's, 175).", valueName: "wpm"))
+        help: ArgumentHelp("Speaking rate in words per minute, 80–1000 (default: the voice's, 175).", valueName: "wpm"))
     var rate: Double?
 
     @Option(name: [.customShort("p"), .customLong("pitch")], help: ArgumentHelp("Pitch, 0–99 (default 50).", valueName: "n"))
@@ -187,7 +187,7 @@ extension Say {
         if let volume, !(0...200).contains(volume) { throw ValidationError("Volume \(volume) is out of range: use 0–200.") }
         if let duckBy, !(1...60).contains(duckBy) { throw ValidationError("--duck-by \(duckBy) dB is out of range: use 1–60.") }
         if let rate, !SpeechPlan.rateRange.contains(rate) {
-            throw ValidationError("Rate \(rate) is out of range: use 80–450 words per minute.")
+            throw ValidationError("Rate \(rate) is out of range: use 80–1000 words per minute.")
         }
     }
 

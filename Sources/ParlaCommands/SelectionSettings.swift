@@ -27,7 +27,7 @@ struct SelectionSettings {
         # Parla speak-selection settings. One "key = value" per line; '#' starts a comment.
         # Remove the '#' in front of a setting to use it.
 
-        # Speaking rate in words per minute, 80–450 (default: the voice's, 175).
+        # Speaking rate in words per minute, 80–1000 (default: the voice's, 175).
         # rate = 175
 
         # The voice for text in its language (see 'parla voices'), e.g. espeak-ng.en-gb.
@@ -117,7 +117,7 @@ struct SelectionSettings {
             switch key {
             case "rate":
                 guard let r = Double(value), SpeechPlan.rateRange.contains(r) else {
-                    throw fail("rate must be a number from 80 to 450, not '\(value)'")
+                    throw fail("rate must be a number from 80 to 1000, not '\(value)'")
                 }
                 s.rate = r
             case "voice":

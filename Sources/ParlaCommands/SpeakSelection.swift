@@ -116,7 +116,7 @@ struct SelectionRun {
 
         The settings file ($XDG_CONFIG_HOME/parla/speak-selection.conf, default ~/.config/parla/...) \
         is created with every setting commented out on first use. Lines are "key = value"; keys: rate \
-        (80–450 words per minute), voice (an identifier from 'parla voices'), voices (a voice per \
+        (80–1000 words per minute), voice (an identifier from 'parla voices'), voices (a voice per \
         language, e.g. "en=piper.en_US-joe-medium"), languages (preferred, \
         e.g. "en, el"), device (a PulseAudio sink), notify (true/false), duck (true, false or dB: lower \
         other audio while speaking), sources (e.g. "accessibility, primary, clipboard"), timeout \

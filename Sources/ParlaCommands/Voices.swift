@@ -261,6 +261,10 @@ struct ListVoices: AsyncParsableCommand {
                 out += ", \"engine\": \(JSONText.quoted(v.engine)), \"quality\": " + (v.quality.map { JSONText.quoted($0) } ?? "null")
                 out += ", \"sample_rate\": " + (v.sampleRate.map(String.init) ?? "null")
                 out += ", \"license\": " + (v.license().map(JSONText.quoted) ?? "null")
+                // The rates and pitch it honours (a Piper voice needs libsonic past 450 and for pitch).
+                let piper = v.engine == SpeechVoice.piperEngine
+                out += ", \"max_rate\": \(piper ? PiperProsody.maxRate : Int(SpeechPlan.rateRange.upperBound))"
+                out += ", \"pitch\": \(piper ? PiperProsody.canStretch : true)"
                 if let p = v.piperPhonemizer() {
                     // The espeak-ng it was trained with, and the one that gives its phonemes.
                     out += ", \"phonemizer\": {\"trained\": \(JSONText.quoted(p.trained)), \"as_trained\": \(p.isTrained), "

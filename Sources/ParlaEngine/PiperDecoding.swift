@@ -100,6 +100,35 @@ extension SpeechVoice {
     }
 }
 
+/// What a Piper voice can do with rate and pitch in the engine host Parla starts: with libsonic
+/// (Debian's libsonic0; the wheel carries it), 80–1,000 words a minute and any pitch; without,
+/// up to 450 (the model's length_scale alone) at the voice's own pitch.
+package enum PiperProsody {
+    /// Whether the engine host finds libsonic (looked for once per process).
+    package static let canStretch: Bool = {
+        let programDirectory = EngineHost.program.map { path in
+            String(path.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/"))
+        }
+        return parla_piper_stretch_found(programDirectory) == 1
+    }()
+    /// The fastest rate a Piper voice speaks at, in words per minute.
+    package static var maxRate: Int { canStretch ? Int(PARLA_PIPER_RATE_MAX) : 450 }
+    private static let warned = Mutex(false)
+
+    /// Says once per process, on standard error, that a run's rate or pitch cannot be honoured.
+    package static func check(voice: SpeechVoice, rate: Int, pitch: Int) {
+        guard voice.engine == SpeechVoice.piperEngine, rate > 450 || pitch != 50, !canStretch else { return }
+        guard
+            warned.withLock({ w in
+                defer { w = true }; return !w
+            })
+        else { return }
+        let line =
+            "parla: warning: libsonic is not installed: Piper voices speak at most 450 words a minute, at their own pitch (install libsonic0: apt-get install libsonic0)\n"
+        _ = line.utf8CString.withUnsafeBufferPointer { write(2, $0.baseAddress, $0.count - 1) }
+    }
+}
+
 /// Says once per voice and process, on standard error, that a Piper voice is phonemized by
 /// another espeak-ng than the one it was trained with.
 package enum PiperPhonemizerWarning {

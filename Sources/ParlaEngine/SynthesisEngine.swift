@@ -229,7 +229,9 @@ func synthesizePlan(
     // it is spoken as soon as the engine is ready.
     let first = plan.runs.isEmpty ? nil : TimelineBuilder.engineInput(of: plan, run: 0)
     var voices: [String] = []
-    for run in plan.runs where !voices.contains(run.voice.engineVoiceName) {
+    for run in plan.runs {
+        PiperProsody.check(voice: run.voice, rate: run.rate, pitch: run.pitch)
+        guard !voices.contains(run.voice.engineVoiceName) else { continue }
         voices.append(run.voice.engineVoiceName)
         PiperPhonemizerWarning.check(run.voice)
     }

@@ -70,16 +70,20 @@ package final class ModuleSession: Sendable {
     ///     events to the session (``deliver(_:for:)``).
     ///   - output: writes a block of protocol lines to the server.
     ///   - log: writes a diagnostic line (speech-dispatcher keeps the module's stderr in its log).
+    ///   - maxRate: the words per minute of speech-dispatcher's rate 100 (the configuration's
+    ///     `ParlaMaxRate`).
     package init(
         catalog: @escaping @Sendable () throws(ParlaError) -> VoiceCatalog,
         makeSpeaker: @escaping @Sendable (_ device: String?, _ session: ModuleSession) -> any ModuleSpeaker,
         output: @escaping @Sendable (String) -> Void,
-        log: @escaping @Sendable (String) -> Void
+        log: @escaping @Sendable (String) -> Void,
+        maxRate: Double = ModuleSettings.defaultMaxRate
     ) {
         self.loadCatalog = catalog
         self.makeSpeaker = makeSpeaker
         self.output = output
         self.log = log
+        state.withLock { $0.settings.maxRate = maxRate }
     }
 
     /// Handles one line from the server (without its line feed).

@@ -84,10 +84,35 @@ package struct ModuleSettings: Sendable, Equatable {
         }
     }
 
+    /// The words per minute of speech-dispatcher's rate 100: the module configuration's
+    /// `ParlaMaxRate` (as sd_espeak-ng's `EspeakMaxRate`), ``maxRateRange``, default 450.
+    package var maxRate: Double = ModuleSettings.defaultMaxRate
+    package static let defaultMaxRate: Double = 450
+    package static let maxRateRange: ClosedRange<Double> = 175...1000
+
     /// Words per minute for a speech-dispatcher rate: 0 is Parla's normal 175, -100 the slowest
-    /// (80) and 100 the fastest (450), linear on each side.
+    /// (80) and 100 the fastest (``maxRate``), linear on each side.
     package var wordsPerMinute: Double {
-        rate < 0 ? 175 + Double(rate) * (175 - 80) / 100 : 175 + Double(rate) * (450 - 175) / 100
+        rate < 0 ? 175 + Double(rate) * (175 - 80) / 100 : 175 + Double(rate) * (maxRate - 175) / 100
+    }
+
+    /// `ParlaMaxRate N` from a module configuration's text: N words per minute within
+    /// ``maxRateRange``; nil if there is no such line; a message if its value is unusable.
+    package static func maxRate(inConfiguration text: String) -> Result<Double, Refusal>? {
+        var found: Result<Double, Refusal>?
+        for line in text.split(separator: "\n") {
+            let words = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
+            guard words.first == "ParlaMaxRate" else { continue }
+            let value = words.dropFirst().joined(separator: " ").filter { $0 != "\"" }
+            if let n = Double(value), maxRateRange.contains(n) {
+                found = .success(n)
+            } else {
+                found = .failure(
+                    Refusal(
+                        line: String(line), reason: "ParlaMaxRate must be words per minute from 175 to 1000; using \(Int(defaultMaxRate))"))
+            }
+        }
+        return found
     }
 
     /// Pitch multiplier: -100 → 0 (the engine's lowest), 0 → 1, 100 → 2.

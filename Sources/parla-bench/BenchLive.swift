@@ -50,6 +50,11 @@ struct BenchLive: AsyncParsableCommand {
             "Measure live rate changes (latency in ms of audio, word drift across the change, words repeated or skipped) and live volume (see scripts/bench-prosody)."
     )
     var prosody = false
+    @Flag(
+        help:
+            "Measure rendered rates and pitch: each rate's speed-up over 175 ÷ the one asked for joe and espeak-ng, joe's F0 at pitch 25 and 75, joe's CPU at 800 against 175 (no sound server; see scripts/bench-prosody)."
+    )
+    var rates = false
     @Option(
         help:
             "Measure libparla's C API: this program (bench/c-onset.c built against libparla) speaks, and its call to first sound is set against the Swift API's in this process (see scripts/bench-c)."
@@ -91,6 +96,10 @@ struct BenchLive: AsyncParsableCommand {
     func run() async throws {
         // The reference renderings of a Piper voice are made as live speech is spoken (its
         // first clause alone), so that they are the same audio (engine_host.c).
+        if rates {
+            try await benchRates()
+            return
+        }
         setenv("PARLA_PIPER_EARLY_CLAUSE", "all", 0)
         var recorder: PulseAudioRecorder?
         for _ in 0..<250 where recorder == nil {  // the sink is loaded just after the socket appears

@@ -17,7 +17,9 @@ let usage = """
            sd_parla --version | --help
 
     In the configuration file, lines 'ParlaPreferVoice "LANG=VOICE"' choose a voice per language
-    before its default (a Piper voice for English: ParlaPreferVoice "en=piper.en_US-joe-medium").
+    before its default (a Piper voice for English: ParlaPreferVoice "en=piper.en_US-joe-medium"),
+    and 'ParlaMaxRate N' sets the words per minute of speech-dispatcher's fastest rate (100):
+    175 to 1000, default 450 (as sd_espeak-ng's EspeakMaxRate 449).
 
     Environment: PARLA_VOICES (the voice catalog), PARLA_PIPER_VOICES (Piper voices),
     PULSE_SERVER (the sound server).
@@ -97,6 +99,18 @@ func voicePreferences(inConfiguration path: String?) -> [String] {
     return values
 }
 let preferredVoices = voicePreferences(inConfiguration: arguments.first)
+/// speech-dispatcher's rate 100, from `ParlaMaxRate` (a bad value is logged and the default kept).
+let maxRate: Double = {
+    guard let path = arguments.first, let data = FileManager.default.contents(atPath: path),
+        let found = ModuleSettings.maxRate(inConfiguration: String(decoding: data, as: UTF8.self))
+    else { return ModuleSettings.defaultMaxRate }
+    switch found {
+    case .success(let n): return n
+    case .failure(let refusal):
+        log("sd_parla: \(path): '\(refusal.line)': \(refusal.reason)")
+        return ModuleSettings.defaultMaxRate
+    }
+}()
 
 let session = ModuleSession(
     catalog: { () throws(ParlaError) in
@@ -104,7 +118,8 @@ let session = ModuleSession(
     },
     makeSpeaker: { device, session in ParlaSpeaker(device: device, session: session) },
     output: send,
-    log: log)
+    log: log,
+    maxRate: maxRate)
 
 while let line = readLine(strippingNewline: true) {
     // scripts/bench-speechd splits cancel → silence into speechd's hop and the module's part.

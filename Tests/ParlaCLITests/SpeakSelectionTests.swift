@@ -381,7 +381,7 @@ struct SpeakSelectionTests {
         #expect(r.error.contains("bad.conf, line 3: unknown setting 'speed'"))
         try "rate = 9000\n".write(to: conf, atomically: true, encoding: .utf8)
         let r2 = try await s.run(["--config", conf.path])
-        #expect(r2.error.contains("line 1: rate must be a number from 80 to 450"))
+        #expect(r2.error.contains("line 1: rate must be a number from 80 to 1000"))
         try "duck = loud\n".write(to: conf, atomically: true, encoding: .utf8)
         let r3 = try await s.run(["--config", conf.path])
         #expect(r3.error.contains("line 1: duck must be true, false or a number of dB from 1 to 60"))

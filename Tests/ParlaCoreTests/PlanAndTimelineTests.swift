@@ -35,28 +35,28 @@ struct SpeechPlanTests {
 
     @Test func proseodyMultipliesAndClamps() throws {
         var text = AttributedString("slow fast")
-        text[text.range(of: "fast")!].speechRate = 4
+        text[text.range(of: "fast")!].speechRate = 6
         var u = Utterance(text)
         u.wordsPerMinute = 200
         u.pitch = 1.5
         let plan = try SpeechPlan(u, catalog: testCatalog)
-        #expect(plan.runs.map(\.rate) == [200, 450])
+        #expect(plan.runs.map(\.rate) == [200, 1000])  // 1,200 capped
         #expect(plan.runs.allSatisfy { $0.pitch == 75 })
     }
 
     /// One unit for rate everywhere: `rate` multiplies the voice's words per minute (or
-    /// `wordsPerMinute`) and the span's `speechRate`, and the result stays within 80–450.
+    /// `wordsPerMinute`) and the span's `speechRate`, and the result stays within 80–1,000.
     @Test func rateIsAMultiplierOfTheVoicesRate() throws {
         var text = AttributedString("plain doubled")
         text[text.range(of: "doubled")!].speechRate = 2
         var u = Utterance(text, language: "en")
         u.rate = 1.5
-        #expect(try SpeechPlan(u, catalog: testCatalog).runs.map(\.rate) == [263, 450])  // 175 × 1.5; 175 × 3 capped
+        #expect(try SpeechPlan(u, catalog: testCatalog).runs.map(\.rate) == [263, 525])  // 175 × 1.5; 175 × 3
         u.wordsPerMinute = 100
         #expect(try SpeechPlan(u, catalog: testCatalog).runs.map(\.rate) == [150, 300])
         u.rate = 0.5
         #expect(try SpeechPlan(u, catalog: testCatalog).runs.map(\.rate) == [80, 100])  // 50 raised to 80
-        for bad in [0.2, 4.5, .nan, .infinity] {
+        for bad in [0.2, 6.5, .nan, .infinity] {
             u.rate = bad
             #expect(throws: ParlaError.self) { try SpeechPlan(u, catalog: testCatalog) }
         }
@@ -78,7 +78,7 @@ struct SpeechPlanTests {
         #expect(throws: ParlaError.noVoiceForLanguage("xx")) { try SpeechPlan(Utterance(string: "hi", language: "xx"), catalog: testCatalog) }
         var u = Utterance(string: "hi")
         u.wordsPerMinute = 20
-        #expect(throws: ParlaError.parameterOutOfRange(name: "Rate (words per minute)", value: 20, range: 80...450)) {
+        #expect(throws: ParlaError.parameterOutOfRange(name: "Rate (words per minute)", value: 20, range: 80...1000)) {
             try SpeechPlan(u, catalog: testCatalog)
         }
     }

@@ -34,13 +34,14 @@ final class ModuleHarness: @unchecked Sendable {
     let speaker: FakeSpeaker
     var session: ModuleSession!
 
-    init(speaker: FakeSpeaker = FakeSpeaker()) throws {
+    init(speaker: FakeSpeaker = FakeSpeaker(), maxRate: Double = ModuleSettings.defaultMaxRate) throws {
         self.speaker = speaker
         let catalog = try VoiceCatalog.default()
         session = ModuleSession(
             catalog: { catalog }, makeSpeaker: { _, _ in speaker },
             output: { [written] text in written.withLock { $0 += text } },
-            log: { [logged] line in logged.withLock { $0.append(line) } })
+            log: { [logged] line in logged.withLock { $0.append(line) } },
+            maxRate: maxRate)
     }
 
     /// Sends lines and returns what the module wrote in answer.
@@ -98,8 +99,36 @@ struct SpeechdModuleTests {
         #expect(s.wordsPerMinute == 450)
         try s.apply("rate=0")
         #expect(s.wordsPerMinute == 175)
+        // The module's ParlaMaxRate moves rate 100, and the steps up to it, not those below 0.
+        s.maxRate = 1000
+        try s.apply("rate=100")
+        #expect(s.wordsPerMinute == 1000)
+        try s.apply("rate=50")
+        #expect(s.wordsPerMinute == 587.5)
+        try s.apply("rate=-100")
+        #expect(s.wordsPerMinute == 80)
         try s.apply("language=c")
         #expect(s.language == nil)
+    }
+
+    /// `ParlaMaxRate` in the module's configuration sets speech-dispatcher's rate 100 (as
+    /// sd_espeak-ng's EspeakMaxRate); a value out of 175–1000 is reported and the default kept.
+    @Test func theConfigurationsMaximumRateIsRate100() throws {
+        #expect(ModuleSettings.maxRate(inConfiguration: "# nothing\nParlaPreferVoice \"en=x\"\n") == nil)
+        #expect(ModuleSettings.maxRate(inConfiguration: "#ParlaMaxRate 900\nParlaMaxRate 800\n") == .success(800))
+        #expect(ModuleSettings.maxRate(inConfiguration: "ParlaMaxRate \"1000\"") == .success(1000))
+        for bad in ["ParlaMaxRate 1200", "ParlaMaxRate 100", "ParlaMaxRate fast"] {
+            guard case .failure(let refusal) = ModuleSettings.maxRate(inConfiguration: bad) else {
+                Issue.record("\(bad) was taken")
+                continue
+            }
+            #expect(refusal.reason.contains("175 to 1000"))
+        }
+        let h = try ModuleHarness(maxRate: 800)
+        h.send("INIT")
+        #expect(h.send("SET", "rate=100", ".") == "203 OK RECEIVING SETTINGS\n203 OK SETTINGS RECEIVED\n")
+        #expect(h.send("SPEAK", "Fast.", ".") == "202 OK RECEIVING MESSAGE\n200 OK SPEAKING\n")
+        #expect(try #require(h.speaker.spoken.withLock { $0.last }).wordsPerMinute == 800)
     }
 
     @Test func eventsFollowTheMessageAndEndExactlyOnce() throws {

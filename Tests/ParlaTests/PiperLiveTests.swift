@@ -62,9 +62,16 @@ extension LiveSpeechTests {
                 guard let c = kinds.firstIndex(of: "continued") else { return false }
                 return kinds[c...].filter { $0 == "word" }.count >= 2
             })
-        try synth.setRate(1.5)
+        // From 175 words a minute to 800, mid-sentence: the model at 1.5 times its speed and
+        // the time-stretch the rest.
         let before = log.words(id).count
-        #expect(await log.wait { log.words(id).count >= before + 3 })
+        try synth.setRate(800.0 / 175)
+        #expect(await log.wait { log.words(id).count >= before + 5 })
+        let change = try #require(synth.recentProsodyChanges.last { $0.utterance == id })
+        let words = log.words(id)
+        let first = try #require(words.firstIndex { $0.scalarRange == change.word })
+        let slow = meanWordLength(Array(words[..<first])), fast = meanWordLength(Array(words[first...]))
+        #expect(fast < 0.4 * slow, "mean word length \(slow) samples before word \(first), \(fast) after")
         synth.stop()
         #expect(await log.wait { log.terminal(id) != nil })
         #expect(isCancelled(log.terminal(id), .interrupted))

@@ -592,7 +592,7 @@ class Synthesizer:
         """Queues ``text`` (first in, first out) and returns its id at once.
 
         ``language`` (BCP 47; None: detected per part), ``voice`` (an identifier from
-        :func:`voices`), ``rate`` (0.25–4), ``pitch`` (0–2) and ``volume`` (0–2), each a
+        :func:`voices`), ``rate`` (0.25–6), ``pitch`` (0–2) and ``volume`` (0–2), each a
         multiple of the voice's own (1: as the voice is); ``ssml`` reads ``text`` as SSML.
         With ``resume_after_interruption``, an announcement that cuts it off is followed by
         the rest, from the sentence it cut. ``prefer_voices`` maps languages
@@ -670,7 +670,7 @@ class Synthesizer:
         _check(_c().parla_continue(self._live()))
 
     def set_rate(self, rate: float) -> None:
-        """Live rate, 0.25–4: what is speaking changes at once."""
+        """Live rate, 0.25–6: what is speaking changes at once."""
         _check(_c().parla_set_rate(self._live(), float(rate)))
 
     def set_pitch(self, pitch: float) -> None:

@@ -32,6 +32,31 @@ OBJECT_PATH = "/org/parla/Speech/Provider"
 INTERFACE = "org.freedesktop.Speech.Provider"
 AUTO = "parla.auto"
 FORMAT = "audio/x-spiel,format=S16LE,channels=1,rate=22050"
+
+# Spiel's rates run from 0.1 to 10, 1 being the voice's normal speed (175 words a minute). As
+# sd_parla maps speech-dispatcher's -100..100, each side is linear: 0.1 is Parla's slowest (80
+# words a minute) and 10 the fastest, $PARLA_MAX_RATE (175-1000, default 450 as speech-dispatcher's).
+DEFAULT_MAX_RATE = 450.0
+
+
+def max_rate_from(text: str | None) -> float:
+    """The words per minute of Spiel's rate 10, from $PARLA_MAX_RATE's text (default 450)."""
+    try:
+        value = float(text) if text else DEFAULT_MAX_RATE
+    except ValueError:
+        value = DEFAULT_MAX_RATE
+    return value if 175 <= value <= 1000 else DEFAULT_MAX_RATE
+
+
+MAX_RATE = max_rate_from(os.environ.get("PARLA_MAX_RATE"))
+
+
+def words_per_minute(rate: float, most: float = DEFAULT_MAX_RATE) -> float:
+    """Words per minute for a Spiel rate (0.1-10, clamped; 1 is 175)."""
+    rate = min(max(rate, 0.1), 10.0)
+    if rate <= 1:
+        return 80 + (rate - 0.1) / 0.9 * (175 - 80)
+    return 175 + (rate - 1) / 9 * (most - 175)
 # What every Parla voice honours: word and sentence events with ranges, SSML marks; SSML
 # breaks, prosody, sentences and paragraphs.
 EVENTS_WORD, EVENTS_SENTENCE, EVENTS_SSML_MARK = 0x1, 0x2, 0x8
@@ -156,8 +181,9 @@ class Provider:
 
     @staticmethod
     def features(engine: str) -> int:
-        # Piper's voices have no pitch: <prosody pitch> is not honoured, so SSML_PROSODY is
-        # not claimed (rate and volume are).
+        # A Piper voice's pitch needs libsonic (the wheel carries it, Debian's libsonic0
+        # elsewhere): <prosody pitch> may not be honoured, so SSML_PROSODY is not claimed (rate
+        # and volume are).
         return FEATURES & ~SSML_PROSODY if engine == "piper" else FEATURES
 
     def voices_variant(self) -> GLib.Variant:
@@ -230,7 +256,7 @@ class Provider:
         voice = self.by_id.get(voice_id)
         settings: dict[str, Any] = {
             "ssml": bool(is_ssml),
-            "rate": min(max(rate or 1.0, 0.25), 4.0),
+            "rate": words_per_minute(rate or 1.0, MAX_RATE) / 175,
             "pitch": min(max(pitch if pitch >= 0 else 1.0, 0.0), 2.0),
             "voice": voice.identifier if voice else None,
             # A chosen voice speaks the whole text in its language; parla.auto detects.

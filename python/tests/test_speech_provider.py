@@ -91,6 +91,18 @@ def reference(tmp_path, text, **settings):
     return (tmp_path / "ref.wav").read_bytes()[44:], timeline
 
 
+def test_spiel_rates_map_as_speech_dispatchers_do():
+    # 1 is 175 words a minute, 0.1 the slowest (80), 10 the fastest: PARLA_MAX_RATE, 450 by default.
+    assert sp.words_per_minute(1.0) == 175
+    assert sp.words_per_minute(0.1) == 80
+    assert sp.words_per_minute(10.0) == 450
+    assert sp.words_per_minute(10.0, 1000) == 1000
+    assert sp.words_per_minute(5.5, 1000) == 587.5
+    assert sp.words_per_minute(50.0, 1000) == 1000  # clamped
+    assert sp.max_rate_from("800") == 800
+    assert sp.max_rate_from("2000") == sp.max_rate_from("fast") == sp.max_rate_from(None) == 450
+
+
 def test_properties(bus):
     def get(name):
         return bus.call_sync(sp.BUS_NAME, sp.OBJECT_PATH, "org.freedesktop.DBus.Properties", "Get",

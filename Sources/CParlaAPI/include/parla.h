@@ -100,7 +100,7 @@ parla_status parla_utterance_set_voice(parla_utterance *utterance, const char *v
  * utterance's voice does not speak it: for example a Piper voice for English in text that
  * mixes languages. NULL voice: remove the preference. */
 parla_status parla_utterance_prefer_voice(parla_utterance *utterance, const char *language, const char *voice);
-/* Rate: a multiplier of the voice's normal speed, 0.25-4 (1 = normal). */
+/* Rate: a multiplier of the voice's normal speed, 0.25-6 (1 = normal; the words per minute it gives are kept within 80-1000). */
 parla_status parla_utterance_set_rate(parla_utterance *utterance, double rate);
 /* Pitch: a multiplier, 0-2 (1 = normal). */
 parla_status parla_utterance_set_pitch(parla_utterance *utterance, double pitch);
@@ -203,7 +203,7 @@ parla_status parla_stop(parla_synthesizer *synthesizer, parla_boundary boundary,
 parla_status parla_pause(parla_synthesizer *synthesizer, parla_boundary boundary);
 /* Continues paused speech where it stopped. */
 parla_status parla_continue(parla_synthesizer *synthesizer);
-/* Live rate, pitch and volume, multiples of each utterance's own (rate 0.25-4, pitch 0-2,
+/* Live rate, pitch and volume, multiples of each utterance's own (rate 0.25-6, pitch 0-2,
  * volume 0-2; a volume above 1 passes a soft limiter, so nothing clips): what is speaking
  * changes at once (rate and pitch from the next word, volume from the next samples sent),
  * and later utterances follow. */

@@ -74,12 +74,27 @@ enum { PARLA_PIPER_LIVE = 2 };
 /// or cannot be read (-1, with why). Reads the model, without ONNX Runtime.
 int parla_piper_model_streams(const char *model_path, char *why, size_t why_size);
 
+/// The rates parla_piper_speak takes (others are clamped).
+enum { PARLA_PIPER_RATE_MIN = 80, PARLA_PIPER_RATE_MAX = 1000 };
+
+/// Whether rates past the model's and pitch can be honoured: libsonic (libsonic.so.0, beside
+/// the program or the system's) is loaded on first call. Without it, rates stop at 450 and
+/// the pitch is the voice's.
+int parla_piper_can_stretch(void);
+/// Where libsonic was loaded from (NULL: it was not).
+const char *parla_piper_stretch_path(void);
+/// Whether an engine host whose program is in `program_directory` (NULL: look only in the
+/// system's places) would find libsonic, without loading it for good: 1 or 0.
+int parla_piper_stretch_found(const char *program_directory);
+
 /// Speaks UTF-8 `text` (plain text, no markup). `rate` is in espeak-ng's words per minute
-/// (175 = the voice's own speed), `volume` 0-200 (100 = as the model speaks), `options`
+/// (175 = the voice's own speed, PARLA_PIPER_RATE_MIN to _MAX: the audio is rate / 175 times
+/// as fast, pauses included), `pitch` espeak-ng's 0-100 (50 = the voice's; each 50 an
+/// octave, as espeak-ng's base pitch), `volume` 0-200 (100 = as the model speaks), `options`
 /// PARLA_PIPER_ options. The model's noise is seeded when the voice loads: a process that
 /// loads it, then speaks the same text, gives the same samples. Returns a
 /// PARLA_PIPER_ status; on failure, `error` says why.
-int parla_piper_speak(parla_piper_voice *voice, const char *text, int rate, int volume, int options,
+int parla_piper_speak(parla_piper_voice *voice, const char *text, int rate, int pitch, int volume, int options,
                       const parla_piper_output *output, char *error, size_t error_size);
 
 /// The espeak-ng builds that phonemize for Piper voices (parla_piper_phonemizer's `trained`).

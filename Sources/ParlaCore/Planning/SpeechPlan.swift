@@ -11,7 +11,7 @@ package struct SpeechPlan: Sendable {
         package var language: LanguageTag
         /// The voice that speaks it.
         package var voice: SpeechVoice
-        /// Rate in words per minute (engine range 80–450).
+        /// Rate in words per minute (engine range 80–1,000).
         package var rate: Int
         /// Engine pitch, 0–100 (50 is normal).
         package var pitch: Int
@@ -93,10 +93,10 @@ package struct SpeechPlan: Sendable {
     }
 
     /// Accepted range of ``Utterance/wordsPerMinute``, and the words per minute every run is kept within.
-    package static let rateRange: ClosedRange<Double> = 80...450
+    package static let rateRange: ClosedRange<Double> = 80...1000
     /// Accepted ``Utterance/rate`` multipliers (the words per minute they give are then kept
     /// within ``rateRange``).
-    package static let rateMultiplierRange: ClosedRange<Double> = 0.25...4
+    package static let rateMultiplierRange: ClosedRange<Double> = 0.25...6
     /// Accepted range of ``Utterance/pitch``.
     package static let pitchRange: ClosedRange<Double> = 0...2
     /// Accepted range of ``Utterance/volume``.

@@ -57,7 +57,7 @@ public enum SpeechAttributes {
     }
 
     /// A rate multiplier for the span (1 is the utterance's rate). 0.01–100 is accepted,
-    /// since nested SSML multiplies them; the speed heard stays within 80–450 words per minute.
+    /// since nested SSML multiplies them; the speed heard stays within 80–1,000 words per minute.
     public enum RateAttribute: AttributedStringKey {
         public typealias Value = Double
         public static let name = "Parla.speechRate"

@@ -25,11 +25,11 @@ public struct Utterance: Sendable {
     /// the catalog's defaults.
     public var preferredVoices: [LanguageTag: SpeechVoice] = [:]
     /// Speaking rate as a multiple of the voice's own rate (1: the voice's rate; 2: twice as
-    /// fast), 0.25–4. The same unit as the `speechRate` attribute and the live
+    /// fast), 0.25–6. The same unit as the `speechRate` attribute and the live
     /// `SpeechSynthesizer.setRate(_:)`, so rates compose by multiplying. The words per minute
-    /// they give are kept within 80–450.
+    /// they give are kept within 80–1,000.
     public var rate: Double = 1
-    /// The rate to multiply in words per minute, 80–450, instead of the voice's own (nil: the
+    /// The rate to multiply in words per minute, 80–1,000, instead of the voice's own (nil: the
     /// voice's, 175 for espeak-ng's voices). A convenience for tools whose users speak in
     /// words per minute, such as `parla say --rate`.
     public var wordsPerMinute: Double?
