@@ -52,7 +52,7 @@ if [ -x "$prefix/bin/spiel" ]; then print_env; exit 0; fi
   if ((${#missing[@]})); then
     echo "build-libspiel: installing ${missing[*]}"
     sudo=(); [ "$(id -u)" -eq 0 ] || sudo=(sudo)
-    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${missing[@]}"
   fi
 
   # meson >= 1.3.2 (Debian 12 has 1.0.1) and ninja from PyPI.

@@ -13,16 +13,16 @@ debian_root_tarball() {
   local tarball="$dir/$name.tar"
   if [ ! -f "$tarball" ]; then
     mkdir -p "$dir"
-    command -v debootstrap >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends debootstrap >/dev/null
+    command -v debootstrap >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends debootstrap >/dev/null
     local tmp
     tmp=$(mktemp -d "$dir/tmp-root.XXXXXX")
     if (($#)); then
       echo "Making a Debian 12 root with $* (once, kept in $dir)..." >&2
       tar -C "$tmp" -xf "$(debian_root_tarball)"
       cp /etc/resolv.conf "$tmp/etc/resolv.conf"
-      chroot "$tmp" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
+      chroot "$tmp" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 update -qq >&2
       chroot "$tmp" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEND=noninteractive \
-        apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+        apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "$@" >/dev/null
       chroot "$tmp" apt-get clean
     else
       echo "Making a minimal Debian 12 root (once, kept in $dir)..." >&2

@@ -15,8 +15,8 @@ slurm_install() {
       sudo=(sudo)
     fi
     echo "Installing slurm-wlm and munge" >&2
-    "${sudo[@]}" apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends slurm-wlm munge >/dev/null
+    "${sudo[@]}" apt-get -o DPkg::Lock::Timeout=600 update -qq
+    DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends slurm-wlm munge >/dev/null
   fi
   [ "$(id -u)" -eq 0 ] || { echo "error: run as root (slurmd starts the tasks as their user)" >&2; exit 1; }
 }
