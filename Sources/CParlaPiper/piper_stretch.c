@@ -29,8 +29,12 @@ static struct {
     int (*available)(sonic_stream);
 } sonic;
 
+// RTLD_DEEPBIND: libsonic's calls to its own functions stay its own. espeak-ng 1.52 from the
+// espeakng-loader wheel (the wheel's engine loads it as the system's) exports a sonic of its
+// own; bound to those, libsonic 0.2.0's stream was run by another version's code (a segfault at
+// 800 words a minute in check-wheel's clean root).
 static int sonic_from(const char *path) {
-    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
     if (!h) return 0;
     sonic.create = (sonic_stream (*)(int, int))dlsym(h, "sonicCreateStream");
     sonic.destroy = (void (*)(sonic_stream))dlsym(h, "sonicDestroyStream");
@@ -71,7 +75,7 @@ int parla_piper_stretch_found(const char *program_directory) {
         snprintf(path, sizeof path, "%s/libsonic.so.0", program_directory);
         if (access(path, R_OK) == 0) return 1;
     }
-    void *h = dlopen(named && *named ? named : "libsonic.so.0", RTLD_LAZY | RTLD_LOCAL);
+    void *h = dlopen(named && *named ? named : "libsonic.so.0", RTLD_LAZY | RTLD_LOCAL | RTLD_DEEPBIND);
     if (!h) return 0;
     int complete = dlsym(h, "sonicCreateStream") && dlsym(h, "sonicSetPitch") && dlsym(h, "sonicFlushStream");
     dlclose(h);
